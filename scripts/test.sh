@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The README's test command: installs missing packages, builds, and runs
+# every test layer through CTest, then an ASan/UBSan build of the unit layer.
+#
+#   scripts/test.sh                 everything (what CI runs)
+#   scripts/test.sh -L unit         only some CTest labels (unit|bpf|netns|vm)
+#   scripts/test.sh --no-sanitize   skip the ASan/UBSan pass
+#   MRC_JOBS=N                      parallel build jobs (default: nproc)
+#
+# Exits non-zero if anything fails. Layers that need root (bpf, netns, vm)
+# report "skipped" when run unprivileged.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+labels=()
+sanitize=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -L) labels+=("$2"); shift 2 ;;
+    --no-sanitize) sanitize=0; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+[ ${#labels[@]} -eq 0 ] && labels=(unit bpf netns vm)
+jobs=${MRC_JOBS:-$(nproc)}
+start=$(date +%s)
+stamp() { echo "== [$(( $(date +%s) - start ))s] $*"; }
+
+stamp "dependencies"
+scripts/deps.sh
+
+stamp "configure + build (g++, release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C build -j "$jobs"
+
+fail=0
+regex=$(IFS='|'; echo "^(${labels[*]})\$")
+stamp "ctest -L '$regex'"
+if ! (cd build && ctest -L "$regex" --output-on-failure --no-tests=ignore -j 1); then
+  fail=1
+fi
+
+if [ $sanitize -eq 1 ] && printf '%s\n' "${labels[@]}" | grep -qx unit; then
+  stamp "configure + build (clang++, ASan+UBSan, unit layer)"
+  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DMRC_SANITIZE=ON -DMRC_BUILD_BENCH=OFF >/dev/null
+  ninja -C build-asan -j "$jobs"
+  stamp "ctest -L unit (ASan+UBSan)"
+  if ! (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest -L '^unit$' --output-on-failure -j "$jobs"); then
+    fail=1
+  fi
+fi
+
+stamp "done: $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
+exit $fail

@@ -1,0 +1,272 @@
+// MRC packet codec: build and parse every MRC packet type over IPv4 and IPv6,
+// with strict validation. Layouts come from include/mrc/uapi/wire.h; this
+// file only decodes them into host-order fields.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "mrc/uapi/wire.h"
+
+namespace mrc::codec {
+
+using Mac = std::array<uint8_t, 6>;
+
+enum class IpVersion : uint8_t { kV4 = 4, kV6 = 6 };
+
+// An IPv4 address lives in the first 4 bytes.
+struct IpAddr {
+  IpVersion ver = IpVersion::kV4;
+  std::array<uint8_t, 16> b{};
+  bool operator==(const IpAddr&) const = default;
+  static IpAddr v4(uint8_t a, uint8_t b2, uint8_t c, uint8_t d) {
+    IpAddr r;
+    r.b[0] = a, r.b[1] = b2, r.b[2] = c, r.b[3] = d;
+    return r;
+  }
+};
+
+// DSCP classes are configuration (Documentation/wire-format.md, "DSCP").
+struct DscpClasses {
+  uint8_t control = MRC_DSCP_CONTROL_DEFAULT;
+  uint8_t trimmable = MRC_DSCP_TRIMMABLE_DEFAULT;
+  uint8_t trimmable_retx = MRC_DSCP_TRIMMABLE_RETX_DEFAULT;
+  uint8_t no_trim = MRC_DSCP_NO_TRIM_DEFAULT;
+  uint8_t trimmed = MRC_DSCP_TRIMMED_DEFAULT;
+  uint8_t trimmed_lasthop = MRC_DSCP_TRIMMED_LASTHOP_DEFAULT;
+};
+
+struct CodecConfig {
+  uint16_t udp_port = MRC_UDP_PORT_DEFAULT;
+  DscpClasses dscp;
+  bool verify_icrc = true;
+};
+
+// Which optional headers a packet carries (bit set).
+enum Hdr : uint16_t {
+  kHdrMeth = 1 << 0,
+  kHdrTseth = 1 << 1,
+  kHdrReth = 1 << 2,
+  kHdrImm = 1 << 3,
+  kHdrSeth = 1 << 4,  // always with CC_STATE
+  kHdrNeth = 1 << 5,
+  kHdrPeth = 1 << 6,
+  kHdrErth = 1 << 7,
+  kHdrEeth = 1 << 8,
+  kHdrAeth = 1 << 9,
+};
+
+struct Eth {
+  Mac dst{}, src{};
+  bool has_vlan = false;
+  uint16_t vlan_tci = 0;
+};
+
+struct Ip {
+  IpAddr src, dst;  // src.ver decides the IP version
+  uint8_t dscp = 0, ecn = 0;
+  uint8_t ttl = 64;  // hop limit on IPv6
+  uint32_t flow_label = 0;  // IPv6 only, 20 bits
+  uint16_t id = 0;          // IPv4 only
+};
+
+struct Udp {
+  uint16_t sport = 0, dport = MRC_UDP_PORT_DEFAULT;
+};
+
+struct Bth {
+  uint8_t opcode = 0;
+  bool se = false, mig = false;
+  uint8_t pad = 0;  // derived by build(); reported by parse()
+  uint8_t tver = MRC_BTH_TVER;
+  uint16_t pkey = MRC_PKEY_DEFAULT;
+  uint32_t dqpn = 0;
+  bool ack_req = false, rtx = false, ts = false;
+  uint32_t psn = 0;
+};
+
+struct Meth {
+  uint16_t rqmsn = 0, msn = 0;
+};
+struct Tseth {
+  uint16_t tx_ts = 0;
+  bool tsr = false;
+  uint8_t ftype = 0;
+};
+struct Reth {
+  uint64_t va = 0;
+  uint32_t rkey = 0, dma_len = 0;
+};
+struct Aeth {
+  uint8_t syndrome = 0;
+  uint32_t msn = 0;
+};
+struct Seth {
+  uint8_t verdict = MRC_MP_NONE;  // enum mrc_mp_verdict
+  bool probe_resp = false;
+  int16_t ack_psn_offset = 0;
+  uint32_t entropy = 0;
+  uint16_t spdcid = 0, dpdcid = 0;
+  uint8_t port_down_mask = 0;
+  uint32_t cack_psn = 0;
+  uint8_t cc_type = MRC_CC_TYPE_NONE, cc_flags = 0;
+  uint8_t mpr = 0;
+  int16_t sack_offset = 0;
+  uint64_t sack_bitmap = 0;  // bit 63 = PSN cack_psn + sack_offset
+};
+struct CcState {
+  uint16_t tx_ts_echo = 0;
+  uint16_t ooo_count = 0;  // 15 bits
+  bool restore_cwnd = false;
+  uint8_t rcv_cwnd_pen = 0;  // 0..127
+  uint32_t rcvd_bytes = 0;   // 24 bits, units of 256 bytes
+};
+struct Neth {
+  uint8_t reason = 0;  // enum mrc_nack_reason
+  uint8_t vendor_info = 0;
+  uint32_t entropy = 0;
+  uint16_t spdcid = 0, dpdcid = 0;
+  uint32_t nack_psn = 0;
+  uint8_t cc_type = MRC_CC_TYPE_NONE, cc_flags = 0;
+  uint16_t tx_ts_echo = 0;
+};
+struct Peth {
+  uint8_t vendor_info = 0;
+  uint16_t probe_id = 0;
+  uint16_t spdcid = 0, dpdcid = 0;
+  uint16_t tx_ts = 0;
+  bool tsr = false;
+  uint8_t ftype = 0;
+};
+struct Erth {
+  uint8_t op = MRC_EP_OP_EV_PROBE;  // enum mrc_ep_op
+  uint8_t vendor_info = 0;
+  uint16_t req_id = 0;
+  uint32_t port_status = 0;
+  uint16_t tx_ts = 0;
+  uint32_t entropy = 0;
+};
+struct Eeth {
+  uint8_t op = MRC_EP_OP_EV_PROBE;
+  uint8_t vendor_info = 0;
+  uint16_t req_id = 0;
+  uint32_t port_status = 0;
+  uint16_t tx_ts_echo = 0;
+  uint32_t entropy = 0;
+  uint8_t rx_port = 0;
+  uint8_t flags = 0;
+  uint32_t svc_time_ns = 0;
+  uint64_t rsp_ts_ns = 0;
+};
+
+enum class TrimKind : uint8_t { kNone = 0, kTrimmed, kTrimmedLastHop };
+
+// A decoded packet, or the description of one to build. For parse() the
+// payload points into the parsed frame; for build() it is copied from.
+struct Packet {
+  Eth eth;
+  Ip ip;
+  Udp udp;
+  Bth bth;
+  uint16_t hdrs = 0;  // Hdr bits present (parse) / derived from opcode (build)
+  Meth meth;
+  Tseth tseth;
+  Reth reth;
+  uint32_t imm = 0;
+  Aeth aeth;
+  Seth seth;
+  CcState cc;
+  Neth neth;
+  Peth peth;
+  Erth erth;
+  Eeth eeth;
+  const uint8_t* payload = nullptr;
+  uint32_t payload_len = 0;
+  TrimKind trim = TrimKind::kNone;  // parse: header-only / trimmed DSCP
+  uint32_t icrc = 0;                // parse: value found on the wire
+  uint16_t l3_off = 0, l4_off = 0, bth_off = 0, payload_off = 0;  // parse only
+  uint32_t frame_len = 0;  // parse: bytes that belong to the packet (without L2 padding)
+};
+
+// ---------------------------------------------------------------------------
+// Opcode table
+
+struct OpcodeInfo {
+  uint8_t opcode;
+  std::string_view name;
+  uint16_t hdrs;     // mandatory headers after the BTH (TSETH decided by the TS flag)
+  bool data;         // a WRITE packet (carries METH/RETH and may carry payload)
+  bool first, last;  // segment position
+};
+
+// nullptr for an opcode MRC does not define.
+const OpcodeInfo* opcode_info(uint8_t opcode);
+inline bool is_data_opcode(uint8_t op) { return op >= MRC_OP_WRITE_FIRST && op <= MRC_OP_WRITE_ONLY_IMM; }
+inline bool opcode_has_imm(uint8_t op) {
+  return op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM;
+}
+// Bytes of headers after the BTH for an opcode (with TSETH when ts is set).
+uint32_t ext_header_len(uint8_t opcode, bool ts);
+
+// ---------------------------------------------------------------------------
+// Parse
+
+enum class ParseError : uint8_t {
+  kOk = 0,
+  kNotMrc,            // not IPv4/IPv6 UDP to the MRC port: not ours, pass it on
+  kTruncated,         // frame shorter than the headers it announces
+  kBadIpVersion,      // ethertype and IP version disagree
+  kBadIpHeaderLen,    // IPv4 IHL != 5 (options are not allowed) or IPv6 ext headers
+  kBadIpLength,       // IP total/payload length disagrees with the frame
+  kBadIpChecksum,     // IPv4 header checksum wrong
+  kIpFragment,        // fragmented IP
+  kBadUdpLength,      // UDP length disagrees with the IP length
+  kBadTver,           // BTH TVer not supported
+  kBadReservedBits,   // reserved bits set where they must be zero
+  kUnknownOpcode,     // opcode outside the MRC table
+  kBadHeaderStack,    // flags inconsistent with opcode (TS on control, wrong XH type)
+  kBadLength,         // payload/pad length inconsistent with opcode
+  kBadPad,            // PadCnt wrong for the payload
+  kBadQpn,            // endpoint op not to QPN 2, or a QP packet to QPN 2
+  kBadIcrc,           // ICRC mismatch
+  kCount,
+};
+std::string_view to_string(ParseError e);
+
+// Parses one Ethernet frame. On success `out` describes it. A trimmed data
+// packet (header only or trimmed DSCP) parses with out.trim != kNone and
+// no payload; its ICRC is not checked (the switch cut it off).
+ParseError parse(std::span<const uint8_t> frame, const CodecConfig& cfg, Packet& out);
+
+// ---------------------------------------------------------------------------
+// Build
+
+// Bytes build() needs for a packet (without Ethernet minimum padding).
+uint32_t frame_size(const Packet& p);
+
+// Writes the frame for `p` into `out`. Derives the header set from the
+// opcode and bth.ts, PadCnt from the payload, lengths, the IPv4 checksum
+// (UDP checksum is 0 as in RoCEv2) and the ICRC. Returns the frame length,
+// or 0 if `out` is too small or the description is inconsistent (unknown
+// opcode, payload on a control packet, payload on FIRST/MIDDLE not a
+// multiple of 4).
+size_t build(const Packet& p, std::span<uint8_t> out);
+
+// Recomputes the ICRC of a built frame in place (after patching fields).
+void refresh_icrc(std::span<uint8_t> frame, const Packet& layout);
+
+// ---------------------------------------------------------------------------
+// PSN arithmetic (24 bit, wrap-safe)
+
+inline uint32_t psn_add(uint32_t psn, int64_t d) { return uint32_t(int64_t(psn) + d) & MRC_PSN_MASK; }
+// Signed distance b - a in (-2^23, 2^23].
+inline int32_t psn_diff(uint32_t b, uint32_t a) {
+  int32_t d = int32_t((b - a) & MRC_PSN_MASK);
+  return d >= (1 << 23) ? d - (1 << 24) : d;
+}
+inline bool psn_lt(uint32_t a, uint32_t b) { return psn_diff(b, a) > 0; }
+
+}  // namespace mrc::codec
