@@ -23,7 +23,7 @@ struct mrc_xdp_cfg {
 	__u8 dscp_trimmed_lasthop;
 	__u8 dscp_control;
 	__u8 flags; /* MRC_XDP_CFG_F_* */
-	__u16 resv;
+	__u16 port_up_mask; /* bit N-1 = local plane port N up (EETH port_status) */
 };
 MRC_ASSERT_SIZE(struct mrc_xdp_cfg, 8);
 #define MRC_XDP_CFG_F_NO_TRIM_NACK 0x01 /* never answer trimmed packets in XDP */
