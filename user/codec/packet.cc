@@ -369,6 +369,26 @@ uint32_t frame_size(const Packet& pk) {
 }
 
 size_t build(const Packet& pk, std::span<uint8_t> out) {
+  uint32_t poff = 0;
+  size_t n = build_headers(pk, out, &poff);
+  if (!n) return 0;
+  if (pk.payload_len && is_data_opcode(pk.bth.opcode)) std::memcpy(out.data() + poff, pk.payload, pk.payload_len);
+  seal(out.first(n), pk.eth.has_vlan ? 18 : 14);
+  return n;
+}
+
+void seal(std::span<uint8_t> frame, uint16_t l3_off) {
+  uint8_t* p = frame.data();
+  uint8_t* end = p + frame.size() - MRC_ICRC_LEN;
+  // Zero the pad bytes in front of the ICRC (BTH PadCnt says how many).
+  const uint8_t* ip = p + l3_off;
+  const size_t l4 = l3_off + ((ip[0] >> 4) == 4 ? 20 : 40);
+  const uint8_t pad = (p[l4 + 8 + 1] & MRC_BTH_PAD_MASK) >> MRC_BTH_PAD_SHIFT;
+  std::memset(end - pad, 0, pad);
+  store_le32(end, icrc_compute(p + l3_off, end));
+}
+
+size_t build_headers(const Packet& pk, std::span<uint8_t> out, uint32_t* payload_off) {
   const OpcodeInfo* oi = opcode_info(pk.bth.opcode);
   if (!oi) return 0;
   if (!oi->data && pk.payload_len) return 0;
@@ -451,10 +471,8 @@ size_t build(const Packet& pk, std::span<uint8_t> out) {
       store_be32(h, pk.imm);
       h += 4;
     }
-    if (plen) std::memcpy(h, pk.payload, plen);
-    h += plen;
-    std::memset(h, 0, pad);
-    h += pad;
+    *payload_off = uint32_t(h - p);
+    h += plen + pad;
   } else if (oi->hdrs & kHdrSeth) {
     const Seth& s = pk.seth;
     store_be16(h, uint16_t(xh_word(MRC_XH_TYPE_SACK, MRC_XH_NEXT_CC_STATE) |
@@ -530,7 +548,7 @@ size_t build(const Packet& pk, std::span<uint8_t> out) {
     store_be32(h, uint32_t(pk.aeth.syndrome) << 24 | (pk.aeth.msn & 0xffffff));
     h += sizeof(mrc_aeth);
   }
-  store_le32(h, icrc_compute(p + l3, h));
+  if (!oi->data) *payload_off = uint32_t(h - p);
   return total;
 }
 

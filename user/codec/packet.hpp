@@ -255,6 +255,14 @@ uint32_t frame_size(const Packet& p);
 // multiple of 4).
 size_t build(const Packet& p, std::span<uint8_t> out);
 
+// The two halves of build() for callers that write the payload themselves
+// (gathering from several buffers straight into the frame, one copy):
+// build_headers() writes every header, leaves payload, pad and ICRC bytes
+// alone, returns the frame length (0 on error) and the payload offset;
+// seal() zeroes the pad and writes the ICRC once the payload is in place.
+size_t build_headers(const Packet& p, std::span<uint8_t> out, uint32_t* payload_off);
+void seal(std::span<uint8_t> frame, uint16_t l3_off);
+
 // Recomputes the ICRC of a built frame in place (after patching fields).
 void refresh_icrc(std::span<uint8_t> frame, const Packet& layout);
 

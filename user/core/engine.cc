@@ -1,0 +1,1153 @@
+// Engine objects, the QP state machine, profiles, events, frame dispatch and
+// the transmit scheduler. The requester and responder rules live in
+// requester.cc and responder.cc.
+#include <algorithm>
+#include <cstring>
+
+#include "codec/ev.hpp"
+#include "core/engine_impl.hpp"
+
+namespace mrc::core {
+
+const char* to_string(QpState s) {
+  switch (s) {
+    case QpState::kReset: return "RESET";
+    case QpState::kInit: return "INIT";
+    case QpState::kRtr: return "RTR";
+    case QpState::kRts: return "RTS";
+    case QpState::kErr: return "ERR";
+  }
+  return "?";
+}
+
+const char* to_string(WcStatus s) {
+  switch (s) {
+    case kWcSuccess: return "success";
+    case kWcLocLenErr: return "local length error";
+    case kWcLocQpOpErr: return "local QP operation error";
+    case kWcLocProtErr: return "local protection error";
+    case kWcWrFlushErr: return "work request flushed";
+    case kWcLocAccessErr: return "local access error";
+    case kWcRemInvReqErr: return "remote invalid request";
+    case kWcRemAccessErr: return "remote access error";
+    case kWcRemOpErr: return "remote operation error";
+    case kWcRetryExcErr: return "transport retry counter exceeded";
+    case kWcFatalErr: return "fatal error";
+    case kWcGeneralErr: return "general error";
+  }
+  return "unknown status";
+}
+
+const char* to_string(EvState s) {
+  switch (s) {
+    case EvState::kGood: return "GOOD";
+    case EvState::kSkip: return "SKIP";
+    case EvState::kAssumedBad: return "ASSUMED_BAD";
+    case EvState::kDenied: return "DENIED";
+  }
+  return "?";
+}
+
+const char* to_string(EvEventReason r) {
+  switch (r) {
+    case EvEventReason::kEcn: return "ecn";
+    case EvEventReason::kTrimNack: return "trim_nack";
+    case EvEventReason::kAlwaysSkip: return "always_skip";
+    case EvEventReason::kSilentLoss: return "silent_loss";
+    case EvEventReason::kTimeout: return "timeout";
+    case EvEventReason::kProbeOk: return "probe_ok";
+    case EvEventReason::kProbeFail: return "probe_fail";
+    case EvEventReason::kController: return "controller";
+    case EvEventReason::kPortDown: return "port_down";
+    case EvEventReason::kPortUp: return "port_up";
+    case EvEventReason::kRotation: return "rotation";
+    case EvEventReason::kPromoted: return "promoted";
+    case EvEventReason::kSuppressed: return "suppressed";
+    case EvEventReason::kSpurious: return "spurious";
+  }
+  return "?";
+}
+
+namespace {
+constexpr uint32_t kQpnBase = 0x100;  // below: reserved (QPN 2 = endpoint ops)
+constexpr uint32_t kIdxBits = 16;
+
+uint32_t ev_api_state(EvState s) {
+  switch (s) {
+    case EvState::kGood:
+    case EvState::kSkip: return kEvGood;
+    case EvState::kAssumedBad: return kEvAssumedBad;
+    case EvState::kDenied: return kEvDenied;
+  }
+  return kEvUnknown;
+}
+}  // namespace
+
+Engine::Engine(EngineConfig cfg)
+    : cfg_(std::move(cfg)), rng_(cfg_.seed), ctrl_(std::make_unique<CtrlQueue>()) {
+  ev_events_.resize(std::max<uint32_t>(cfg_.ev_event_capacity, 1));
+  for (const PortConfig& p : cfg_.ports)
+    if (!p.up && p.port < 32) ports_down_ |= 1u << p.port;
+}
+
+Engine::~Engine() = default;
+
+// ---------------------------------------------------------------------------
+// Protection domains and memory regions
+
+Result<uint32_t> Engine::create_pd() {
+  uint32_t pd = next_pd_++;
+  pds_.push_back(pd);
+  return pd;
+}
+
+Status Engine::destroy_pd(uint32_t pd) {
+  auto it = std::find(pds_.begin(), pds_.end(), pd);
+  if (it == pds_.end()) return Error(EINVAL, "destroy_pd: unknown protection domain " + std::to_string(pd));
+  for (const auto& m : mrs_)
+    if (m && m->valid && m->pd == pd) return Error(EBUSY, "destroy_pd: memory regions still registered");
+  for (const auto& q : qps_)
+    if (q && q->pd == pd) return Error(EBUSY, "destroy_pd: QPs still use it");
+  pds_.erase(it);
+  return {};
+}
+
+Result<Engine::MrInfo> Engine::reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access) {
+  if (std::find(pds_.begin(), pds_.end(), pd) == pds_.end())
+    return Error(EINVAL, "reg_mr: unknown protection domain " + std::to_string(pd));
+  if (!addr && length) return Error(EINVAL, "reg_mr: null address");
+  if (access & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead))
+    return Error(EINVAL, "reg_mr: unknown access flags");
+  if ((access & kAccessRemoteWrite) && !(access & kAccessLocalWrite))
+    return Error(EINVAL, "reg_mr: REMOTE_WRITE requires LOCAL_WRITE");
+  if (length > (uint64_t(1) << 40)) return Error(EINVAL, "reg_mr: length too large");
+  size_t idx = 0;
+  while (idx < mrs_.size() && mrs_[idx] && mrs_[idx]->valid) idx++;
+  if (idx >= cfg_.max_mrs) return Error(ENOMEM, "reg_mr: too many memory regions");
+  if (idx == mrs_.size()) {
+    mrs_.push_back(std::make_unique<Mr>());
+    mr_gen_.push_back(0);
+  } else if (!mrs_[idx]) {
+    mrs_[idx] = std::make_unique<Mr>();
+  }
+  uint8_t gen = ++mr_gen_[idx];
+  Mr& m = *mrs_[idx];
+  m.pd = pd;
+  m.addr = static_cast<uint8_t*>(addr);
+  m.len = length;
+  m.access = access;
+  // key = index << 8 | generation, scrambled so keys are not guessable in order.
+  m.key = (uint32_t(idx + 1) << 8 | gen) ^ 0x5a000000u;
+  m.valid = true;
+  return MrInfo{m.key, m.key};
+}
+
+const Engine::Mr* Engine::mr_by_key(uint32_t key) const {
+  uint32_t k = key ^ 0x5a000000u;
+  uint32_t idx = (k >> 8);
+  if (idx == 0 || idx > mrs_.size()) return nullptr;
+  const Mr* m = mrs_[idx - 1].get();
+  if (!m || !m->valid || m->key != key) return nullptr;
+  return m;
+}
+
+Status Engine::dereg_mr(uint32_t lkey) {
+  const Mr* m = mr_by_key(lkey);
+  if (!m) return Error(EINVAL, "dereg_mr: unknown key");
+  const_cast<Mr*>(m)->valid = false;
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// Completion queues
+
+Result<uint32_t> Engine::create_cq(uint32_t cqe) {
+  if (cqe == 0 || cqe > (1u << 22)) return Error(EINVAL, "create_cq: cqe must be 1..4194304");
+  size_t idx = 0;
+  while (idx < cqs_.size() && cqs_[idx] && cqs_[idx]->valid) idx++;
+  if (idx >= cfg_.max_cqs) return Error(ENOMEM, "create_cq: too many CQs");
+  if (idx == cqs_.size()) cqs_.push_back(nullptr);
+  cqs_[idx] = std::make_unique<Cq>();
+  Cq& c = *cqs_[idx];
+  c.ring.resize(cqe);
+  c.valid = true;
+  return uint32_t(idx + 1);
+}
+
+Engine::Cq* Engine::cq_by_handle(uint32_t h) const {
+  if (h == 0 || h > cqs_.size()) return nullptr;
+  Cq* c = cqs_[h - 1].get();
+  return c && c->valid ? c : nullptr;
+}
+
+Status Engine::destroy_cq(uint32_t h) {
+  Cq* c = cq_by_handle(h);
+  if (!c) return Error(EINVAL, "destroy_cq: unknown CQ");
+  if (c->refs) return Error(EBUSY, "destroy_cq: QPs still use it");
+  c->valid = false;
+  return {};
+}
+
+void Engine::push_cqe(uint32_t h, const Wc& wc) {
+  Cq* c = cq_by_handle(h);
+  if (!c) return;
+  if (c->count == c->ring.size()) {
+    c->overflow = true;
+    stats_.cq_overflows++;
+    return;
+  }
+  c->ring[(c->head + c->count) % c->ring.size()] = wc;
+  c->count++;
+}
+
+Result<size_t> Engine::poll_cq(uint32_t h, std::span<Wc> out) {
+  Cq* c = cq_by_handle(h);
+  if (!c) return Error(EINVAL, "poll_cq: unknown CQ");
+  size_t n = 0;
+  while (n < out.size() && c->count) {
+    out[n++] = c->ring[c->head];
+    c->head = (c->head + 1) % c->ring.size();
+    c->count--;
+  }
+  if (n == 0 && c->overflow) return Error(EOVERFLOW, "poll_cq: completion queue overrun");
+  return n;
+}
+
+size_t Engine::cq_depth(uint32_t h) const {
+  Cq* c = cq_by_handle(h);
+  return c ? c->count : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Queue pairs
+
+Engine::Qp* Engine::qp_by_num(uint32_t qpn) const {
+  if (qpn < kQpnBase) return nullptr;
+  uint32_t v = qpn - kQpnBase;
+  uint32_t idx = v & ((1u << kIdxBits) - 1);
+  if (idx >= qps_.size() || !qps_[idx]) return nullptr;
+  Qp* q = qps_[idx].get();
+  return q->qpn == qpn ? q : nullptr;
+}
+
+Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
+  if (std::find(pds_.begin(), pds_.end(), init.pd) == pds_.end())
+    return Error(EINVAL, "create_qp: unknown protection domain");
+  Cq* scq = cq_by_handle(init.send_cq);
+  Cq* rcq = cq_by_handle(init.recv_cq);
+  if (!scq || !rcq) return Error(EINVAL, "create_qp: unknown send or receive CQ");
+  const QpCap& c = init.cap;
+  if (c.max_send_wr == 0 || c.max_send_wr > 65536 || c.max_recv_wr > 65536)
+    return Error(EINVAL, "create_qp: max_send_wr must be 1..65536 and max_recv_wr <= 65536");
+  if (c.max_send_sge == 0 || c.max_send_sge > kMaxSge)
+    return Error(EINVAL, "create_qp: max_send_sge must be 1.." + std::to_string(kMaxSge));
+  if (init.protocol_version & ~1u) return Error(EINVAL, "create_qp: unsupported protocol version");
+  if (init.send_ops_flags & ~3ull) return Error(EINVAL, "create_qp: only WRITE and WRITE_WITH_IMM are supported");
+  size_t idx = 0;
+  while (idx < qps_.size() && qps_[idx]) idx++;
+  if (idx >= cfg_.max_qps || idx >= (1u << kIdxBits)) return Error(ENOMEM, "create_qp: too many QPs");
+  if (idx == qps_.size()) {
+    qps_.push_back(nullptr);
+    qp_gen_.push_back(0);
+  }
+  uint8_t gen = ++qp_gen_[idx];
+  auto q = std::make_unique<Qp>();
+  q->qpn = (kQpnBase + (uint32_t(gen) << kIdxBits | uint32_t(idx))) & MRC_QPN_MASK;
+  if (q->qpn < kQpnBase) q->qpn += kQpnBase;
+  q->pd = init.pd;
+  q->send_cq = init.send_cq;
+  q->recv_cq = init.recv_cq;
+  q->cap = c;
+  q->sq_sig_all = init.sq_sig_all;
+  q->sq.resize(c.max_send_wr);
+  q->sq_sge.resize(size_t(c.max_send_wr) * c.max_send_sge);
+  q->rq.resize(std::max<uint32_t>(c.max_recv_wr, 1));
+  q->attr.cap = c;
+  scq->refs++;
+  rcq->refs++;
+  uint32_t qpn = q->qpn;
+  qps_[idx] = std::move(q);
+  return qpn;
+}
+
+Status Engine::destroy_qp(uint32_t qpn) {
+  Qp* q = qp_by_num(qpn);
+  if (!q) return Error(EINVAL, "destroy_qp: unknown QP " + std::to_string(qpn));
+  if (Cq* c = cq_by_handle(q->send_cq)) c->refs--;
+  if (Cq* c = cq_by_handle(q->recv_cq)) c->refs--;
+  active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
+  uint32_t idx = (qpn - kQpnBase) & ((1u << kIdxBits) - 1);
+  qps_[idx].reset();
+  return {};
+}
+
+std::vector<uint32_t> Engine::qp_list() const {
+  std::vector<uint32_t> v;
+  for (const auto& q : qps_)
+    if (q) v.push_back(q->qpn);
+  return v;
+}
+
+Result<QpAttr> Engine::query_qp(uint32_t qpn) const {
+  Qp* q = qp_by_num(qpn);
+  if (!q) return Error(EINVAL, "query_qp: unknown QP " + std::to_string(qpn));
+  QpAttr a = q->attr;
+  a.qp_state = a.cur_qp_state = q->state;
+  return a;
+}
+
+Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
+  Qp* q = qp_by_num(qpn);
+  if (!q) return Error(EINVAL, "qp_stats: unknown QP " + std::to_string(qpn));
+  QpStats s = q->stats;
+  s.cwnd_bytes = q->cc.enabled() ? q->cc.cwnd() : 0;
+  s.inflight_bytes = q->inflight;
+  s.srtt_ns = q->srtt;
+  return s;
+}
+
+// The attribute rules of OCP mrc.h on top of the verbs RC state machine.
+Status Engine::check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uint32_t mrc) const {
+  auto bad = [&](const std::string& why) {
+    return Error(EINVAL, "modify_qp " + std::to_string(qp.qpn) + " (" + to_string(qp.state) + "): " + why);
+  };
+  if (ibv & kIbvUnsupported) return bad("attribute not supported by MRC (PORT, TIMEOUT, RETRY_CNT, RNR, RD_ATOMIC, ALT_PATH, PATH_MIG)");
+  if (mrc & kMrcVendorCfg) return bad("no vendor configuration is defined");
+  if ((ibv & kQpCurState) && a.cur_qp_state != qp.state) return bad("cur_qp_state does not match");
+  const QpState from = qp.state;
+  const QpState to = (ibv & kQpState) ? a.qp_state : from;
+  const uint32_t ibv_attrs = ibv & ~(kQpState | kQpCurState);
+  auto require = [&](uint32_t need_ibv, uint32_t need_mrc, const char* what) -> Status {
+    if ((ibv & need_ibv) != need_ibv || ((mrc | (from == to ? 0 : 0)) & need_mrc) != need_mrc)
+      return bad(std::string("transition needs ") + what);
+    return {};
+  };
+  auto only = [&](uint32_t ok_ibv, uint32_t ok_mrc) -> Status {
+    if (ibv_attrs & ~ok_ibv) return bad("attribute not allowed in this transition");
+    if (mrc & ~ok_mrc) return bad("MRC attribute not allowed in this transition");
+    return {};
+  };
+  if (to == QpState::kReset || to == QpState::kErr) {
+    // Any state may go to RESET or ERR, with no other attributes.
+    return only(0, 0);
+  }
+  switch (from) {
+    case QpState::kReset:
+      if (to != QpState::kInit) return bad("RESET can only go to INIT");
+      MRC_TRY(require(kQpState | kQpPkeyIndex | kQpAccessFlags, kMrcHint | kMrcEvProfileId | kMrcCcProfileId,
+                      "STATE, PKEY_INDEX, ACCESS_FLAGS and MRC HINT, EV_PROFILE_ID, CC_PROFILE_ID"));
+      return only(kQpPkeyIndex | kQpAccessFlags, kMrcHint | kMrcEvProfileId | kMrcCcProfileId);
+    case QpState::kInit:
+      if (to == QpState::kInit)
+        return only(kQpPkeyIndex | kQpAccessFlags, kMrcHint | kMrcEvProfileId | kMrcCcProfileId);
+      if (to != QpState::kRtr) return bad("INIT can only go to RTR");
+      MRC_TRY(require(kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn, kMrcMaxWimmDest | kMrcMprDest,
+                      "STATE, AV, PATH_MTU, DEST_QPN, RQ_PSN and MRC MAX_WIMM_DEST, MPR_DEST"));
+      return only(kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAccessFlags | kQpPkeyIndex,
+                  kMrcMaxWimmDest | kMrcMprDest | kMrcCap);
+    case QpState::kRtr:
+      if (to != QpState::kRts) return bad("RTR can only go to RTS");
+      MRC_TRY(require(kQpState | kQpSqPsn, kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout,
+                      "STATE, SQ_PSN and MRC MAX_WIMM, MPR, RETRY_CNT, TIMEOUT"));
+      return only(kQpSqPsn | kQpAccessFlags, kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout | kMrcCap);
+    case QpState::kRts:
+      if (to != QpState::kRts) return bad("RTS can only go to RTS, RESET or ERR");
+      return only(kQpAccessFlags, kMrcTimeout | kMrcRetryCnt);
+    case QpState::kErr:
+      return bad("ERR can only go to RESET");
+  }
+  return bad("invalid state");
+}
+
+Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t mrc) {
+  Qp* q = qp_by_num(qpn);
+  if (!q) return Error(EINVAL, "modify_qp: unknown QP " + std::to_string(qpn));
+  MRC_TRY(check_transition(*q, a, ibv, mrc));
+  const QpState to = (ibv & kQpState) ? a.qp_state : q->state;
+  auto bad = [&](const std::string& why) { return Error(EINVAL, "modify_qp " + std::to_string(qpn) + ": " + why); };
+  // Value checks before anything changes.
+  if ((mrc & kMrcEvProfileId) && a.ev_profile_id && !ev_profiles_.count(a.ev_profile_id))
+    return bad("EV profile " + std::to_string(a.ev_profile_id) + " is not installed");
+  if ((mrc & kMrcCcProfileId) && a.cc_profile_id && !cc_profiles_.count(a.cc_profile_id))
+    return bad("CC profile " + std::to_string(a.cc_profile_id) + " is not installed");
+  if ((ibv & kQpPathMtu) && (a.path_mtu < 256 || a.path_mtu > 9000 || a.path_mtu % 64))
+    return bad("path_mtu must be 256..9000 bytes and a multiple of 64");
+  if ((ibv & kQpAccessFlags) && (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead)))
+    return bad("unknown access flags");
+  if ((mrc & kMrcMpr) && (a.mpr == 0 || a.mpr > cfg_.device.max_mpr)) return bad("mpr must be 1..max_mpr");
+  if ((mrc & kMrcMprDest) && (a.mpr_dest == 0 || a.mpr_dest > cfg_.device.max_mpr))
+    return bad("mpr_dest must be 1..max_mpr");
+  if ((mrc & kMrcMaxWimm) && a.max_wimm > cfg_.device.max_wimm) return bad("max_wimm exceeds the device limit");
+  if ((mrc & kMrcMaxWimmDest) && a.max_wimm_dest > cfg_.device.max_wimm_dest)
+    return bad("max_wimm_dest exceeds the device limit");
+  if ((mrc & kMrcTimeout) && a.timeout > 24) return bad("timeout must be 0..24");
+  if ((mrc & kMrcRetryCnt) && (a.retry_linear > 7 || a.retry_exp > 25))
+    return bad("retry counts: linear 0..7, exponential 0..25");
+  if ((mrc & kMrcCap) && (a.cap_flags & ~(kQpCapTrimNackDestUnsupported | kQpCapDynamicMpr | kQpCapSvcTimeDestUnsupported)))
+    return bad("unknown QP capability bits");
+  if ((mrc & kMrcCap) && (a.cap_flags & kQpCapDynamicMpr) && !(cfg_.device.cap & kDevCapDynamicMpr))
+    return bad("dynamic MPR is not supported by the device");
+  if (ibv & kQpAv) {
+    bool any = false;
+    for (size_t p = 1; p <= kMaxPorts; p++) {
+      if (!a.av[p].valid) continue;
+      any = true;
+      bool local = false;
+      for (const PortConfig& pc : cfg_.ports) local |= pc.port == p && pc.ip.ver == a.av[p].ip.ver;
+      if (!local) return bad("AV names port " + std::to_string(p) + " which has no address of that IP version");
+    }
+    if (!any) return bad("AV has no plane address");
+  }
+  if ((ibv & kQpDestQpn) && (a.dest_qp_num > MRC_QPN_MASK || a.dest_qp_num == MRC_QPN_ENDPOINT))
+    return bad("invalid destination QPN");
+
+  // Apply.
+  QpAttr& s = q->attr;
+  if (ibv & kQpAccessFlags) s.qp_access_flags = a.qp_access_flags;
+  if (ibv & kQpPkeyIndex) s.pkey_index = a.pkey_index;
+  if (ibv & kQpPathMtu) s.path_mtu = a.path_mtu;
+  if (ibv & kQpRqPsn) s.rq_psn = a.rq_psn & MRC_PSN_MASK;
+  if (ibv & kQpSqPsn) s.sq_psn = a.sq_psn & MRC_PSN_MASK;
+  if (ibv & kQpDestQpn) s.dest_qp_num = a.dest_qp_num;
+  if (ibv & kQpAv) s.av = a.av;
+  if (mrc & kMrcHint) s.hint = a.hint;
+  if (mrc & kMrcEvProfileId) s.ev_profile_id = a.ev_profile_id;
+  if (mrc & kMrcCcProfileId) s.cc_profile_id = a.cc_profile_id;
+  if (mrc & kMrcMaxWimmDest) s.max_wimm_dest = a.max_wimm_dest;
+  if (mrc & kMrcMprDest) s.mpr_dest = a.mpr_dest;
+  if (mrc & kMrcMaxWimm) s.max_wimm = a.max_wimm;
+  if (mrc & kMrcMpr) s.mpr = a.mpr;
+  if (mrc & kMrcTimeout) s.timeout = a.timeout;
+  if (mrc & kMrcRetryCnt) s.retry_linear = a.retry_linear, s.retry_exp = a.retry_exp;
+  if (mrc & kMrcCap) s.cap_flags = a.cap_flags;
+  s.peer_max_wimm_dest = (ibv & kQpAv) ? a.peer_max_wimm_dest : s.peer_max_wimm_dest;
+  q->have_mrc |= mrc;
+
+  if (to == q->state) return {};
+  const QpState from = q->state;
+  q->state = to;
+  s.qp_state = s.cur_qp_state = to;
+  switch (to) {
+    case QpState::kReset: {
+      // Back to a fresh QP: keep CQs and caps, drop everything else.
+      flush(*q, kWcWrFlushErr);
+      auto keep = std::make_unique<Qp>();
+      keep->qpn = q->qpn, keep->pd = q->pd, keep->send_cq = q->send_cq, keep->recv_cq = q->recv_cq;
+      keep->cap = q->cap, keep->sq_sig_all = q->sq_sig_all;
+      keep->sq.resize(q->cap.max_send_wr);
+      keep->sq_sge.resize(size_t(q->cap.max_send_wr) * q->cap.max_send_sge);
+      keep->rq.resize(std::max<uint32_t>(q->cap.max_recv_wr, 1));
+      keep->attr.cap = q->cap;
+      uint32_t idx = (qpn - kQpnBase) & ((1u << kIdxBits) - 1);
+      active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
+      qps_[idx] = std::move(keep);
+      break;
+    }
+    case QpState::kErr:
+      to_error(*q, kWcWrFlushErr);
+      break;
+    case QpState::kRtr:
+      enter_rtr(*q);
+      break;
+    case QpState::kRts:
+      enter_rts(*q);
+      break;
+    case QpState::kInit:
+      (void)from;
+      break;
+  }
+  return {};
+}
+
+void Engine::enter_rtr(Qp& q) {
+  // The QP's IP version follows its AV; the EV format follows its profile.
+  for (size_t p = 1; p <= kMaxPorts; p++)
+    if (q.attr.av[p].valid) q.ipver = q.attr.av[p].ip.ver;
+  q.rwin.reset(q.attr.rq_psn, uint32_t(q.attr.mpr_dest) * 128);
+  uint32_t wimm = std::max<uint32_t>(q.attr.max_wimm_dest, 1);
+  uint32_t n = 1;
+  while (n < wimm) n <<= 1;
+  q.imm.assign(n, PendImm{});
+  q.imm_next = 0;
+  q.imm_span = 0;
+  q.first_rx = true;
+  build_paths(q);
+  if (std::find(active_.begin(), active_.end(), q.qpn) == active_.end()) active_.push_back(q.qpn);
+}
+
+void Engine::enter_rts(Qp& q) {
+  q.next_psn = q.una = q.attr.sq_psn;
+  uint32_t w = uint32_t(q.attr.mpr) * 128;
+  uint32_t n = 64;
+  while (n < w) n <<= 1;
+  q.win.assign(n, TxPkt{});
+  q.win_mask = n - 1;
+  q.mpr_eff = w;
+  q.inflight = 0;
+  q.lost = 0;
+  q.retries = 0;
+  q.any_sacked = false;
+  CcProfile cc;
+  if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
+  q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu);
+  q.reo_wnd = cfg_.min_reorder;
+}
+
+void Engine::build_paths(Qp& q) {
+  EvProfile prof;
+  if (q.attr.ev_profile_id) prof = ev_profiles_[q.attr.ev_profile_id];
+  q.fmt = prof.fmt;
+  q.event_mask = prof.event_mask;
+  std::vector<EvEntry> evs;
+  uint32_t active = prof.active_per_plane;
+  if (prof.mode == EvMode::kAuto || prof.evs.empty()) {
+    // AUTO: per plane with an AV entry, distinct random entropies per QP.
+    active = active ? active : cfg_.auto_active_per_port;
+    // Values are distinct in the bits the wire carries, so every echo names
+    // exactly one EV.
+    const uint32_t carried = codec::ev_carried_mask(prof.fmt, q.ipver);
+    std::vector<uint32_t> used;
+    for (size_t p = 1; p <= kMaxPorts; p++) {
+      if (!q.attr.av[p].valid) continue;
+      for (uint32_t k = 0; k < cfg_.auto_evs_per_port; k++) {
+        uint32_t ev;
+        do {
+          ev = uint32_t(rng_.next()) & carried;
+          if ((ev & 0xffff) < 1024) ev |= 0x8000;  // stay clear of well-known ports
+        } while (std::find(used.begin(), used.end(), ev) != used.end());
+        used.push_back(ev);
+        evs.push_back({ev, uint8_t(p), false});
+      }
+    }
+  } else {
+    for (const EvEntry& e : prof.evs)
+      if (e.port <= kMaxPorts && q.attr.av[e.port].valid) evs.push_back(e);
+  }
+  q.carried_mask = codec::ev_carried_mask(q.fmt, q.ipver);
+  PathParams pp = cfg_.paths;
+  pp.min_active = prof.ev_min_active;
+  Qp* qp = &q;
+  q.paths.init(evs, active, q.carried_mask, pp, rng_.next(),
+               [this, qp](uint32_t i, EvState from, EvState to, EvEventReason why) { ev_event(*qp, i, from, to, why); });
+  for (uint8_t p = 1; p <= kMaxPorts; p++)
+    if (!port_up(p)) q.paths.port_state(p, false);
+  for (size_t p = 1; p <= kMaxPorts; p++) q.rev_ev[p] = (q.qpn * 2654435761u >> 8 & 0x3fff) | 0xc000;
+}
+
+uint32_t Engine::port_mask_for(const Qp& q) const {
+  uint32_t m = 0;
+  for (size_t p = 1; p <= kMaxPorts; p++)
+    if (q.attr.av[p].valid && port_up(uint8_t(p)) && !(q.remote_down >> p & 1)) m |= 1u << p;
+  return m;
+}
+
+void Engine::to_error(Qp& q, WcStatus first) {
+  if (q.state != QpState::kErr) {
+    q.state = QpState::kErr;
+    q.attr.qp_state = q.attr.cur_qp_state = QpState::kErr;
+  }
+  flush(q, first);
+}
+
+void Engine::flush(Qp& q, WcStatus first) {
+  bool first_done = false;
+  while (q.sq_count) {
+    SendWqe& w = q.sq[q.sq_head];
+    Wc wc;
+    wc.wr_id = w.wr_id;
+    wc.status = first_done ? kWcWrFlushErr : first;
+    first_done = true;
+    wc.opcode = WcOpcode::kRdmaWrite;
+    wc.qp_num = q.qpn;
+    wc.byte_len = w.len;
+    // Errors complete every WQE, signaled or not (verbs semantics).
+    push_cqe(q.send_cq, wc);
+    q.sq_head = (q.sq_head + 1) % q.sq.size();
+    q.sq_count--;
+  }
+  q.sq_next = q.sq_tail = q.sq_head;
+  while (q.rq_count) {
+    Wc wc;
+    wc.wr_id = q.rq[q.rq_head];
+    wc.status = kWcWrFlushErr;
+    wc.opcode = WcOpcode::kRecvRdmaWithImm;
+    wc.qp_num = q.qpn;
+    push_cqe(q.recv_cq, wc);
+    q.rq_head = uint32_t((q.rq_head + 1) % q.rq.size());
+    q.rq_count--;
+  }
+  q.inflight = 0;
+  q.lost = 0;
+  q.wimm_out = 0;
+  q.una = q.next_psn;
+  q.sack_deadline = kNever;
+}
+
+Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
+  Qp* q = qp_by_num(qpn);
+  if (!q) return Error(EINVAL, "post_send: unknown QP " + std::to_string(qpn));
+  if (q->state == QpState::kErr) {
+    // Verbs: accepted and completed at once with a flush error.
+    Wc wc;
+    wc.wr_id = wr.wr_id;
+    wc.status = kWcWrFlushErr;
+    wc.qp_num = qpn;
+    push_cqe(q->send_cq, wc);
+    return {};
+  }
+  if (q->state != QpState::kRts) return Error(EINVAL, std::string("post_send: QP is in ") + to_string(q->state));
+  if (wr.opcode != WrOpcode::kRdmaWrite && wr.opcode != WrOpcode::kRdmaWriteWithImm)
+    return Error(EINVAL, "post_send: only RDMA WRITE and WRITE_WITH_IMM are supported");
+  if (wr.num_sge > q->cap.max_send_sge) return Error(EINVAL, "post_send: too many SGEs");
+  if (wr.num_sge && !wr.sg_list) return Error(EINVAL, "post_send: null sg_list");
+  if (q->sq_count == q->sq.size()) return Error(ENOMEM, "post_send: send queue full");
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < wr.num_sge; i++) {
+    const Sge& g = wr.sg_list[i];
+    total += g.length;
+    if (!g.length) continue;
+    const Mr* m = mr_by_key(g.lkey);
+    if (!m || m->pd != q->pd) return Error(EINVAL, "post_send: SGE " + std::to_string(i) + " has an invalid lkey");
+    if (g.addr < uint64_t(uintptr_t(m->addr)) || g.addr + g.length > uint64_t(uintptr_t(m->addr)) + m->len)
+      return Error(EINVAL, "post_send: SGE " + std::to_string(i) + " is outside its memory region");
+  }
+  if (total > 0x80000000ull) return Error(EINVAL, "post_send: message longer than 2 GiB");
+  SendWqe& w = q->sq[q->sq_tail];
+  w = SendWqe{};
+  w.wr_id = wr.wr_id;
+  w.imm_op = wr.opcode == WrOpcode::kRdmaWriteWithImm;
+  w.signaled = q->sq_sig_all || (wr.send_flags & kSendSignaled);
+  w.remote_addr = wr.remote_addr;
+  w.rkey = wr.rkey;
+  w.imm = wr.imm_data;
+  w.len = uint32_t(total);
+  w.nsge = wr.num_sge;
+  std::copy(wr.sg_list, wr.sg_list + wr.num_sge, q->sq_sge.begin() + long(size_t(q->sq_tail) * q->cap.max_send_sge));
+  w.npkts = std::max<uint32_t>(1, (w.len + q->attr.path_mtu - 1) / q->attr.path_mtu);
+  q->sq_tail = uint32_t((q->sq_tail + 1) % q->sq.size());
+  q->sq_count++;
+  return {};
+}
+
+Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
+  Qp* q = qp_by_num(qpn);
+  if (!q) return Error(EINVAL, "post_recv: unknown QP " + std::to_string(qpn));
+  if (q->state == QpState::kReset) return Error(EINVAL, "post_recv: QP is in RESET");
+  if (wr.num_sge > q->cap.max_recv_sge) return Error(EINVAL, "post_recv: too many SGEs");
+  if (q->state == QpState::kErr) {
+    Wc wc;
+    wc.wr_id = wr.wr_id;
+    wc.status = kWcWrFlushErr;
+    wc.opcode = WcOpcode::kRecvRdmaWithImm;
+    wc.qp_num = qpn;
+    push_cqe(q->recv_cq, wc);
+    return {};
+  }
+  if (q->rq_count == q->cap.max_recv_wr) return Error(ENOMEM, "post_recv: receive queue full");
+  q->rq[(q->rq_head + q->rq_count) % q->rq.size()] = wr.wr_id;
+  q->rq_count++;
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// Profiles, controller hooks, events
+
+Status Engine::install_ev_profile(uint64_t id, EvProfile p) {
+  if (id == 0) return Error(EINVAL, "EV profile id 0 is reserved for AUTO");
+  if (ev_profile_in_use(id)) return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
+  if (p.ev_min_active > p.evs.size() && p.mode != EvMode::kAuto)
+    return Error(EINVAL, "ev_min_active exceeds ev_count");
+  for (const EvEntry& e : p.evs)
+    if (e.port == 0 || e.port > kMaxPorts) return Error(EINVAL, "EV port must be 1..16");
+  ev_profiles_[id] = std::move(p);
+  return {};
+}
+
+Status Engine::remove_ev_profile(uint64_t id) {
+  if (ev_profile_in_use(id)) return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
+  if (!ev_profiles_.erase(id)) return Error(EINVAL, "EV profile " + std::to_string(id) + " is not installed");
+  return {};
+}
+
+Status Engine::install_cc_profile(uint64_t id, CcProfile p) {
+  if (id == 0) return Error(EINVAL, "CC profile id 0 is reserved (default)");
+  if (cc_profile_in_use(id)) return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
+  cc_profiles_[id] = p;
+  return {};
+}
+
+Status Engine::remove_cc_profile(uint64_t id) {
+  if (cc_profile_in_use(id)) return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
+  if (!cc_profiles_.erase(id)) return Error(EINVAL, "CC profile " + std::to_string(id) + " is not installed");
+  return {};
+}
+
+bool Engine::ev_profile_in_use(uint64_t id) const {
+  for (const auto& q : qps_)
+    if (q && q->attr.ev_profile_id == id && q->state != QpState::kReset) return true;
+  return false;
+}
+
+bool Engine::cc_profile_in_use(uint64_t id) const {
+  for (const auto& q : qps_)
+    if (q && q->attr.cc_profile_id == id && q->state != QpState::kReset) return true;
+  return false;
+}
+
+Status Engine::set_ev_denied(uint64_t profile, uint32_t ev, uint8_t port, bool denied) {
+  auto it = ev_profiles_.find(profile);
+  if (it == ev_profiles_.end()) return Error(EINVAL, "EV profile " + std::to_string(profile) + " is not installed");
+  bool found = false;
+  for (EvEntry& e : it->second.evs)
+    if (e.ev == ev && e.port == port) e.denied = denied, found = true;
+  if (!found) return Error(ENOENT, "EV not in profile " + std::to_string(profile));
+  for (const auto& q : qps_) {
+    if (!q || q->attr.ev_profile_id != profile || q->state == QpState::kReset || q->paths.size() == 0) continue;
+    for (uint32_t i = 0; i < q->paths.size(); i++) {
+      const auto& e = q->paths.at(i);
+      if (e.ev == ev && e.port == port) q->paths.deny(i, denied);
+    }
+  }
+  return {};
+}
+
+Result<std::vector<PathSet::Ev>> Engine::qp_evs(uint32_t qpn) const {
+  Qp* q = qp_by_num(qpn);
+  if (!q) return Error(EINVAL, "qp_evs: unknown QP " + std::to_string(qpn));
+  std::vector<PathSet::Ev> v;
+  for (uint32_t i = 0; i < q->paths.size(); i++) v.push_back(q->paths.at(i));
+  return v;
+}
+
+void Engine::ev_event(Qp& q, uint32_t idx, EvState from, EvState to, EvEventReason why) {
+  const auto& e = q.paths.at(idx);
+  switch (to) {
+    case EvState::kSkip: q.stats.ev_skips++; break;
+    case EvState::kAssumedBad: q.stats.ev_assumed_bad++; break;
+    default: break;
+  }
+  if (why == EvEventReason::kProbeOk) q.stats.ev_readmitted++;
+  if (why == EvEventReason::kPromoted) q.stats.ev_promoted++;
+  bool report;
+  if (cfg_.report_all_ev_events) {
+    report = true;
+  } else {
+    uint32_t a = ev_api_state(from), b = ev_api_state(to);
+    report = a != b && (b & q.event_mask & (kEvGood | kEvAssumedBad));
+  }
+  if (!report) return;
+  if (ev_count_ == ev_events_.size()) {
+    ev_dropped_++;
+    stats_.ev_events_dropped++;
+    return;
+  }
+  EvEvent& ev = ev_events_[(ev_head_ + ev_count_) % ev_events_.size()];
+  ev = EvEvent{q.attr.ev_profile_id, q.qpn, e.ev, e.port, from, to, why, ev_dropped_, 0};
+  ev_dropped_ = 0;
+  ev_count_++;
+}
+
+size_t Engine::poll_ev_events(std::span<EvEvent> out) {
+  size_t n = 0;
+  while (n < out.size() && ev_count_) {
+    out[n++] = ev_events_[ev_head_];
+    ev_head_ = (ev_head_ + 1) % ev_events_.size();
+    ev_count_--;
+  }
+  return n;
+}
+
+bool Engine::port_up(uint8_t port) const { return port < 32 && !(ports_down_ >> port & 1); }
+
+void Engine::set_port_state(uint8_t port, bool up, Time now) {
+  if (port == 0 || port > kMaxPorts || port_up(port) == up) return;
+  if (up)
+    ports_down_ &= ~(1u << port);
+  else
+    ports_down_ |= 1u << port;
+  uint32_t status = 0;
+  for (const PortConfig& pc : cfg_.ports)
+    if (port_up(pc.port)) status |= 1u << (pc.port - 1);
+  std::vector<codec::IpAddr> told;
+  for (const auto& qp : qps_) {
+    if (!qp || qp->paths.size() == 0) continue;
+    Qp& q = *qp;
+    q.paths.port_state(port, up);
+    if (!up && q.win_ready()) {
+      // Everything in flight on that port is gone: resend it elsewhere at once.
+      for (uint32_t psn = q.una; psn != q.next_psn; psn = codec::psn_add(psn, 1)) {
+        TxPkt& t = q.pkt(psn);
+        if (t.port == port && !(t.flags & (kTxSacked | kTxLost))) {
+          t.flags |= kTxNacked;
+          mark_lost(q, psn, false, EvEventReason::kPortDown, now);
+        }
+      }
+    }
+    // Tell the peer on a plane that works (Port Status Update endpoint op).
+    for (size_t p = 1; p <= kMaxPorts; p++) {
+      if (!q.attr.av[p].valid || !port_up(uint8_t(p))) continue;
+      const codec::IpAddr& peer = q.attr.av[p].ip;
+      bool dup = false;
+      for (const auto& t : told) dup |= t == peer;
+      if (dup) break;
+      told.push_back(peer);
+      Ctrl c;
+      c.kind = CtrlKind::kEpRequest;
+      c.port = uint8_t(p);
+      c.peer = peer;
+      c.peer_mac = q.attr.av[p].mac;
+      c.ev = q.rev_ev[p];
+      c.req_id = next_probe_id_++;
+      c.op = MRC_EP_OP_PORT_STATUS_UPDATE;
+      c.port_status = status;
+      ctrl_->push(c);
+      break;
+    }
+  }
+}
+
+void Engine::set_receive_penalty(uint8_t pen, bool restore) {
+  rcv_pen_ = pen > 127 ? 127 : pen;
+  rcv_restore_ = restore;
+}
+
+Status Engine::send_ep_request(const EpRequest& r, Time now) {
+  if (r.op > MRC_EP_OP_EV_PROBE) return Error(EINVAL, "endpoint request: unknown operation");
+  if (r.port == 0 || r.port > kMaxPorts) return Error(EINVAL, "endpoint request: port must be 1..16");
+  bool have = false;
+  for (const PortConfig& pc : cfg_.ports) have |= pc.port == r.port && pc.ip.ver == r.dst.ver;
+  if (!have) return Error(EINVAL, "endpoint request: no local address of that IP version on the port");
+  if (!port_up(r.port)) return Error(EIO, "endpoint request: port is down");
+  for (const auto& p : ep_pending_)
+    if (p.req_id == r.req_id) return Error(EINVAL, "endpoint request: req_id " + std::to_string(r.req_id) + " is outstanding");
+  Ctrl c;
+  c.kind = CtrlKind::kEpRequest;
+  c.port = r.port;
+  c.peer = r.dst;
+  c.peer_mac = r.dst_mac;
+  c.ev = r.ev;
+  c.req_id = r.req_id;
+  c.op = r.op;
+  c.port_status = r.port_status;
+  c.dscp = r.dscp;
+  ctrl_->push(c);
+  ep_pending_.push_back({r.req_id, now});
+  return {};
+}
+
+size_t Engine::poll_ep_responses(std::span<EpResponse> out) {
+  size_t n = std::min(out.size(), ep_rsp_.size());
+  std::copy(ep_rsp_.begin(), ep_rsp_.begin() + long(n), out.begin());
+  ep_rsp_.erase(ep_rsp_.begin(), ep_rsp_.begin() + long(n));
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// Frames in
+
+void Engine::rx(std::span<const RxFrame> frames, Time now) {
+  codec::Packet p;
+  for (const RxFrame& f : frames) {
+    stats_.rx_frames++;
+    stats_.rx_bytes += f.len;
+    codec::ParseError e = codec::parse({f.data, f.len}, cfg_.codec, p);
+    if (e == codec::ParseError::kNotMrc) {
+      stats_.rx_not_mrc++;
+      continue;
+    }
+    if (e != codec::ParseError::kOk) {
+      stats_.rx_parse_errors[size_t(e)]++;
+      continue;
+    }
+    const Time rx_ts = f.rx_ts ? f.rx_ts : now;
+    const uint8_t op = p.bth.opcode;
+    if (op == MRC_OP_EP_REQUEST) {
+      on_ep_request(p, f.port, rx_ts, now);
+      continue;
+    }
+    if (op == MRC_OP_EP_RESPONSE) {
+      on_ep_response(p, f.port, now);
+      continue;
+    }
+    Qp* q = qp_by_num(p.bth.dqpn);
+    if (!q) {
+      stats_.rx_unknown_qp++;
+      continue;
+    }
+    if (codec::is_data_opcode(op) || op == MRC_OP_PROBE) {
+      if (q->state != QpState::kRtr && q->state != QpState::kRts) {
+        stats_.rx_bad_state++;
+        continue;
+      }
+      if (op == MRC_OP_PROBE)
+        on_probe(*q, p, f.port, now);
+      else if (p.trim != codec::TrimKind::kNone)
+        on_trimmed(*q, p, f.port, now);
+      else
+        on_data(*q, p, f.port, rx_ts, now);
+      continue;
+    }
+    if (q->state != QpState::kRts) {
+      stats_.rx_bad_state++;
+      continue;
+    }
+    switch (op) {
+      case MRC_OP_SACK: on_sack(*q, p, now); break;
+      case MRC_OP_NACK: on_nack(*q, p, now); break;
+      case MRC_OP_ACK: on_aeth(*q, p, now); break;
+      default: stats_.rx_unexpected++; break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Endpoint operations
+
+void Engine::on_ep_request(const codec::Packet& p, uint8_t port, Time rx_ts, Time now) {
+  stats_.ep_requests++;
+  if (p.erth.op == MRC_EP_OP_PORT_STATUS_UPDATE) {
+    // The sender's ports: bit N-1 = port N up. Peers stop using its down planes.
+    uint32_t down = 0;
+    for (size_t n = 1; n <= kMaxPorts; n++)
+      if (!(p.erth.port_status >> (n - 1) & 1)) down |= 1u << n;
+    for (const auto& qp : qps_) {
+      if (!qp || !qp->win_ready()) continue;
+      Qp& q = *qp;
+      bool peer = false;
+      for (size_t n = 1; n <= kMaxPorts; n++) peer |= q.attr.av[n].valid && q.attr.av[n].ip == p.ip.src;
+      if (!peer) continue;
+      remote_ports(q, down, now);
+    }
+  }
+  Ctrl c;
+  c.kind = CtrlKind::kEpResponse;
+  c.port = port;
+  c.peer = p.ip.src;
+  c.peer_mac = p.eth.src;
+  c.ev = p.erth.entropy;
+  c.req_id = p.erth.req_id;
+  c.op = p.erth.op;
+  c.ts_echo = p.erth.tx_ts;
+  c.rx_port = port;
+  c.svc_ns = uint32_t(now > rx_ts ? now - rx_ts : 0);
+  ctrl_->push(c);
+}
+
+void Engine::on_ep_response(const codec::Packet& p, uint8_t port, Time now) {
+  stats_.ep_responses_rx++;
+  auto it = std::find_if(ep_pending_.begin(), ep_pending_.end(),
+                         [&](const EpPending& e) { return e.req_id == p.eeth.req_id; });
+  if (it == ep_pending_.end()) return;  // late or unsolicited
+  EpResponse r;
+  r.req_id = p.eeth.req_id;
+  r.op = p.eeth.op;
+  r.port = port;
+  r.rx_port = p.eeth.rx_port;
+  Time rtt = now - it->sent;
+  if (p.eeth.flags & MRC_EETH_F_SVC_TIME) {
+    rtt = rtt > p.eeth.svc_time_ns ? rtt - p.eeth.svc_time_ns : 0;
+    r.adj_svc_time = true;
+  }
+  r.rtt_ns = uint32_t(std::min<Time>(rtt, 0xffffffffu));
+  r.port_status = p.eeth.port_status;
+  r.from = p.ip.src;
+  ep_rsp_.push_back(r);
+  ep_pending_.erase(it);
+}
+
+// ---------------------------------------------------------------------------
+// Frames out
+
+void Engine::fill_l2l3(codec::Packet& pk, const Qp& q, uint8_t port, uint32_t ev) const {
+  const PortConfig* pc = nullptr;
+  for (const PortConfig& c : cfg_.ports)
+    if (c.port == port && c.ip.ver == q.ipver) pc = &c;
+  if (pc) {
+    pk.eth.src = pc->mac;
+    pk.ip.src = pc->ip;
+  }
+  pk.eth.dst = q.attr.av[port].mac;
+  pk.ip.dst = q.attr.av[port].ip;
+  pk.ip.src.ver = pk.ip.dst.ver = q.ipver;
+  pk.ip.ttl = 64;
+  pk.udp.dport = cfg_.codec.udp_port;
+  codec::ev_apply(ev, q.fmt, pk.ip, pk.udp);
+}
+
+bool Engine::emit_ctrl(const Ctrl& c, TxSink& sink, Time now) {
+  codec::Packet pk;
+  pk.ip.dscp = c.dscp ? c.dscp : cfg_.codec.dscp.control;
+  Qp* q = nullptr;
+  if (c.kind == CtrlKind::kEpRequest || c.kind == CtrlKind::kEpResponse) {
+    const PortConfig* pc = nullptr;
+    for (const PortConfig& x : cfg_.ports)
+      if (x.port == c.port && x.ip.ver == c.peer.ver) pc = &x;
+    if (!pc) return true;  // nothing to send it from: drop
+    pk.eth.src = pc->mac;
+    pk.eth.dst = c.peer_mac;
+    pk.ip.src = pc->ip;
+    pk.ip.dst = c.peer;
+    pk.udp.dport = cfg_.codec.udp_port;
+    codec::ev_apply(c.ev, codec::EvFmtMode::kStev, pk.ip, pk.udp);
+    pk.bth.dqpn = MRC_QPN_ENDPOINT;
+    if (c.kind == CtrlKind::kEpRequest) {
+      pk.bth.opcode = MRC_OP_EP_REQUEST;
+      pk.erth.op = c.op;
+      pk.erth.req_id = c.req_id;
+      pk.erth.port_status = c.port_status;
+      pk.erth.tx_ts = ts16(now);
+      pk.erth.entropy = c.ev;
+    } else {
+      pk.bth.opcode = MRC_OP_EP_RESPONSE;
+      pk.eeth.op = c.op;
+      pk.eeth.req_id = c.req_id;
+      uint32_t st = 0;
+      for (const PortConfig& x : cfg_.ports)
+        if (port_up(x.port)) st |= 1u << (x.port - 1);
+      pk.eeth.port_status = st;
+      pk.eeth.tx_ts_echo = c.ts_echo;
+      pk.eeth.entropy = c.ev;
+      pk.eeth.rx_port = c.rx_port;
+      pk.eeth.flags = MRC_EETH_F_SVC_TIME;
+      pk.eeth.svc_time_ns = c.svc_ns;
+      pk.eeth.rsp_ts_ns = now;
+      stats_.ep_responses_tx++;
+    }
+  } else {
+    q = qp_by_num(c.qpn);
+    if (!q || q->state == QpState::kReset) return true;  // QP went away: drop
+    fill_l2l3(pk, *q, c.port, q->rev_ev[c.port]);
+    pk.ip.dscp = cfg_.codec.dscp.control;
+    pk.bth.dqpn = q->attr.dest_qp_num;
+    switch (c.kind) {
+      case CtrlKind::kSack: {
+        pk.bth.opcode = MRC_OP_SACK;
+        const uint32_t cack = q->rwin.cack();
+        pk.bth.psn = cack;
+        auto s = q->rwin.sack(c.psn);
+        pk.seth.verdict = c.code;
+        pk.seth.probe_resp = c.probe_resp;
+        int32_t off = codec::psn_diff(c.psn, cack);
+        pk.seth.ack_psn_offset = int16_t(std::clamp(off, -32768, 32767));
+        pk.seth.entropy = c.entropy;
+        pk.seth.spdcid = uint16_t(q->qpn);
+        pk.seth.dpdcid = uint16_t(q->attr.dest_qp_num);
+        uint8_t down = 0;
+        for (uint8_t n = 1; n <= 8; n++)
+          if (!port_up(n)) down |= uint8_t(1u << (n - 1));
+        pk.seth.port_down_mask = down;
+        pk.seth.cack_psn = cack;
+        pk.seth.cc_type = MRC_CC_TYPE_NSCC;
+        pk.seth.cc_flags = c.ecn ? MRC_CC_F_ECN_CE : 0;
+        pk.seth.mpr = (q->attr.cap_flags & kQpCapDynamicMpr) ? q->attr.mpr_dest : 0;
+        pk.seth.sack_offset = s.sack_offset;
+        pk.seth.sack_bitmap = s.bitmap;
+        pk.cc.tx_ts_echo = c.ts_echo;
+        pk.cc.ooo_count = uint16_t(std::min<uint32_t>(q->rwin.out_of_order(), MRC_CC_OOO_MASK));
+        pk.cc.rcv_cwnd_pen = rcv_pen_;
+        pk.cc.restore_cwnd = rcv_restore_;
+        pk.cc.rcvd_bytes = uint32_t(q->rcvd_bytes >> MRC_RCVD_SHIFT) & MRC_CC_RCVD_MASK;
+        q->stats.tx_sacks++;
+        q->unacked_bytes = 0;
+        break;
+      }
+      case CtrlKind::kNack:
+        pk.bth.opcode = MRC_OP_NACK;
+        pk.bth.psn = c.psn;
+        pk.neth.reason = c.code;
+        pk.neth.entropy = c.entropy;
+        pk.neth.spdcid = uint16_t(q->qpn);
+        pk.neth.dpdcid = uint16_t(q->attr.dest_qp_num);
+        pk.neth.nack_psn = c.psn;
+        pk.neth.cc_type = MRC_CC_TYPE_NSCC;
+        pk.neth.tx_ts_echo = c.ts_echo;
+        q->stats.tx_nacks++;
+        break;
+      case CtrlKind::kAethNak:
+        pk.bth.opcode = MRC_OP_ACK;
+        pk.bth.psn = c.psn;
+        pk.aeth.syndrome = c.code;
+        pk.aeth.msn = q->msn;
+        break;
+      default:
+        return true;
+    }
+  }
+  uint32_t cap = 0;
+  uint8_t* buf = sink.alloc(c.port, &cap);
+  if (!buf) return false;
+  size_t n = codec::build(pk, {buf, cap});
+  if (!n) {
+    sink.commit(c.port, 0);
+    return true;
+  }
+  sink.commit(c.port, uint32_t(n));
+  stats_.tx_frames++;
+  stats_.tx_bytes += n;
+  return true;
+}
+
+bool Engine::tx_ready() const {
+  if (!ctrl_->empty()) return true;
+  for (uint32_t qpn : active_) {
+    const Qp* q = qp_by_num(qpn);
+    if (!q || q->state != QpState::kRts) continue;
+    if (q->lost) return true;
+    if (q->sq_next != q->sq_tail || (q->sq_count && q->sq[q->sq_next].started &&
+                                     q->sq[q->sq_next].sent < q->sq[q->sq_next].npkts))
+      return true;
+  }
+  return false;
+}
+
+size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
+  size_t sent = 0;
+  // Timers first: they may queue control frames and retransmissions.
+  for (uint32_t qpn : active_) {
+    Qp* q = qp_by_num(qpn);
+    if (!q) continue;
+    if (q->state == QpState::kRtr || q->state == QpState::kRts) {
+      if (q->sack_deadline <= now) {
+        q->sack_deadline = kNever;
+        if (q->last.valid) queue_sack(*q, q->last, MRC_MP_NONE, false, false);
+      }
+    }
+    if (q->state == QpState::kRts) requester_timers(*q, now);
+  }
+  while (sent < budget && !ctrl_->empty()) {
+    if (!emit_ctrl(ctrl_->front(), sink, now)) break;  // port full: retry later
+    ctrl_->pop();
+    sent++;
+  }
+  // Data: round-robin over QPs, one packet per QP per turn.
+  uint32_t port_full = 0;
+  const size_t n = active_.size();
+  size_t idle = 0;
+  while (sent < budget && n && idle < n) {
+    rr_ = (rr_ + 1) % n;
+    Qp* q = qp_by_num(active_[rr_]);
+    if (!q || q->state != QpState::kRts) {
+      idle++;
+      continue;
+    }
+    if (emit_data(*q, sink, now, port_full)) {
+      sent++;
+      idle = 0;
+    } else {
+      idle++;
+    }
+  }
+  return sent;
+}
+
+Time Engine::next_deadline() const {
+  if (!ctrl_->empty()) return 0;
+  Time t = kNever;
+  for (uint32_t qpn : active_) {
+    const Qp* q = qp_by_num(qpn);
+    if (q) t = std::min(t, qp_deadline(*q));
+  }
+  return t;
+}
+
+}  // namespace mrc::core

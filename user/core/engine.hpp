@@ -1,0 +1,254 @@
+// The sans-I/O MRC engine: every protocol rule, no sockets, threads, clocks
+// or global state. A driver (the AF_XDP data path, the simulated network of
+// the tests) feeds it received frames and the current time, and gives it
+// frame buffers to fill; the application side creates objects, posts work
+// and polls completions; a controller installs profiles and steers EVs.
+//
+//   driver:      rx(frames, now)   tx(sink, now, budget)   next_deadline()
+//   application: create_pd/reg_mr/create_cq/create_qp/modify_qp/post_send/
+//                post_recv/poll_cq
+//   controller:  install_ev_profile/install_cc_profile/set_ev_denied/
+//                set_port_state/poll_ev_events/send_ep_request
+//
+// Documentation/design.md describes the structure and every algorithm choice.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codec/packet.hpp"
+#include "core/nscc.hpp"
+#include "core/paths.hpp"
+#include "core/rng.hpp"
+#include "core/types.hpp"
+#include "mrc/result.hpp"
+
+namespace mrc::core {
+
+struct Trigger;
+
+struct PortConfig {
+  uint8_t port = 0;  // 1-based plane port
+  codec::Mac mac{};
+  codec::IpAddr ip;  // this port's address (its version decides the QP's IP version)
+  bool up = true;
+};
+
+struct EngineConfig {
+  codec::CodecConfig codec;
+  std::vector<PortConfig> ports;
+  DeviceAttr device;
+  uint64_t seed = 1;
+  uint32_t max_qps = 4096;
+  uint32_t max_cqs = 4096;
+  uint32_t max_mrs = 65536;
+  // EV set the engine builds for AUTO profiles (and QPs without a profile).
+  uint32_t auto_evs_per_port = 64;
+  uint32_t auto_active_per_port = 32;
+  PathParams paths;
+  bool tseth = true;               // timestamp every data packet (TSETH)
+  uint32_t sack_bytes = 16384;     // coalesce SACKs up to this many new bytes
+  Time sack_delay = 20'000;        // ...or this long after the first unacked packet
+  Time min_reorder = 10'000;       // floor of the RACK reordering window
+  Time min_rto = 50'000;           // floor for the tail-loss probe timer
+  uint32_t ev_event_capacity = 4096;
+  bool report_all_ev_events = false;  // also SKIP, promotions, probe failures
+};
+
+// Frames go out through this interface, one call pair per frame, no copies
+// beyond the engine writing into the buffer it is given.
+class TxSink {
+ public:
+  virtual ~TxSink() = default;
+  // A buffer for one frame on `port`, or nullptr when that port has no room.
+  virtual uint8_t* alloc(uint8_t port, uint32_t* capacity) = 0;
+  // The frame in the last buffer of `port` is `len` bytes long.
+  virtual void commit(uint8_t port, uint32_t len) = 0;
+};
+
+struct RxFrame {
+  const uint8_t* data = nullptr;
+  uint32_t len = 0;
+  uint8_t port = 0;  // 1-based port it arrived on
+  Time rx_ts = 0;    // receive timestamp (XDP metadata), 0 = use `now`
+};
+
+// An endpoint request the controller sends (EV probe or port status update).
+struct EpRequest {
+  uint16_t req_id = 0;
+  uint8_t op = MRC_EP_OP_EV_PROBE;
+  uint8_t port = 0;  // local port (plane) to send on
+  uint32_t ev = 0;
+  codec::IpAddr dst;
+  codec::Mac dst_mac{};
+  uint32_t port_status = 0;
+  uint8_t dscp = 0;  // 0 = control class
+};
+struct EpResponse {
+  uint16_t req_id = 0;
+  uint8_t op = 0;
+  uint8_t port = 0;      // local port the response arrived on
+  uint8_t rx_port = 0;   // responder's port the request arrived on
+  uint32_t rtt_ns = 0;
+  bool adj_svc_time = false;
+  uint32_t port_status = 0;
+  codec::IpAddr from;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineConfig cfg);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const EngineConfig& config() const { return cfg_; }
+  const DeviceAttr& device_attr() const { return cfg_.device; }
+
+  // --- objects --------------------------------------------------------------
+  Result<uint32_t> create_pd();
+  Status destroy_pd(uint32_t pd);
+  struct MrInfo {
+    uint32_t lkey, rkey;
+  };
+  Result<MrInfo> reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access);
+  Status dereg_mr(uint32_t lkey);
+  Result<uint32_t> create_cq(uint32_t cqe);
+  Status destroy_cq(uint32_t cq);
+  // Returns completions polled (0..out.size()); EINVAL for an unknown CQ;
+  // EOVERFLOW once the CQ has overrun.
+  Result<size_t> poll_cq(uint32_t cq, std::span<Wc> out);
+  size_t cq_depth(uint32_t cq) const;
+
+  Result<uint32_t> create_qp(const QpInitAttr& init);
+  Status destroy_qp(uint32_t qpn);
+  // Like mrc_modify_qp: ibv mask (IbvAttrMask) and MRC mask (MrcAttrMask).
+  Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask);
+  Result<QpAttr> query_qp(uint32_t qpn) const;
+  Result<QpStats> qp_stats(uint32_t qpn) const;
+  Status post_send(uint32_t qpn, const SendWr& wr);
+  Status post_recv(uint32_t qpn, const RecvWr& wr);
+  std::vector<uint32_t> qp_list() const;
+
+  // --- profiles and controller ---------------------------------------------
+  Status install_ev_profile(uint64_t id, EvProfile p);
+  Status remove_ev_profile(uint64_t id);
+  Status install_cc_profile(uint64_t id, CcProfile p);
+  Status remove_cc_profile(uint64_t id);
+  bool ev_profile_in_use(uint64_t id) const;
+  bool cc_profile_in_use(uint64_t id) const;
+  // DENY (true) or allow (false) an EV of a profile in every QP using it.
+  Status set_ev_denied(uint64_t profile, uint32_t ev, uint8_t port, bool denied);
+  // EV state of one QP's EV set (index order), for QUERY_EV_STATE/ARRAY and mrcctl.
+  Result<std::vector<PathSet::Ev>> qp_evs(uint32_t qpn) const;
+  // Local port link/admin state. Down: no EV on it is used, peers are told.
+  void set_port_state(uint8_t port, bool up, Time now);
+  bool port_up(uint8_t port) const;
+  size_t poll_ev_events(std::span<EvEvent> out);
+  // Responder flow-control penalty advertised in SACKs (0 = none).
+  void set_receive_penalty(uint8_t pen, bool restore);
+  Status send_ep_request(const EpRequest& req, Time now);
+  size_t poll_ep_responses(std::span<EpResponse> out);
+
+  // --- I/O --------------------------------------------------------------------
+  void rx(std::span<const RxFrame> frames, Time now);
+  // Emits up to `budget` frames (control first, then retransmissions, then new
+  // data). Returns the number emitted. Also runs timers that are due.
+  size_t tx(TxSink& sink, Time now, size_t budget);
+  // Earliest time tx() has something to do without new input (kNever if idle).
+  Time next_deadline() const;
+  // True when tx() would emit a frame right now.
+  bool tx_ready() const;
+
+  const EngineStats& stats() const { return stats_; }
+
+ private:
+  struct Mr;
+  struct Cq;
+  struct Qp;
+  struct Ctrl;
+  struct CtrlQueue;
+
+  Qp* qp_by_num(uint32_t qpn) const;
+  Cq* cq_by_handle(uint32_t h) const;
+  const Mr* mr_by_key(uint32_t key) const;
+  Status check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uint32_t mrc) const;
+  void enter_rts(Qp& qp);
+  void enter_rtr(Qp& qp);
+  void to_error(Qp& qp, WcStatus first_status);
+  void flush(Qp& qp, WcStatus first_status);
+  void push_cqe(uint32_t cq, const Wc& wc);
+  void build_paths(Qp& qp);
+  void ev_event(Qp& qp, uint32_t idx, EvState from, EvState to, EvEventReason why);
+  uint32_t port_mask_for(const Qp& qp) const;
+
+  // requester
+  void on_sack(Qp& qp, const codec::Packet& p, Time now);
+  void on_nack(Qp& qp, const codec::Packet& p, Time now);
+  void on_aeth(Qp& qp, const codec::Packet& p, Time now);
+  void mark_lost(Qp& qp, uint32_t psn, bool silent, EvEventReason why, Time now);
+  void rack(Qp& qp, uint32_t upto, Time now);
+  void remote_ports(Qp& qp, uint32_t down, Time now);
+  void advance_cack(Qp& qp, uint32_t cack, Time now, uint64_t& newly);
+  void complete_sends(Qp& qp);
+  void requester_timers(Qp& qp, Time now);
+  bool emit_data(Qp& qp, TxSink& sink, Time now, uint32_t& port_full);
+  bool emit_probe(Qp& qp, TxSink& sink, Time now, int ev_idx, uint32_t& port_full);
+  bool send_data_pkt(Qp& qp, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now, uint32_t& port_full);
+  Time qp_deadline(const Qp& qp) const;
+  Time ack_timeout(const Qp& qp) const;
+
+  // responder
+  void on_data(Qp& qp, const codec::Packet& p, uint8_t port, Time rx_ts, Time now);
+  void on_trimmed(Qp& qp, const codec::Packet& p, uint8_t port, Time now);
+  void on_probe(Qp& qp, const codec::Packet& p, uint8_t port, Time now);
+  void queue_sack(Qp& qp, const Trigger& trigger, uint8_t verdict, bool probe_resp, bool ecn);
+  void queue_nack(Qp& qp, uint32_t psn, uint8_t reason, uint32_t entropy, uint16_t ts_echo, uint8_t port);
+  void queue_aeth_nak(Qp& qp, uint32_t psn, uint8_t syndrome, uint8_t port);
+  void deliver_imm(Qp& qp);
+  uint8_t reverse_port(Qp& qp, uint8_t hint);
+
+  // endpoint ops
+  void on_ep_request(const codec::Packet& p, uint8_t port, Time rx_ts, Time now);
+  void on_ep_response(const codec::Packet& p, uint8_t port, Time now);
+
+  // frames
+  void fill_l2l3(codec::Packet& pk, const Qp& qp, uint8_t port, uint32_t ev) const;
+  bool emit_ctrl(const Ctrl& c, TxSink& sink, Time now);
+
+  EngineConfig cfg_;
+  Rng rng_;
+  EngineStats stats_;
+  std::vector<std::unique_ptr<Mr>> mrs_;
+  std::vector<std::unique_ptr<Cq>> cqs_;
+  std::vector<std::unique_ptr<Qp>> qps_;
+  std::vector<uint8_t> qp_gen_;
+  std::vector<uint8_t> mr_gen_;
+  uint32_t next_pd_ = 1;
+  std::vector<uint32_t> pds_;
+  std::map<uint64_t, EvProfile> ev_profiles_;
+  std::map<uint64_t, CcProfile> cc_profiles_;
+  std::unique_ptr<CtrlQueue> ctrl_;
+  std::vector<uint32_t> active_;  // QPs with work or timers (qpn)
+  size_t rr_ = 0;
+  std::vector<EvEvent> ev_events_;
+  size_t ev_head_ = 0, ev_count_ = 0;
+  uint32_t ev_dropped_ = 0;
+  std::vector<EpResponse> ep_rsp_;
+  struct EpPending {
+    uint16_t req_id;
+    Time sent;
+  };
+  std::vector<EpPending> ep_pending_;
+  uint32_t ports_down_ = 0;
+  uint8_t rcv_pen_ = 0;
+  bool rcv_restore_ = false;
+  uint16_t next_probe_id_ = 1;
+  std::vector<uint8_t> scratch_;  // payload staging for scatter lists
+};
+
+}  // namespace mrc::core

@@ -1,0 +1,219 @@
+// Internal state of the engine, shared by engine.cc (objects, state machine,
+// scheduling), requester.cc and responder.cc. Not installed.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "codec/psn_window.hpp"
+#include "core/engine.hpp"
+
+namespace mrc::core {
+
+// A FIFO on a power-of-two ring that only allocates when it has to grow.
+template <class T>
+class Ring {
+ public:
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  T& front() { return v_[h_]; }
+  void pop() {
+    h_ = (h_ + 1) & (v_.size() - 1);
+    n_--;
+  }
+  void push(const T& x) {
+    if (n_ == v_.size()) grow();
+    v_[(h_ + n_) & (v_.size() - 1)] = x;
+    n_++;
+  }
+  void clear() { h_ = n_ = 0; }
+
+ private:
+  void grow() {
+    std::vector<T> w(v_.empty() ? 64 : v_.size() * 2);
+    for (size_t i = 0; i < n_; i++) w[i] = v_[(h_ + i) & (v_.size() - 1)];
+    v_.swap(w);
+    h_ = 0;
+  }
+  std::vector<T> v_;
+  size_t h_ = 0, n_ = 0;
+};
+
+struct Engine::Mr {
+  uint32_t pd = 0;
+  uint8_t* addr = nullptr;
+  size_t len = 0;
+  uint32_t access = 0;
+  uint32_t key = 0;
+  bool valid = false;
+};
+
+struct Engine::Cq {
+  std::vector<Wc> ring;
+  size_t head = 0, count = 0;
+  bool overflow = false;
+  bool valid = false;
+  uint32_t refs = 0;
+};
+
+struct SendWqe {
+  uint64_t wr_id = 0;
+  bool imm_op = false;
+  bool signaled = false;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0, imm = 0;
+  uint32_t len = 0;
+  uint32_t nsge = 0;
+  uint32_t first_psn = 0;  // valid once started
+  uint32_t npkts = 0;
+  uint32_t sent = 0;  // packets transmitted at least once
+  uint16_t msn = 0, rqmsn = 0;
+  bool started = false;
+};
+
+enum TxFlag : uint8_t {
+  kTxSacked = 1 << 0,  // selectively acknowledged
+  kTxLost = 1 << 1,    // queued for retransmission
+  kTxNacked = 1 << 2,  // the last loss was reported by a NACK (no silent-loss penalty)
+  kTxDemoted = 1 << 3, // its presumed loss made its EV ASSUMED_BAD
+};
+
+struct TxPkt {
+  uint32_t wqe = 0;     // SQ slot
+  uint32_t offset = 0;  // byte offset in the message
+  uint32_t len = 0;     // payload bytes
+  Time sent = 0;        // last transmission
+  uint16_t ev = 0;      // EV index of the last transmission
+  uint16_t ev_first = 0;  // EV index of the first transmission
+  uint16_t ts = 0;      // TSETH of the last transmission
+  uint16_t ts_first = 0;  // TSETH of the first transmission
+  uint8_t tx_count = 0;
+  uint8_t flags = 0;
+  uint8_t port = 0;
+};
+
+struct PendImm {
+  bool known = false;
+  uint32_t last_psn = 0;
+  uint32_t imm = 0;
+  uint32_t len = 0;
+};
+
+struct Trigger {
+  uint32_t psn = 0;
+  uint32_t entropy = 0;
+  uint16_t ts = 0;
+  uint8_t port = 0;
+  bool valid = false;
+};
+
+struct Engine::Qp {
+  uint32_t qpn = 0;
+  uint32_t pd = 0;
+  uint32_t send_cq = 0, recv_cq = 0;
+  QpCap cap;
+  bool sq_sig_all = false;
+  QpState state = QpState::kReset;
+  QpAttr attr;
+  uint32_t have_mrc = 0;  // MRC attributes set so far (MrcAttrMask)
+  QpStats stats;
+
+  // paths and congestion control
+  PathSet paths;
+  Nscc cc;
+  codec::IpVersion ipver = codec::IpVersion::kV4;
+  codec::EvFmtMode fmt = codec::EvFmtMode::kStev;
+  uint32_t carried_mask = ~0u;
+  uint32_t remote_down = 0;  // peer ports reported down (bit = port)
+  uint32_t event_mask = kEvGood | kEvAssumedBad;
+
+  // requester
+  std::vector<SendWqe> sq;
+  std::vector<Sge> sq_sge;
+  uint32_t sq_head = 0, sq_next = 0, sq_tail = 0, sq_count = 0;
+  uint32_t next_psn = 0;  // next new PSN
+  uint32_t una = 0;       // oldest PSN not cumulatively acked
+  std::vector<TxPkt> win;
+  uint32_t win_mask = 0;
+  uint32_t mpr_eff = 0;   // PSNs allowed beyond the cumulative ack
+  uint64_t inflight = 0;  // bytes sent and not sacked/acked/lost
+  uint32_t lost = 0;      // packets queued for retransmission
+  uint16_t msn = 0, rqmsn = 0;
+  uint32_t wimm_out = 0;
+  Time last_progress = 0;
+  uint32_t retries = 0;
+  Time last_ack = 0;    // last SACK/NACK received
+  bool tlp_armed = true;
+  Time srtt = 0, rttvar = 0, min_rtt = 0;
+  Time reo_wnd = 0, reo_extra = 0;
+  Time latest_delivered = 0;  // send time of the latest delivered transmission
+  Time latest_port[kMaxPorts + 1] = {};  // ... per plane
+  uint32_t highest_sacked = 0;
+  bool any_sacked = false;
+  uint32_t rtx_hint = 0;     // no lost PSN below this one
+  Time last_send = 0;
+  bool tlp_pending = false;  // send a tail-loss probe
+  bool tlp_outstanding = false;
+  Time tlp_sent = 0;
+  Time probe_check = 0;      // next time EV probes may be due
+  std::vector<uint32_t> probe_queue;  // ASSUMED_BAD EVs to probe now
+
+  // responder
+  codec::PsnWindow rwin;
+  uint64_t rcvd_bytes = 0;
+  uint32_t unacked_bytes = 0;
+  Time sack_deadline = kNever;
+  bool first_rx = true;
+  Trigger last;
+  uint32_t rev_ev[kMaxPorts + 1] = {};
+  uint8_t rev_rr = 0;
+  std::vector<uint64_t> rq;
+  uint32_t rq_head = 0, rq_count = 0;
+  std::vector<PendImm> imm;
+  uint16_t imm_next = 0;  // RQMSN of the next WriteIMM to complete
+  uint32_t imm_span = 0;  // WriteIMMs known beyond imm_next (outstanding)
+
+  bool win_ready() const { return !win.empty(); }
+  // Records a delivered transmission for loss inference. A retransmitted
+  // packet acknowledged sooner than an RTT after its last transmission was
+  // delivered by an earlier copy: its send time says nothing (RACK's rule).
+  void delivered(const TxPkt& t, Time now) {
+    if (t.ev < paths.size()) paths.at(t.ev).stats.acked++;
+    if (t.tx_count > 1 && now - t.sent < min_rtt) return;
+    latest_delivered = std::max(latest_delivered, t.sent);
+    if (t.port <= kMaxPorts) latest_port[t.port] = std::max(latest_port[t.port], t.sent);
+  }
+  TxPkt& pkt(uint32_t psn) { return win[psn & win_mask]; }
+  uint32_t outstanding() const { return uint32_t(codec::psn_diff(next_psn, una)); }
+};
+
+enum class CtrlKind : uint8_t { kSack, kNack, kAethNak, kEpRequest, kEpResponse };
+
+struct Engine::Ctrl {
+  CtrlKind kind = CtrlKind::kSack;
+  uint32_t qpn = 0;
+  uint8_t port = 0;
+  uint32_t psn = 0;
+  uint32_t entropy = 0;
+  uint16_t ts_echo = 0;
+  uint8_t code = 0;  // SACK verdict / NACK reason / AETH syndrome
+  bool probe_resp = false;
+  bool ecn = false;
+  // endpoint operations
+  codec::IpAddr peer;
+  codec::Mac peer_mac{};
+  uint32_t ev = 0;
+  uint16_t req_id = 0;
+  uint8_t op = 0;
+  uint32_t port_status = 0;
+  uint8_t dscp = 0;
+  uint8_t rx_port = 0;
+  uint32_t svc_ns = 0;
+};
+
+struct Engine::CtrlQueue : Ring<Engine::Ctrl> {};
+
+// 16-bit TSETH timestamps.
+inline uint16_t ts16(Time t) { return uint16_t(t >> MRC_TS_SHIFT); }
+
+}  // namespace mrc::core

@@ -1,0 +1,188 @@
+#include "core/nscc.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mrc::core {
+namespace {
+constexpr double kDelayAlpha = 0.0125;   // EWMA gain of the average queueing delay
+constexpr double kRefBdp = 150000.0;     // 100 Gbit/s x 12 us, htsim's scaling reference
+constexpr double kRefRtt = 12000.0;      // ns
+constexpr uint64_t kFastDelay = 1000;    // ns: "no queue" for fast increase
+constexpr uint64_t kMinTarget = 4000;    // ns
+}  // namespace
+
+void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_bytes) {
+  const NsccConfig& c = prof.nscc;
+  p_ = Params{};
+  p_.enabled = prof.enabled;
+  p_.qa = !c.disable_qa;
+  p_.mtu = mtu;
+  p_.max_cwnd = c.max_cwnd ? c.max_cwnd : std::min<uint64_t>(mpr_window_bytes, 2u << 20);
+  p_.max_cwnd = std::max<uint64_t>(p_.max_cwnd, mtu);
+  p_.base_rtt = c.base_rtt;
+  p_.target_delay = c.target_delay;
+  p_.qa_threshold = c.qa_threshold;
+  p_.qa_gate = c.qa_gate ? c.qa_gate : 3;
+  p_.adjust_bytes = c.adjust_bytes_threshold ? c.adjust_bytes_threshold : 8ull * mtu;
+  p_.adjust_period = c.adjust_period_threshold;
+  const double a = double(p_.max_cwnd) / kRefBdp;
+  p_.eta = c.eta > 0 ? c.eta : 0.15 * mtu * a;
+  p_.fi = c.fi > 0 ? c.fi : 5.0 * mtu * a;
+  p_.fi_scale = c.fi_scale > 0 ? c.fi_scale : 0.25 * a;
+  p_.gamma = c.gamma > 0 ? c.gamma : 0.8;
+  p_.max_md_jump = c.max_md_jump > 0 ? c.max_md_jump : 0.5;
+  cwnd_ = p_.max_cwnd;
+  base_rtt_ = p_.base_rtt;
+  target_ = p_.target_delay ? p_.target_delay : std::max<uint64_t>(base_rtt_, kMinTarget);
+  inc_ = 0;
+  received_ = achieved_ = ignore_bytes_ = low_delay_bytes_ = 0;
+  last_adjust_ = last_dec_ = qa_window_end_ = 0;
+  avg_delay_ = 0;
+  pen_active_ = false;
+}
+
+void Nscc::update_base(uint64_t rtt) {
+  if (p_.base_rtt || !rtt) return;
+  if (!base_rtt_ || rtt < base_rtt_) {
+    base_rtt_ = rtt;
+    if (!p_.target_delay) target_ = std::max<uint64_t>(base_rtt_, kMinTarget);
+  }
+}
+
+void Nscc::update_avg(double d) { avg_delay_ += kDelayAlpha * (d - avg_delay_); }
+
+void Nscc::clamp() {
+  cwnd_ = std::clamp<uint64_t>(cwnd_, p_.mtu, p_.max_cwnd);
+}
+
+bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
+  if (!p_.qa) return false;
+  const uint64_t qa_thr = p_.qa_threshold ? p_.qa_threshold : 4 * target_;
+  if (now < qa_window_end_) return false;
+  bool trigger = loss || delay > qa_thr;
+  bool fired = false;
+  if (trigger && achieved_ < (p_.max_cwnd >> p_.qa_gate)) {
+    cwnd_ = std::max<uint64_t>(achieved_, p_.mtu);
+    ignore_bytes_ = inflight;  // ignore the signals of what is already in flight
+    fired = true;
+  }
+  qa_window_end_ = now + base_rtt_ + target_;
+  achieved_ = 0;
+  return fired;
+}
+
+void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Time now) {
+  last_q_ = kNone;
+  last_qa_ = false;
+  if (!p_.enabled) return;
+  update_base(rtt);
+  achieved_ += bytes;
+  const uint64_t delay = rtt > base_rtt_ ? rtt - base_rtt_ : 0;
+  if (rtt) update_avg(!ecn && delay > target_ ? 0.25 * double(base_rtt_) : double(delay));
+  if (ignore_bytes_) {
+    ignore_bytes_ = bytes >= ignore_bytes_ ? 0 : ignore_bytes_ - bytes;
+    return;
+  }
+  if (rtt && quick_adapt(false, delay, inflight, now)) {
+    last_qa_ = true;
+    return;
+  }
+  if (pen_active_) {
+    // The receiver asked for less: no increase while its penalty lasts.
+    last_q_ = kHold;
+    return;
+  }
+  if (!rtt) {
+    // No delay sample (e.g. the triggering packet was a retransmission): the
+    // bytes still clock the batched adjustment below.
+  } else if (!ecn && delay >= target_) {
+    inc_ += p_.fi * double(bytes);
+    low_delay_bytes_ = 0;
+    last_q_ = kFair;
+  } else if (!ecn) {
+    if (delay < kFastDelay) {
+      low_delay_bytes_ += bytes;
+    } else {
+      low_delay_bytes_ = 0;
+    }
+    if (low_delay_bytes_ >= cwnd_) {
+      cwnd_ += uint64_t(double(bytes) * p_.fi_scale);
+      last_q_ = kFast;
+    } else {
+      const double alpha = 4.0 * p_.mtu * (double(p_.max_cwnd) / kRefBdp) *
+                           (double(target_) / kRefRtt) / double(target_);
+      inc_ += alpha * double(bytes) * double(target_ - delay);
+      last_q_ = kProportional;
+    }
+  } else if (delay >= target_) {
+    low_delay_bytes_ = 0;
+    last_q_ = kHold;
+    if (avg_delay_ > double(target_) && now - last_dec_ > base_rtt_) {
+      double f = 1.0 - p_.gamma * (avg_delay_ - double(target_)) / avg_delay_;
+      f = std::max(f, p_.max_md_jump);
+      cwnd_ = uint64_t(double(cwnd_) * f);
+      last_dec_ = now;
+      last_q_ = kDecrease;
+    }
+  } else {
+    // ECN with low delay: congestion elsewhere on that path; EV SKIP moves
+    // traffic off it, the window stays.
+    low_delay_bytes_ = 0;
+    last_q_ = kHold;
+  }
+  clamp();
+  received_ += bytes;
+  const uint64_t period = p_.adjust_period ? p_.adjust_period : base_rtt_ + target_;
+  if (received_ >= p_.adjust_bytes || now - last_adjust_ >= period) {
+    if (inc_ != 0) cwnd_ = uint64_t(std::max(0.0, double(cwnd_) + inc_ / double(cwnd_)));
+    if (now - last_adjust_ >= period) {
+      cwnd_ += uint64_t(p_.eta);
+      last_adjust_ = now;
+    }
+    inc_ = 0;
+    received_ = 0;
+    clamp();
+  }
+}
+
+void Nscc::on_nack(uint64_t bytes, uint64_t inflight, Time now) {
+  last_q_ = kNone;
+  last_qa_ = false;
+  if (!p_.enabled) return;
+  update_avg(double(base_rtt_));
+  if (quick_adapt(true, 0, inflight, now)) {
+    last_qa_ = true;
+    return;
+  }
+  cwnd_ = cwnd_ > bytes ? cwnd_ - bytes : 0;
+  clamp();
+}
+
+void Nscc::on_timeout(uint64_t bytes) {
+  if (!p_.enabled) return;
+  cwnd_ = cwnd_ > bytes ? cwnd_ - bytes : 0;
+  clamp();
+}
+
+void Nscc::on_penalty(uint8_t pen, bool restore, uint64_t newly_acked, uint64_t inflight) {
+  if (!p_.enabled) return;
+  if (pen) {
+    if (!pen_active_) {
+      if (restore) saved_cwnd_ = cwnd_;
+      // The penalty scales what is really in flight, not an unused window.
+      cwnd_ = std::min(cwnd_, std::max<uint64_t>(inflight + newly_acked, p_.mtu));
+    }
+    pen_active_ = true;
+    uint64_t cut = (newly_acked * pen) >> 7;
+    cwnd_ = cwnd_ > cut ? cwnd_ - cut : 0;
+    clamp();
+  } else if (pen_active_) {
+    if (restore && saved_cwnd_) cwnd_ = saved_cwnd_;
+    pen_active_ = false;
+    saved_cwnd_ = 0;
+    clamp();
+  }
+}
+
+}  // namespace mrc::core

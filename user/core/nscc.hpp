@@ -1,0 +1,79 @@
+// NSCC (UET 1.0 network signal congestion control) as MRC uses it: a
+// sender-side byte window driven by ECN echoes and queueing delay, clocked by
+// SACKs. Four quadrants, quick adapt, fair/proportional/fast increase,
+// multiplicative decrease, batched window adjustment, cwnd clamps, and the
+// responder penalty (rcv_cwnd_pen / restore_cwnd).
+// Documentation/design.md ("Congestion control") explains every choice.
+#pragma once
+
+#include <cstdint>
+
+#include "core/types.hpp"
+
+namespace mrc::core {
+
+class Nscc {
+ public:
+  struct Params {
+    bool enabled = true;
+    bool qa = true;
+    uint32_t mtu = 4096;
+    uint64_t max_cwnd = 4 << 20;
+    uint64_t base_rtt = 0;  // 0: learned (minimum RTT seen)
+    uint64_t target_delay = 0;  // 0: derived from base_rtt
+    uint64_t qa_threshold = 0;  // 0: 4 x target
+    uint8_t qa_gate = 3;
+    uint64_t adjust_bytes = 0;   // 0: 8 x MTU
+    uint64_t adjust_period = 0;  // 0: base_rtt + target
+    double eta = 0, fi = 0, fi_scale = 0, gamma = 0.8, max_md_jump = 0.5;
+  };
+
+  Nscc() = default;
+  void configure(const CcProfile& p, uint32_t mtu, uint64_t mpr_window_bytes);
+
+  bool enabled() const { return p_.enabled; }
+  // Bytes that may be in flight. Unlimited (~0) when CC is disabled.
+  uint64_t cwnd() const { return p_.enabled ? cwnd_ : ~uint64_t(0); }
+  uint64_t base_rtt() const { return base_rtt_; }
+  uint64_t target() const { return target_; }
+  uint64_t avg_delay() const { return uint64_t(avg_delay_); }
+
+  // A SACK acknowledged `bytes` new bytes; `rtt` is 0 when no sample.
+  void on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Time now);
+  // NACK TRIMMED/TRIMMED_LASTHOP for `bytes`.
+  void on_nack(uint64_t bytes, uint64_t inflight, Time now);
+  // ACK timeout of `bytes`.
+  void on_timeout(uint64_t bytes);
+  // Responder penalty carried in a SACK (0..127) and the restore flag.
+  void on_penalty(uint8_t pen, bool restore, uint64_t newly_acked, uint64_t inflight);
+
+  // For tests: quadrant of the last on_ack (0 = none).
+  enum Quadrant : uint8_t { kNone, kProportional, kFast, kFair, kDecrease, kHold };
+  Quadrant last_quadrant() const { return last_q_; }
+  bool quick_adapted() const { return last_qa_; }
+
+ private:
+  void update_base(uint64_t rtt);
+  void update_avg(double d);
+  bool quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now);
+  void clamp();
+  uint64_t mtu() const { return p_.mtu; }
+
+  Params p_;
+  uint64_t cwnd_ = 0;
+  uint64_t base_rtt_ = 0;
+  uint64_t target_ = 0;
+  double inc_ = 0;
+  uint64_t received_ = 0;
+  Time last_adjust_ = 0, last_dec_ = 0, qa_window_end_ = 0;
+  uint64_t achieved_ = 0;
+  uint64_t ignore_bytes_ = 0;
+  uint64_t low_delay_bytes_ = 0;
+  double avg_delay_ = 0;
+  bool pen_active_ = false;
+  uint64_t saved_cwnd_ = 0;
+  Quadrant last_q_ = kNone;
+  bool last_qa_ = false;
+};
+
+}  // namespace mrc::core

@@ -1,0 +1,262 @@
+#include "core/paths.hpp"
+
+#include <algorithm>
+
+namespace mrc::core {
+namespace {
+uint32_t mix(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352d;
+  x ^= x >> 15;
+  x *= 0x846ca68b;
+  x ^= x >> 16;
+  return x;
+}
+}  // namespace
+
+void PathSet::init(const std::vector<EvEntry>& evs, uint32_t active_per_plane, uint32_t carried_mask,
+                   const PathParams& p, uint64_t seed, Listener listener) {
+  p_ = p;
+  rng_.reseed(seed);
+  listener_ = std::move(listener);
+  mask_ = carried_mask;
+  evs_.clear();
+  evs_.reserve(evs.size());
+  uint32_t per_port[kMaxPorts + 1] = {};
+  for (const EvEntry& e : evs) {
+    Ev v;
+    v.ev = e.ev;
+    v.port = e.port;
+    v.state = e.denied ? EvState::kDenied : EvState::kGood;
+    evs_.push_back(v);
+    if (e.port <= kMaxPorts) per_port[e.port]++;
+  }
+  // Active set: `active_per_plane` per port (default half of the port's EVs),
+  // the rest are backups of the same plane.
+  uint32_t taken[kMaxPorts + 1] = {};
+  for (uint8_t port = 0; port <= kMaxPorts; port++) {
+    target_active_[port] = active_per_plane ? std::min(active_per_plane, per_port[port])
+                                            : std::max<uint32_t>(1, (per_port[port] + 1) / 2);
+    if (!per_port[port]) target_active_[port] = 0;
+  }
+  usable_ = 0;
+  for (uint32_t i = 0; i < evs_.size(); i++) {
+    Ev& v = evs_[i];
+    if (v.state == EvState::kGood) usable_++;
+    if (v.port > kMaxPorts || v.state == EvState::kDenied) continue;
+    if (taken[v.port] < target_active_[v.port]) {
+      v.active = true;
+      taken[v.port]++;
+    }
+  }
+  size_t hs = 16;
+  while (hs < evs_.size() * 2) hs <<= 1;
+  hash_.assign(hs, 0);
+  for (uint32_t i = 0; i < evs_.size(); i++) {
+    uint32_t k = evs_[i].ev & mask_;
+    for (size_t h = mix(k) & (hs - 1);; h = (h + 1) & (hs - 1)) {
+      if (!hash_[h]) {
+        hash_[h] = i + 1;
+        break;
+      }
+      if ((evs_[hash_[h] - 1].ev & mask_) == k) break;  // duplicate value: keep the first
+    }
+  }
+  order_.clear();
+  skipped_.clear();
+  bad_.clear();
+  cursor_ = 0;
+  ports_down_ = 0;
+  refill_order();
+}
+
+int PathSet::find(uint32_t ev) const {
+  if (hash_.empty()) return -1;
+  const uint32_t k = ev & mask_;
+  const size_t m = hash_.size() - 1;
+  for (size_t h = mix(k) & m;; h = (h + 1) & m) {
+    uint32_t v = hash_[h];
+    if (!v) return -1;
+    if ((evs_[v - 1].ev & mask_) == k) return int(v - 1);
+  }
+}
+
+void PathSet::refill_order() {
+  order_.clear();
+  for (uint32_t i = 0; i < evs_.size(); i++)
+    if (evs_[i].active) order_.push_back(i);
+  // Fisher-Yates with the QP's own generator: QPs sharing a profile do not
+  // march through their EVs in lockstep.
+  for (size_t i = order_.size(); i > 1; i--) std::swap(order_[i - 1], order_[rng_.below(uint32_t(i))]);
+  cursor_ = 0;
+  // End of rotation: skipped EVs are GOOD again.
+  for (uint32_t i : skipped_)
+    if (evs_[i].state == EvState::kSkip) set_state(i, EvState::kGood, EvEventReason::kRotation);
+  skipped_.clear();
+}
+
+int PathSet::next(uint32_t port_ok, int avoid) {
+  for (int pass = 0; pass < 2; pass++) {
+    while (cursor_ < order_.size()) {
+      uint32_t i = order_[cursor_++];
+      const Ev& e = evs_[i];
+      if (!e.active || e.state != EvState::kGood || int(i) == avoid) continue;
+      if (!(port_ok >> e.port & 1) || !port_up(e.port)) continue;
+      return int(i);
+    }
+    refill_order();
+  }
+  return -1;
+}
+
+int PathSet::random_good(uint32_t port_ok) {
+  uint32_t n = 0;
+  int pick = -1;
+  for (uint32_t i : order_) {
+    const Ev& e = evs_[i];
+    if (!e.active || e.state != EvState::kGood || !(port_ok >> e.port & 1) || !port_up(e.port)) continue;
+    if (rng_.below(++n) == 0) pick = int(i);
+  }
+  return pick;
+}
+
+void PathSet::set_state(uint32_t i, EvState to, EvEventReason why) {
+  Ev& e = evs_[i];
+  EvState from = e.state;
+  if (from == to) return;
+  bool was = from == EvState::kGood || from == EvState::kSkip;
+  bool is = to == EvState::kGood || to == EvState::kSkip;
+  if (was && !is) usable_--;
+  if (!was && is) usable_++;
+  e.state = to;
+  if (listener_) listener_(i, from, to, why);
+}
+
+void PathSet::skip(uint32_t i, EvEventReason why) {
+  Ev& e = evs_[i];
+  if (e.state != EvState::kGood) return;
+  set_state(i, EvState::kSkip, why);
+  skipped_.push_back(i);
+}
+
+void PathSet::assume_bad(uint32_t i, EvEventReason why, Time now) {
+  Ev& e = evs_[i];
+  if (e.state == EvState::kAssumedBad || e.state == EvState::kDenied) return;
+  if (usable_ <= p_.min_active || usable_ == 1) {
+    // The floor: keep using the least-bad EVs rather than stall the QP.
+    if (listener_) listener_(i, e.state, e.state, EvEventReason::kSuppressed);
+    return;
+  }
+  set_state(i, EvState::kAssumedBad, why);
+  e.probe_ok = 0;
+  e.probing = false;
+  e.backoff = p_.probe_initial;
+  e.next_probe = now + e.backoff;
+  bad_.push_back(i);
+  if (e.active) {
+    e.active = false;
+    promote_backup(e.port);
+  }
+}
+
+void PathSet::promote_backup(uint8_t port) {
+  uint32_t active = 0;
+  for (const Ev& e : evs_)
+    if (e.port == port && e.active && e.state != EvState::kAssumedBad && e.state != EvState::kDenied) active++;
+  if (active >= target_active_[port]) return;
+  // A random GOOD backup of the same plane keeps the plane's load equal.
+  uint32_t n = 0, pick = 0;
+  for (uint32_t i = 0; i < evs_.size(); i++) {
+    const Ev& e = evs_[i];
+    if (e.port == port && !e.active && e.state == EvState::kGood && rng_.below(++n) == 0) pick = i;
+  }
+  if (!n) return;
+  evs_[pick].active = true;
+  order_.push_back(pick);  // usable in the current rotation already
+  if (listener_) listener_(pick, EvState::kGood, EvState::kGood, EvEventReason::kPromoted);
+}
+
+void PathSet::probe_result(uint32_t i, bool ok, Time now) {
+  Ev& e = evs_[i];
+  if (e.state != EvState::kAssumedBad) return;
+  e.probing = false;
+  if (ok) {
+    e.stats.probes_ok++;
+    if (++e.probe_ok >= p_.probe_successes) {
+      set_state(i, EvState::kGood, EvEventReason::kProbeOk);
+      bad_.erase(std::find(bad_.begin(), bad_.end(), i));
+      e.next_probe = kNever;
+      promote_backup(e.port);  // rejoins the active set if its plane is short
+      return;
+    }
+    e.next_probe = now;  // keep probing until K in a row
+  } else {
+    e.stats.probes_failed++;
+    e.probe_ok = 0;
+    e.backoff = std::min(e.backoff * 2, p_.probe_max);
+    e.next_probe = now + e.backoff;
+    if (listener_) listener_(i, e.state, e.state, EvEventReason::kProbeFail);
+  }
+}
+
+void PathSet::undo_bad(uint32_t i, Time now) {
+  (void)now;
+  Ev& e = evs_[i];
+  if (e.state != EvState::kAssumedBad) return;
+  set_state(i, EvState::kGood, EvEventReason::kSpurious);
+  bad_.erase(std::find(bad_.begin(), bad_.end(), i));
+  e.next_probe = kNever;
+  e.probing = false;
+  promote_backup(e.port);
+}
+
+void PathSet::deny(uint32_t i, bool denied) {
+  Ev& e = evs_[i];
+  if (denied) {
+    if (e.state == EvState::kDenied) return;
+    if (e.state == EvState::kAssumedBad) bad_.erase(std::find(bad_.begin(), bad_.end(), i));
+    set_state(i, EvState::kDenied, EvEventReason::kController);
+    e.next_probe = kNever;
+    e.probing = false;
+    if (e.active) {
+      e.active = false;
+      promote_backup(e.port);
+    }
+  } else if (e.state == EvState::kDenied) {
+    set_state(i, EvState::kGood, EvEventReason::kController);
+    promote_backup(e.port);
+  }
+}
+
+void PathSet::port_state(uint8_t port, bool up) {
+  if (port >= 32) return;
+  if (up)
+    ports_down_ &= ~(1u << port);
+  else
+    ports_down_ |= 1u << port;
+}
+
+uint32_t PathSet::active_usable(uint8_t port) const {
+  uint32_t n = 0;
+  for (const Ev& e : evs_)
+    if (e.port == port && e.active && (e.state == EvState::kGood || e.state == EvState::kSkip)) n++;
+  return n;
+}
+
+uint32_t PathSet::count(EvState s) const {
+  uint32_t n = 0;
+  for (const Ev& e : evs_) n += e.state == s;
+  return n;
+}
+
+Time PathSet::next_probe_deadline() const {
+  Time t = kNever;
+  for (uint32_t i : bad_) {
+    const Ev& e = evs_[i];
+    Time d = e.probing ? e.probe_sent + p_.probe_timeout : e.next_probe;
+    t = std::min(t, d);
+  }
+  return t;
+}
+
+}  // namespace mrc::core

@@ -1,0 +1,118 @@
+// The EV set of one QP: active and backup EVs per plane, the pseudo-random
+// rotation (a fresh EV per packet, reshuffled every pass), the per-QP EV state
+// machine (GOOD / SKIP / ASSUMED_BAD / DENIED), probing of ASSUMED_BAD EVs
+// with back-off, readmission after K successes, and the ev_min_active floor.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "core/types.hpp"
+
+namespace mrc::core {
+
+struct PathParams {
+  uint32_t min_active = 0;            // ev_min_active
+  uint32_t probe_successes = 3;       // K consecutive successes to readmit
+  Time probe_initial = 50'000;        // first probe of an ASSUMED_BAD EV after this
+  Time probe_max = 20'000'000;        // back-off cap
+  Time probe_timeout = 2'000'000;     // a probe unanswered this long failed
+};
+
+class PathSet {
+ public:
+  struct Ev {
+    uint32_t ev = 0;
+    uint8_t port = 0;
+    EvState state = EvState::kGood;
+    bool active = false;
+    bool probing = false;     // a probe is outstanding
+    uint8_t probe_ok = 0;     // consecutive successes
+    uint16_t probe_id = 0;
+    Time next_probe = kNever; // when to send the next probe (ASSUMED_BAD only)
+    Time backoff = 0;
+    Time probe_sent = 0;
+    EvStats stats;
+  };
+
+  // Reports a state change: (index, from, to, reason).
+  using Listener = std::function<void(uint32_t, EvState, EvState, EvEventReason)>;
+
+  // `carried_mask`: the EV bits that survive on the wire (see ev_carried_mask);
+  // echoed entropies are matched on those bits.
+  void init(const std::vector<EvEntry>& evs, uint32_t active_per_plane, uint32_t carried_mask,
+            const PathParams& p, uint64_t seed, Listener listener);
+  void set_params(const PathParams& p) { p_ = p; }
+
+  size_t size() const { return evs_.size(); }
+  const Ev& at(uint32_t i) const { return evs_[i]; }
+  Ev& at(uint32_t i) { return evs_[i]; }
+  // Index of an echoed entropy value, or -1.
+  int find(uint32_t ev) const;
+
+  // Next EV for a packet: GOOD, active, on a port set in `port_ok`, not
+  // `avoid` (an index, or -1). Returns -1 when none is usable right now.
+  int next(uint32_t port_ok, int avoid);
+
+  // A uniformly random usable EV (GOOD, active, port in `port_ok`) that does
+  // not advance the rotation: for tail-loss probes. -1 when none.
+  int random_good(uint32_t port_ok);
+
+  // Signals.
+  void skip(uint32_t i, EvEventReason why);           // ECN echo / trim NACK
+  void assume_bad(uint32_t i, EvEventReason why, Time now);  // silent loss, timeout, ALWAYS_SKIP
+  void probe_result(uint32_t i, bool ok, Time now);
+  // The loss that made i ASSUMED_BAD turned out to be reordering: GOOD again.
+  void undo_bad(uint32_t i, Time now);
+  void deny(uint32_t i, bool denied);
+  void port_state(uint8_t port, bool up);
+
+  // ASSUMED_BAD EVs due for a probe at `now` (calls fn(index)); marks them probing.
+  template <class Fn>
+  void due_probes(Time now, Fn&& fn) {
+    for (uint32_t i : bad_) {
+      Ev& e = evs_[i];
+      if (e.state != EvState::kAssumedBad) continue;
+      if (e.probing && now - e.probe_sent >= p_.probe_timeout) probe_result(i, false, now);
+      if (!e.probing && e.next_probe <= now && port_up(e.port)) fn(i);
+    }
+  }
+  void probe_sent(uint32_t i, uint16_t id, Time now) {
+    Ev& e = evs_[i];
+    e.probing = true;
+    e.probe_id = id;
+    e.probe_sent = now;
+    e.stats.probes_sent++;
+  }
+  Time next_probe_deadline() const;
+
+  // Counts.
+  uint32_t usable() const { return usable_; }  // GOOD or SKIP, any port
+  uint32_t active_usable(uint8_t port) const;
+  uint32_t count(EvState s) const;
+  uint32_t bad_count() const { return uint32_t(bad_.size()); }
+  bool port_up(uint8_t port) const { return port < 32 && (ports_down_ >> port & 1) == 0; }
+
+ private:
+  void set_state(uint32_t i, EvState to, EvEventReason why);
+  void promote_backup(uint8_t port);
+  void refill_order();
+
+  std::vector<Ev> evs_;
+  std::vector<uint32_t> order_;  // rotation order of active EVs
+  size_t cursor_ = 0;
+  std::vector<uint32_t> skipped_;  // SKIP until the end of this rotation
+  std::vector<uint32_t> bad_;      // ASSUMED_BAD (probed)
+  std::vector<uint32_t> hash_;     // open addressing: ev value -> index + 1
+  uint32_t target_active_[kMaxPorts + 1] = {};
+  uint32_t ports_down_ = 0;
+  uint32_t mask_ = ~0u;
+  uint32_t usable_ = 0;
+  PathParams p_;
+  Rng rng_;
+  Listener listener_;
+};
+
+}  // namespace mrc::core

@@ -1,0 +1,550 @@
+// Requester: segmentation, spraying, SACK/NACK processing, RACK-style loss
+// inference, the ACK timeout with linear then exponential retries, tail-loss
+// and EV probes, the MPR and WIMM windows, NSCC, send completions.
+#include <algorithm>
+#include <cstring>
+
+#include "codec/ev.hpp"
+#include "core/engine_impl.hpp"
+
+namespace mrc::core {
+
+Time Engine::ack_timeout(const Qp& q) const {
+  if (q.attr.timeout == 0) return kNever;  // as in IB: 0 = no ACK timeout
+  const Time base = Time(1024) << q.attr.timeout;  // 1.024 us x 2^timeout
+  const Time cap = Time(1024) << 24;
+  if (q.retries < q.attr.retry_linear) return base;
+  uint32_t k = std::min<uint32_t>(q.retries - q.attr.retry_linear + 1, 24);
+  return std::min(base << k, cap);
+}
+
+namespace {
+Time pto(Time srtt, Time reo, Time floor) { return std::max(2 * srtt + reo, floor); }
+}  // namespace
+
+Time Engine::qp_deadline(const Qp& q) const {
+  Time t = q.sack_deadline;
+  if (q.state != QpState::kRts || !q.win_ready()) return t;
+  if (q.una != q.next_psn) {
+    Time to = ack_timeout(q);
+    if (to != kNever) t = std::min(t, q.last_progress + to);
+    if (!q.tlp_pending && !q.tlp_outstanding)
+      t = std::min(t, std::max(q.last_ack, q.last_send) + pto(q.srtt, q.reo_wnd, cfg_.min_rto));
+  }
+  if (q.paths.bad_count()) t = std::min(t, std::max(q.probe_check, Time(1)));
+  if (!q.probe_queue.empty() || q.tlp_pending) t = std::min<Time>(t, 1);
+  return t;
+}
+
+void Engine::remote_ports(Qp& q, uint32_t down, Time now) {
+  uint32_t newly = down & ~q.remote_down;
+  q.remote_down = down;
+  if (!newly || !q.win_ready()) return;
+  for (uint32_t psn = q.una; psn != q.next_psn; psn = codec::psn_add(psn, 1)) {
+    TxPkt& t = q.pkt(psn);
+    if ((newly >> t.port & 1) && !(t.flags & (kTxSacked | kTxLost))) {
+      t.flags |= kTxNacked;
+      mark_lost(q, psn, false, EvEventReason::kPortDown, now);
+    }
+  }
+}
+
+void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time now) {
+  TxPkt& t = q.pkt(psn);
+  if (t.flags & (kTxSacked | kTxLost)) return;
+  t.flags |= kTxLost;
+  q.inflight -= std::min<uint64_t>(q.inflight, t.len);
+  q.lost++;
+  if (codec::psn_lt(psn, q.rtx_hint) || q.lost == 1) q.rtx_hint = psn;
+  if (t.ev < q.paths.size()) q.paths.at(t.ev).stats.lost++;
+  // A packet lost without a trim or NACK: the path failed (MRC retires it at once).
+  if (silent && !(t.flags & kTxNacked) && t.ev < q.paths.size()) {
+    if (q.paths.at(t.ev).state != EvState::kAssumedBad) {
+      q.paths.assume_bad(t.ev, why, now);
+      if (q.paths.at(t.ev).state == EvState::kAssumedBad) t.flags |= kTxDemoted;
+    }
+  }
+}
+
+void Engine::rack(Qp& q, uint32_t upto, Time now) {
+  // Each EV is one FIFO path and each plane one set of queues, so a packet is
+  // lost when a packet sent on its plane more than reo_wnd later was already
+  // delivered (paths of a plane differ only by fabric queueing), or when one
+  // sent a whole RTT later on any plane was (planes may run with different
+  // queue depths, e.g. their TX rings or shapers).
+  if (!q.latest_delivered) return;
+  const Time cross = std::max(q.reo_wnd, q.srtt);
+  for (uint32_t psn = q.una; psn != upto && codec::psn_lt(psn, q.next_psn); psn = codec::psn_add(psn, 1)) {
+    TxPkt& t = q.pkt(psn);
+    if (t.flags & (kTxSacked | kTxLost)) continue;
+    if (q.latest_port[t.port] > t.sent + q.reo_wnd || q.latest_delivered > t.sent + cross) {
+      q.stats.rtx_sack++;
+      mark_lost(q, psn, true, EvEventReason::kSilentLoss, now);
+    }
+  }
+}
+
+void Engine::advance_cack(Qp& q, uint32_t cack, Time now, uint64_t& newly) {
+  const uint32_t upto = codec::psn_add(cack, 1);
+  if (codec::psn_diff(upto, q.una) <= 0) return;
+  if (codec::psn_diff(upto, q.next_psn) > 0) {
+    stats_.rx_unexpected++;  // acknowledges PSNs never sent
+    return;
+  }
+  for (uint32_t psn = q.una; psn != upto; psn = codec::psn_add(psn, 1)) {
+    TxPkt& t = q.pkt(psn);
+    if (!(t.flags & kTxSacked)) {
+      if (t.flags & kTxLost)
+        q.lost--;
+      else
+        q.inflight -= std::min<uint64_t>(q.inflight, t.len);
+      newly += t.len;
+      q.delivered(t, now);
+    }
+    t.flags = 0;
+  }
+  q.una = upto;
+  if (codec::psn_lt(q.rtx_hint, q.una)) q.rtx_hint = q.una;
+  q.retries = 0;
+  q.last_progress = now;
+}
+
+void Engine::complete_sends(Qp& q) {
+  while (q.sq_count) {
+    SendWqe& w = q.sq[q.sq_head];
+    if (!w.started || w.sent < w.npkts) break;
+    const uint32_t last = codec::psn_add(w.first_psn, w.npkts - 1);
+    if (!codec::psn_lt(last, q.una)) break;
+    if (w.imm_op && q.wimm_out) q.wimm_out--;
+    if (w.signaled) {
+      Wc wc;
+      wc.wr_id = w.wr_id;
+      wc.status = kWcSuccess;
+      wc.opcode = WcOpcode::kRdmaWrite;
+      wc.byte_len = w.len;
+      wc.qp_num = q.qpn;
+      push_cqe(q.send_cq, wc);
+    }
+    q.stats.send_completions++;
+    q.sq_head = uint32_t((q.sq_head + 1) % q.sq.size());
+    q.sq_count--;
+  }
+}
+
+void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
+  const codec::Seth& s = p.seth;
+  q.stats.rx_sacks++;
+  q.last_ack = now;
+  if (!q.win_ready()) return;
+  // The responder's port states (bit N-1 = its port N down).
+  uint32_t down = q.remote_down & ~0x1feu;
+  for (uint32_t n = 1; n <= 8; n++)
+    if (s.port_down_mask >> (n - 1) & 1) down |= 1u << n;
+  if (down != q.remote_down) remote_ports(q, down, now);
+
+  const uint32_t una_before = q.una;
+  uint64_t newly = 0;
+  advance_cack(q, s.cack_psn, now, newly);
+  const uint32_t base = codec::psn_add(s.cack_psn, s.sack_offset);
+  if (s.sack_bitmap) {
+    for (int i = 0; i < 64; i++) {
+      if (!(s.sack_bitmap >> (63 - i) & 1)) continue;
+      const uint32_t psn = codec::psn_add(base, i);
+      if (codec::psn_lt(psn, q.una) || !codec::psn_lt(psn, q.next_psn)) continue;
+      TxPkt& t = q.pkt(psn);
+      if (t.flags & kTxSacked) continue;
+      if (t.flags & kTxLost) {
+        q.lost--;
+        t.flags &= uint8_t(~kTxLost);
+      } else {
+        q.inflight -= std::min<uint64_t>(q.inflight, t.len);
+      }
+      t.flags |= kTxSacked;
+      newly += t.len;
+      q.delivered(t, now);
+      if (!q.any_sacked || codec::psn_lt(q.highest_sacked, psn)) q.highest_sacked = psn;
+      q.any_sacked = true;
+    }
+  }
+  // RTT from the transmission that triggered this SACK.
+  Time rtt = 0;
+  const uint32_t trig = codec::psn_add(s.cack_psn, s.ack_psn_offset);
+  if (!s.probe_resp && codec::psn_lt(trig, q.next_psn) &&
+      uint32_t(codec::psn_diff(q.next_psn, trig)) <= q.win.size()) {
+    TxPkt& t = q.pkt(trig);
+    if (cfg_.tseth && p.cc.tx_ts_echo == t.ts && t.sent) {
+      rtt = now - t.sent;
+    } else if (cfg_.tseth && t.tx_count > 1 && p.cc.tx_ts_echo == t.ts_first) {
+      // The original transmission arrived after all: the retransmission was
+      // spurious, so the reordering window was too small, and the path it
+      // blamed was not broken (undo the demotion, like Eifel/F-RTO undo).
+      q.stats.spurious_rtx++;
+      q.reo_extra = std::min<Time>(std::max<Time>(q.reo_extra * 2, cfg_.min_reorder),
+                                   std::max<Time>(q.srtt, cfg_.min_reorder));
+      if ((t.flags & kTxDemoted) && t.ev_first < q.paths.size()) q.paths.undo_bad(t.ev_first, now);
+      t.flags &= uint8_t(~kTxDemoted);
+    } else if (!cfg_.tseth && t.tx_count == 1 && t.sent) {
+      rtt = now - t.sent;  // Karn: only unambiguous samples
+    }
+    if (rtt) {
+      if (!q.srtt) {
+        q.srtt = rtt;
+        q.rttvar = rtt / 2;
+      } else {
+        Time dev = rtt > q.srtt ? rtt - q.srtt : q.srtt - rtt;
+        q.rttvar = (3 * q.rttvar + dev) / 4;
+        q.srtt = (7 * q.srtt + rtt) / 8;
+      }
+      q.min_rtt = q.min_rtt ? std::min(q.min_rtt, rtt) : rtt;
+      // Paths differ in delay: the window covers the RTT spread the sprayed
+      // packets see, plus what spurious retransmissions taught us.
+      Time w = std::max({cfg_.min_reorder, q.min_rtt / 4, 2 * q.rttvar, q.reo_extra});
+      q.reo_wnd = std::min(w, std::max(q.srtt, cfg_.min_reorder));
+      if (t.ev < q.paths.size()) {
+        EvStats& es = q.paths.at(t.ev).stats;
+        es.rtt_last_ns = uint32_t(std::min<Time>(rtt, 0xffffffffu));
+        es.rtt_min_ns = es.rtt_min_ns ? std::min(es.rtt_min_ns, es.rtt_last_ns) : es.rtt_last_ns;
+        es.rtt_sum_ns += rtt;
+        es.rtt_samples++;
+      }
+    }
+  }
+  // Verdict on the reflected EV.
+  const bool ecn = (s.cc_flags & MRC_CC_F_ECN_CE) || s.verdict == MRC_MP_SKIP_ONCE;
+  const int idx = q.paths.find(s.entropy);
+  if (idx >= 0) {
+    auto& e = q.paths.at(uint32_t(idx));
+    if (s.probe_resp && e.state == EvState::kAssumedBad && e.probing) {
+      q.paths.probe_result(uint32_t(idx), s.verdict == MRC_MP_NONE, now);
+    } else if (s.verdict == MRC_MP_ALWAYS_SKIP) {
+      q.paths.assume_bad(uint32_t(idx), EvEventReason::kAlwaysSkip, now);
+    } else if (ecn) {
+      e.stats.ecn++;
+      q.paths.skip(uint32_t(idx), EvEventReason::kEcn);
+    }
+  }
+  if (s.probe_resp && q.tlp_outstanding) {
+    // The probe went out after everything below: what it did not see is lost.
+    q.tlp_outstanding = false;
+    q.latest_delivered = std::max(q.latest_delivered, q.tlp_sent);
+    for (Time& l : q.latest_port) l = std::max(l, q.tlp_sent);
+    rack(q, q.next_psn, now);
+  } else if (q.any_sacked) {
+    rack(q, q.highest_sacked, now);
+  }
+  if ((q.attr.cap_flags & kQpCapDynamicMpr) && s.mpr)
+    q.mpr_eff = uint32_t(std::min(q.attr.mpr, s.mpr)) * 128;
+  q.cc.on_ack(newly, rtt, ecn, q.inflight, now);
+  q.cc.on_penalty(p.cc.rcv_cwnd_pen, p.cc.restore_cwnd, newly, q.inflight);
+  if (q.una != una_before) complete_sends(q);
+}
+
+void Engine::on_nack(Qp& q, const codec::Packet& p, Time now) {
+  const codec::Neth& k = p.neth;
+  q.stats.rx_nacks++;
+  q.last_ack = now;
+  if (k.reason == MRC_NACK_UNEXP_EVENT) {
+    complete_sends(q);
+    to_error(q, kWcRemOpErr);
+    return;
+  }
+  if (!q.win_ready()) return;
+  const uint32_t psn = k.nack_psn;
+  if (codec::psn_lt(psn, q.una) || !codec::psn_lt(psn, q.next_psn)) return;  // stale
+  TxPkt& t = q.pkt(psn);
+  if (t.flags & (kTxSacked | kTxLost)) return;
+  if (cfg_.tseth && k.tx_ts_echo != t.ts) return;  // about an older transmission
+  const int idx = q.paths.find(k.entropy);
+  switch (k.reason) {
+    case MRC_NACK_TRIMMED:
+      if (idx >= 0) {
+        q.paths.at(uint32_t(idx)).stats.trims++;
+        q.paths.skip(uint32_t(idx), EvEventReason::kTrimNack);
+      }
+      q.cc.on_nack(t.len, q.inflight, now);
+      break;
+    case MRC_NACK_TRIMMED_LASTHOP:
+      if (idx >= 0) q.paths.at(uint32_t(idx)).stats.trims++;
+      q.cc.on_nack(t.len, q.inflight, now);
+      break;
+    default:  // resource NACKs and PSN_OOR_WINDOW: resend, no path penalty
+      break;
+  }
+  t.flags |= kTxNacked;
+  q.stats.rtx_nack++;
+  mark_lost(q, psn, false, EvEventReason::kTrimNack, now);
+}
+
+void Engine::on_aeth(Qp& q, const codec::Packet& p, Time now) {
+  (void)now;
+  const uint8_t syn = p.aeth.syndrome;
+  if ((syn & 0xe0) != 0x60) return;  // positive ACKs carry nothing SACKs do not
+  WcStatus st = kWcRemOpErr;
+  if (syn == 0x61) st = kWcRemInvReqErr;
+  if (syn == 0x62) st = kWcRemAccessErr;
+  complete_sends(q);
+  to_error(q, st);
+}
+
+void Engine::requester_timers(Qp& q, Time now) {
+  if (!q.win_ready()) return;
+  if (q.una != q.next_psn) {
+    const Time to = ack_timeout(q);
+    if (to != kNever && now >= q.last_progress + to) {
+      q.stats.timeouts++;
+      q.retries++;
+      if (q.attr.retry_exp < 25 && q.retries > uint32_t(q.attr.retry_linear) + q.attr.retry_exp) {
+        to_error(q, kWcRetryExcErr);
+        return;
+      }
+      const Time base = Time(1024) << q.attr.timeout;
+      uint64_t bytes = 0;
+      for (uint32_t psn = q.una; psn != q.next_psn; psn = codec::psn_add(psn, 1)) {
+        TxPkt& t = q.pkt(psn);
+        if (t.flags & (kTxSacked | kTxLost)) continue;
+        if (now - t.sent + 1 >= base || psn == q.una) {
+          bytes += t.len;
+          q.stats.rtx_timeout++;
+          mark_lost(q, psn, true, EvEventReason::kTimeout, now);
+        }
+      }
+      if (bytes) q.cc.on_timeout(q.attr.path_mtu);
+      q.last_progress = now;
+    }
+    if (!q.tlp_pending && !q.tlp_outstanding &&
+        now >= std::max(q.last_ack, q.last_send) + pto(q.srtt, q.reo_wnd, cfg_.min_rto)) {
+      q.tlp_pending = true;
+      q.stats.tlp_probes++;
+    }
+  }
+  if (q.paths.bad_count() && now >= q.probe_check) {
+    q.paths.due_probes(now, [&](uint32_t i) {
+      if (std::find(q.probe_queue.begin(), q.probe_queue.end(), i) == q.probe_queue.end())
+        q.probe_queue.push_back(i);
+    });
+    q.probe_check = q.paths.next_probe_deadline();
+  }
+}
+
+bool Engine::emit_probe(Qp& q, TxSink& sink, Time now, int ev_idx, uint32_t& port_full) {
+  const auto& e = q.paths.at(uint32_t(ev_idx));
+  uint32_t cap = 0;
+  uint8_t* buf = sink.alloc(e.port, &cap);
+  if (!buf) {
+    port_full |= 1u << e.port;
+    return false;
+  }
+  codec::Packet pk;
+  fill_l2l3(pk, q, e.port, e.ev);
+  pk.ip.dscp = cfg_.codec.dscp.trimmable;
+  pk.ip.ecn = MRC_ECN_ECT0;
+  pk.bth.opcode = MRC_OP_PROBE;
+  pk.bth.dqpn = q.attr.dest_qp_num;
+  pk.bth.psn = q.next_psn;  // informational: probes consume no PSN
+  pk.peth.probe_id = next_probe_id_++;
+  pk.peth.spdcid = uint16_t(q.qpn);
+  pk.peth.dpdcid = uint16_t(q.attr.dest_qp_num);
+  pk.peth.tx_ts = ts16(now);
+  size_t n = codec::build(pk, {buf, cap});
+  sink.commit(e.port, uint32_t(n));
+  if (!n) return false;
+  q.stats.tx_probe_pkts++;
+  stats_.tx_frames++;
+  stats_.tx_bytes += n;
+  if (e.state == EvState::kAssumedBad) q.paths.probe_sent(uint32_t(ev_idx), pk.peth.probe_id, now);
+  return true;
+}
+
+bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now,
+                           uint32_t& port_full) {
+  TxPkt& t = q.pkt(psn);
+  const SendWqe& w = q.sq[t.wqe];
+  const auto& e = q.paths.at(uint32_t(ev_idx));
+  uint32_t cap = 0;
+  uint8_t* buf = sink.alloc(e.port, &cap);
+  if (!buf) {
+    port_full |= 1u << e.port;
+    return false;
+  }
+  const uint32_t mtu = q.attr.path_mtu;
+  const uint32_t k = t.offset / mtu;
+  const bool first = k == 0, last = k + 1 >= w.npkts;
+  codec::Packet pk;
+  fill_l2l3(pk, q, e.port, e.ev);
+  pk.ip.dscp = rtx ? cfg_.codec.dscp.trimmable_retx : cfg_.codec.dscp.trimmable;
+  pk.ip.ecn = MRC_ECN_ECT0;
+  if (first && last)
+    pk.bth.opcode = w.imm_op ? MRC_OP_WRITE_ONLY_IMM : MRC_OP_WRITE_ONLY;
+  else if (first)
+    pk.bth.opcode = MRC_OP_WRITE_FIRST;
+  else if (last)
+    pk.bth.opcode = w.imm_op ? MRC_OP_WRITE_LAST_IMM : MRC_OP_WRITE_LAST;
+  else
+    pk.bth.opcode = MRC_OP_WRITE_MIDDLE;
+  pk.bth.dqpn = q.attr.dest_qp_num;
+  pk.bth.psn = psn;
+  pk.bth.rtx = rtx;
+  pk.bth.ts = cfg_.tseth;
+  // Ask for an immediate SACK at the end of a message, when the window fills
+  // and on retransmissions, so completions and recovery do not wait.
+  pk.bth.ack_req = last || rtx || q.inflight + 2ull * t.len > q.cc.cwnd() ||
+                   uint32_t(codec::psn_diff(psn, q.una)) + 1 >= q.mpr_eff;
+  pk.meth.rqmsn = w.rqmsn;
+  pk.meth.msn = w.msn;
+  pk.tseth.tx_ts = ts16(now);
+  pk.reth.va = w.remote_addr + t.offset;
+  pk.reth.rkey = w.rkey;
+  pk.reth.dma_len = w.len;
+  pk.imm = w.imm;
+  pk.payload_len = t.len;
+  uint32_t poff = 0;
+  size_t n = codec::build_headers(pk, {buf, cap}, &poff);
+  if (!n) {
+    sink.commit(e.port, 0);
+    return false;
+  }
+  // Gather the payload from the scatter list straight into the frame: the
+  // one copy on the send side.
+  const Sge* sg = &q.sq_sge[size_t(t.wqe) * q.cap.max_send_sge];
+  uint32_t skip = t.offset, left = t.len;
+  uint8_t* dst = buf + poff;
+  for (uint32_t i = 0; i < w.nsge && left; i++) {
+    if (skip >= sg[i].length) {
+      skip -= sg[i].length;
+      continue;
+    }
+    uint32_t take = std::min(sg[i].length - skip, left);
+    std::memcpy(dst, reinterpret_cast<const uint8_t*>(uintptr_t(sg[i].addr)) + skip, take);
+    dst += take;
+    left -= take;
+    skip = 0;
+  }
+  codec::seal({buf, n}, 14);
+  sink.commit(e.port, uint32_t(n));
+  stats_.tx_frames++;
+  stats_.tx_bytes += n;
+  if (q.una == q.next_psn || q.inflight == 0) q.last_progress = std::max(q.last_progress, now);
+  t.sent = now;
+  t.ts = pk.tseth.tx_ts;
+  if (!rtx) {
+    t.ts_first = t.ts;
+    t.ev_first = uint16_t(ev_idx);
+  }
+  t.ev = uint16_t(ev_idx);
+  t.port = e.port;
+  if (t.tx_count < 255) t.tx_count++;
+  q.inflight += t.len;
+  q.last_send = now;
+  auto& es = q.paths.at(uint32_t(ev_idx)).stats;
+  es.tx_pkts++;
+  es.tx_bytes += t.len;
+  q.stats.tx_data_pkts++;
+  q.stats.tx_data_bytes += t.len;
+  q.stats.plane_tx_bytes[e.port] += t.len;
+  if (rtx) {
+    es.rtx_pkts++;
+    q.stats.tx_rtx_pkts++;
+  }
+  return true;
+}
+
+bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
+  if (!q.win_ready()) return false;
+  const uint32_t ports = port_mask_for(q) & ~port_full;
+  if (!ports) return false;
+  // 1. Probes of ASSUMED_BAD EVs.
+  while (!q.probe_queue.empty()) {
+    uint32_t i = q.probe_queue.back();
+    const auto& e = q.paths.at(i);
+    if (e.state != EvState::kAssumedBad || e.probing) {
+      q.probe_queue.pop_back();
+      continue;
+    }
+    if (!(ports >> e.port & 1)) break;
+    if (!emit_probe(q, sink, now, int(i), port_full)) return false;
+    q.probe_queue.pop_back();
+    return true;
+  }
+  // 2. Tail-loss probe: refreshes the ACK state when SACKs stopped coming.
+  if (q.tlp_pending) {
+    int idx = q.paths.random_good(ports);
+    if (idx < 0) return false;
+    if (!emit_probe(q, sink, now, idx, port_full)) return false;
+    q.tlp_pending = false;
+    q.tlp_outstanding = true;
+    q.tlp_sent = now;
+    return true;
+  }
+  const uint64_t cwnd = q.cc.cwnd();
+  // 3. Retransmissions, oldest gap first.
+  if (q.lost) {
+    uint32_t psn = codec::psn_lt(q.rtx_hint, q.una) ? q.una : q.rtx_hint;
+    for (; psn != q.next_psn; psn = codec::psn_add(psn, 1))
+      if (q.pkt(psn).flags & kTxLost) break;
+    if (psn == q.next_psn) {
+      q.lost = 0;  // accounting drift guard: nothing is actually queued
+    } else {
+      q.rtx_hint = psn;
+      TxPkt& t = q.pkt(psn);
+      if (q.inflight && q.inflight + t.len > cwnd) return false;
+      // A fresh EV, never the one the packet was last sent (or NACKed) on.
+      int idx = q.paths.next(ports, t.ev);
+      if (idx < 0) return false;
+      if (t.tx_count >= 64 && q.attr.retry_exp < 25) {
+        to_error(q, kWcRetryExcErr);
+        return false;
+      }
+      t.flags &= uint8_t(~(kTxLost | kTxNacked));
+      q.lost--;
+      if (!send_data_pkt(q, sink, psn, true, idx, now, port_full)) {
+        t.flags |= kTxLost;
+        q.lost++;
+        return false;
+      }
+      return true;
+    }
+  }
+  // 4. New data.
+  if (q.sq_next == q.sq_tail) return false;
+  SendWqe& w = q.sq[q.sq_next];
+  if (!w.started) {
+    if (w.imm_op) {
+      uint32_t limit = q.attr.max_wimm;
+      if (q.attr.peer_max_wimm_dest) limit = std::min<uint32_t>(limit, q.attr.peer_max_wimm_dest);
+      if (q.wimm_out >= std::max<uint32_t>(limit, 1)) return false;
+    }
+  }
+  if (uint32_t(codec::psn_diff(q.next_psn, q.una)) >= q.mpr_eff) return false;  // MPR window
+  const uint32_t mtu = q.attr.path_mtu;
+  const uint32_t off = w.sent * mtu;
+  const uint32_t len = std::min(mtu, w.len - std::min(w.len, off));
+  if (q.inflight && q.inflight + len > cwnd) return false;
+  int idx = q.paths.next(ports, -1);
+  if (idx < 0) return false;
+  if (!w.started) {
+    w.started = true;
+    w.first_psn = q.next_psn;
+    w.msn = q.msn++;
+    w.rqmsn = q.rqmsn;
+    if (w.imm_op) {
+      q.rqmsn++;
+      q.wimm_out++;
+    }
+  }
+  const uint32_t psn = q.next_psn;
+  TxPkt& t = q.pkt(psn);
+  t = TxPkt{};
+  t.wqe = q.sq_next;
+  t.offset = off;
+  t.len = len;
+  if (q.una == q.next_psn) q.last_progress = now;
+  q.next_psn = codec::psn_add(q.next_psn, 1);
+  if (!send_data_pkt(q, sink, psn, false, idx, now, port_full)) {
+    q.next_psn = psn;  // nothing went out: the PSN is reused
+    return false;
+  }
+  if (++w.sent == w.npkts) q.sq_next = uint32_t((q.sq_next + 1) % q.sq.size());
+  return true;
+}
+
+}  // namespace mrc::core

@@ -1,0 +1,205 @@
+// Responder: placement at the RETH address in any order, the PSN window,
+// duplicates, access checks, WriteIMM completions in send order, SACK
+// coalescing, trim NACKs, reliability probes, reverse-path port choice.
+#include <algorithm>
+#include <cstring>
+
+#include "codec/ev.hpp"
+#include "core/engine_impl.hpp"
+
+namespace mrc::core {
+namespace {
+constexpr uint8_t kAethNakRemoteAccess = 0x62;  // IBTA AETH NAK code: remote access error
+}  // namespace
+
+uint8_t Engine::reverse_port(Qp& q, uint8_t hint) {
+  // Control packets rotate over the planes that work in both directions, so a
+  // plane that loses them costs a fraction of the SACKs, never all.
+  const uint32_t ok = port_mask_for(q);
+  if (!ok) return hint;
+  for (uint32_t k = 0; k < kMaxPorts; k++) {
+    q.rev_rr = uint8_t(q.rev_rr % kMaxPorts + 1);
+    if (ok >> q.rev_rr & 1) return q.rev_rr;
+  }
+  return hint;
+}
+
+void Engine::queue_sack(Qp& q, const Trigger& t, uint8_t verdict, bool probe_resp, bool ecn) {
+  Ctrl c;
+  c.kind = CtrlKind::kSack;
+  c.qpn = q.qpn;
+  c.port = reverse_port(q, t.port);
+  c.psn = t.psn;
+  c.entropy = t.entropy;
+  c.ts_echo = t.ts;
+  c.code = verdict;
+  c.probe_resp = probe_resp;
+  c.ecn = ecn;
+  ctrl_->push(c);
+  q.sack_deadline = kNever;
+  q.unacked_bytes = 0;
+}
+
+void Engine::queue_nack(Qp& q, uint32_t psn, uint8_t reason, uint32_t entropy, uint16_t ts_echo, uint8_t port) {
+  Ctrl c;
+  c.kind = CtrlKind::kNack;
+  c.qpn = q.qpn;
+  c.port = reverse_port(q, port);
+  c.psn = psn;
+  c.entropy = entropy;
+  c.ts_echo = ts_echo;
+  c.code = reason;
+  ctrl_->push(c);
+}
+
+void Engine::queue_aeth_nak(Qp& q, uint32_t psn, uint8_t syndrome, uint8_t port) {
+  Ctrl c;
+  c.kind = CtrlKind::kAethNak;
+  c.qpn = q.qpn;
+  c.port = reverse_port(q, port);
+  c.psn = psn;
+  c.code = syndrome;
+  ctrl_->push(c);
+}
+
+void Engine::deliver_imm(Qp& q) {
+  if (q.imm.empty()) return;
+  const uint32_t mask = uint32_t(q.imm.size() - 1);
+  const uint32_t cack = q.rwin.cack();
+  while (true) {
+    PendImm& e = q.imm[q.imm_next & mask];
+    // In send order, and only once every earlier PSN has arrived.
+    if (!e.known || codec::psn_lt(cack, e.last_psn)) return;
+    if (!q.rq_count) {
+      // MRC has no RNR: a WriteIMM without a posted receive is fatal.
+      queue_nack(q, e.last_psn, MRC_NACK_UNEXP_EVENT, 0, 0, q.last.port);
+      to_error(q, kWcLocQpOpErr);
+      return;
+    }
+    Wc wc;
+    wc.wr_id = q.rq[q.rq_head];
+    q.rq_head = uint32_t((q.rq_head + 1) % q.rq.size());
+    q.rq_count--;
+    wc.status = kWcSuccess;
+    wc.opcode = WcOpcode::kRecvRdmaWithImm;
+    wc.byte_len = e.len;
+    wc.imm_data = e.imm;
+    wc.qp_num = q.qpn;
+    wc.wc_flags = kWcWithImm;
+    push_cqe(q.recv_cq, wc);
+    q.stats.wimm_completions++;
+    e.known = false;
+    q.imm_next++;
+    if (q.imm_span) q.imm_span--;
+  }
+}
+
+void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Time now) {
+  (void)rx_ts;
+  const uint32_t psn = p.bth.psn;
+  Trigger trig;
+  trig.psn = psn;
+  trig.entropy = codec::ev_from_wire(p.ip, p.udp, q.fmt);
+  trig.ts = p.bth.ts ? p.tseth.tx_ts : 0;
+  trig.port = port;
+  trig.valid = true;
+  if (port <= kMaxPorts) q.rev_ev[port] = trig.entropy;
+  const bool ecn = p.ip.ecn == MRC_ECN_CE;
+  q.stats.rx_data_pkts++;
+
+  const int32_t d = codec::psn_diff(psn, q.rwin.next_expected());
+  if (d < 0 || q.rwin.received(psn)) {
+    // Duplicate: never placed twice, acknowledged at once.
+    q.stats.rx_dup_pkts++;
+    q.last = trig;
+    queue_sack(q, trig, ecn ? MRC_MP_SKIP_ONCE : MRC_MP_NONE, false, ecn);
+    return;
+  }
+  if (uint32_t(d) >= q.rwin.window()) {
+    q.stats.rx_oor_pkts++;
+    queue_nack(q, psn, MRC_NACK_PSN_OOR_WINDOW, trig.entropy, trig.ts, port);
+    return;
+  }
+  if (q.state == QpState::kErr) return;
+  const bool imm = codec::opcode_has_imm(p.bth.opcode);
+  if (imm) {
+    // At most max_wimm_dest WriteIMMs may be outstanding (no RNR in MRC).
+    const uint16_t dist = uint16_t(p.meth.rqmsn - q.imm_next);
+    if (dist >= std::max<uint16_t>(q.attr.max_wimm_dest, 1) || dist >= q.imm.size()) {
+      queue_nack(q, psn, MRC_NACK_UNEXP_EVENT, trig.entropy, trig.ts, port);
+      to_error(q, kWcLocQpOpErr);
+      return;
+    }
+  }
+  if (p.payload_len) {
+    const Mr* m = mr_by_key(p.reth.rkey);
+    const uint64_t va = p.reth.va, end = va + p.payload_len;
+    const uint64_t base = m ? uint64_t(uintptr_t(m->addr)) : 0;
+    const bool ok = m && m->pd == q.pd && (m->access & kAccessRemoteWrite) &&
+                    (q.attr.qp_access_flags & kAccessRemoteWrite) && end > va && va >= base &&
+                    end <= base + m->len;
+    if (!ok) {
+      // Nothing is written; the requester sees a remote access error and both
+      // QPs go to the error state, as in RC.
+      q.stats.rem_access_errors++;
+      queue_aeth_nak(q, psn, kAethNakRemoteAccess, port);
+      to_error(q, kWcWrFlushErr);
+      return;
+    }
+    std::memcpy(reinterpret_cast<void*>(uintptr_t(va)), p.payload, p.payload_len);
+  }
+  q.rwin.mark(psn);
+  q.rcvd_bytes += p.payload_len;
+  q.unacked_bytes += p.payload_len;
+  q.stats.rx_data_bytes += p.payload_len;
+  if (port <= kMaxPorts) q.stats.plane_rx_bytes[port] += p.payload_len;
+  if (imm) {
+    PendImm& e = q.imm[p.meth.rqmsn & (q.imm.size() - 1)];
+    e.known = true;
+    e.last_psn = psn;
+    e.imm = p.imm;
+    e.len = p.reth.dma_len;
+    q.imm_span++;
+  }
+  deliver_imm(q);
+  if (q.state == QpState::kErr) return;
+  const bool now_sack = ecn || p.bth.ack_req || q.first_rx || q.unacked_bytes >= cfg_.sack_bytes;
+  q.first_rx = false;
+  q.last = trig;
+  if (now_sack)
+    queue_sack(q, trig, ecn ? MRC_MP_SKIP_ONCE : MRC_MP_NONE, false, ecn);
+  else if (q.sack_deadline == kNever)
+    q.sack_deadline = now + cfg_.sack_delay;
+}
+
+void Engine::on_trimmed(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
+  (void)now;
+  Trigger trig;
+  trig.psn = p.bth.psn;
+  trig.entropy = codec::ev_from_wire(p.ip, p.udp, q.fmt);
+  trig.ts = p.bth.ts ? p.tseth.tx_ts : 0;
+  trig.port = port;
+  trig.valid = true;
+  if (q.rwin.received(trig.psn)) {
+    queue_sack(q, trig, MRC_MP_NONE, false, false);
+    return;
+  }
+  if ((q.attr.cap_flags & kQpCapTrimNackDestUnsupported) || !(cfg_.device.cap & kDevCapTrimNack))
+    return;  // left to SACKs and the requester's timers
+  queue_nack(q, trig.psn,
+             p.trim == codec::TrimKind::kTrimmedLastHop ? MRC_NACK_TRIMMED_LASTHOP : MRC_NACK_TRIMMED,
+             trig.entropy, trig.ts, port);
+}
+
+void Engine::on_probe(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
+  (void)now;
+  Trigger trig;
+  trig.psn = q.rwin.cack();
+  trig.entropy = codec::ev_from_wire(p.ip, p.udp, q.fmt);
+  trig.ts = p.peth.tx_ts;
+  trig.port = port;
+  trig.valid = true;
+  queue_sack(q, trig, p.ip.ecn == MRC_ECN_CE ? MRC_MP_SKIP_ONCE : MRC_MP_NONE, true, p.ip.ecn == MRC_ECN_CE);
+}
+
+}  // namespace mrc::core
