@@ -468,6 +468,9 @@ void Engine::enter_rtr(Qp& q) {
   uint32_t n = 1;
   while (n < wimm) n <<= 1;
   q.imm.assign(n, PendImm{});
+  uint32_t m = 64;
+  while (m < uint32_t(q.attr.mpr_dest) * 128) m <<= 1;
+  q.msg_len.assign(m, 0);
   q.imm_next = 0;
   q.imm_span = 0;
   q.first_rx = true;

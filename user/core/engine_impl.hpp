@@ -94,9 +94,9 @@ struct TxPkt {
 
 struct PendImm {
   bool known = false;
+  uint16_t msn = 0;
   uint32_t last_psn = 0;
   uint32_t imm = 0;
-  uint32_t len = 0;
 };
 
 struct Trigger {
@@ -170,6 +170,7 @@ struct Engine::Qp {
   std::vector<uint64_t> rq;
   uint32_t rq_head = 0, rq_count = 0;
   std::vector<PendImm> imm;
+  std::vector<uint32_t> msg_len;  // message length by MSN (messages in the PSN window)
   uint16_t imm_next = 0;  // RQMSN of the next WriteIMM to complete
   uint32_t imm_span = 0;  // WriteIMMs known beyond imm_next (outstanding)
 

@@ -394,7 +394,7 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   pk.tseth.tx_ts = ts16(now);
   pk.reth.va = w.remote_addr + t.offset;
   pk.reth.rkey = w.rkey;
-  pk.reth.dma_len = w.len;
+  pk.reth.dma_len = w.len - t.offset;  // bytes from this VA to the end of the message
   pk.imm = w.imm;
   pk.payload_len = t.len;
   uint32_t poff = 0;

@@ -10,6 +10,9 @@
 namespace mrc::core {
 namespace {
 constexpr uint8_t kAethNakRemoteAccess = 0x62;  // IBTA AETH NAK code: remote access error
+bool opcode_first(uint8_t op) {
+  return op == MRC_OP_WRITE_FIRST || op == MRC_OP_WRITE_ONLY || op == MRC_OP_WRITE_ONLY_IMM;
+}
 }  // namespace
 
 uint8_t Engine::reverse_port(Qp& q, uint8_t hint) {
@@ -82,7 +85,7 @@ void Engine::deliver_imm(Qp& q) {
     q.rq_count--;
     wc.status = kWcSuccess;
     wc.opcode = WcOpcode::kRecvRdmaWithImm;
-    wc.byte_len = e.len;
+    wc.byte_len = q.msg_len[e.msn & (q.msg_len.size() - 1)];  // the FIRST/ONLY packet's length
     wc.imm_data = e.imm;
     wc.qp_num = q.qpn;
     wc.wc_flags = kWcWithImm;
@@ -132,8 +135,11 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     }
   }
   if (p.payload_len) {
+    // RETH carries the bytes left in the message from this packet on, so every
+    // packet checks that the message ends inside the region: a write that runs
+    // past the end is refused by all its packets and writes nothing.
     const Mr* m = mr_by_key(p.reth.rkey);
-    const uint64_t va = p.reth.va, end = va + p.payload_len;
+    const uint64_t va = p.reth.va, end = va + p.reth.dma_len;
     const uint64_t base = m ? uint64_t(uintptr_t(m->addr)) : 0;
     const bool ok = m && m->pd == q.pd && (m->access & kAccessRemoteWrite) &&
                     (q.attr.qp_access_flags & kAccessRemoteWrite) && end > va && va >= base &&
@@ -153,12 +159,13 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   q.unacked_bytes += p.payload_len;
   q.stats.rx_data_bytes += p.payload_len;
   if (port <= kMaxPorts) q.stats.plane_rx_bytes[port] += p.payload_len;
+  if (opcode_first(p.bth.opcode)) q.msg_len[p.meth.msn & (q.msg_len.size() - 1)] = p.reth.dma_len;
   if (imm) {
     PendImm& e = q.imm[p.meth.rqmsn & (q.imm.size() - 1)];
     e.known = true;
     e.last_psn = psn;
     e.imm = p.imm;
-    e.len = p.reth.dma_len;
+    e.msn = p.meth.msn;
     q.imm_span++;
   }
   deliver_imm(q);

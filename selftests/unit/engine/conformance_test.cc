@@ -71,7 +71,7 @@ TEST(Conformance, C01_EveryDataPacketCarriesMethAndRethAtItsOffset) {
       EXPECT_TRUE(k.hdrs & codec::kHdrMeth);
       EXPECT_TRUE(k.hdrs & codec::kHdrReth);
       EXPECT_EQ(k.reth.va, f.dst->addr(0) + uint64_t(k.bth.psn) * 1024);
-      EXPECT_EQ(k.reth.dma_len, 100000u);
+      EXPECT_EQ(k.reth.dma_len, 100000u - uint64_t(k.bth.psn) * 1024);  // bytes left in the message
       EXPECT_EQ(k.reth.rkey, f.dst->mr.rkey);
     }
     return Hook{};
@@ -968,7 +968,7 @@ TEST(Conformance, C47_EcnCeGetsImmediateSackWithSkipOnce) {
 TEST(Conformance, C48_TrimmedHeaderNackedUnlessDisabled) {
   for (bool disabled : {false, true}) {
     PairOptions o;
-    o.cap_flags = disabled ? kQpCapTrimNackDestUnsupported : 0;
+    o.cap_flags = disabled ? uint32_t(kQpCapTrimNackDestUnsupported) : 0u;
     o.timeout = 8;
     Fixture f(64 * 1024, o);
     int nacks = 0, trims = 0;
