@@ -64,6 +64,7 @@ const char* to_string(EvEventReason r) {
     case EvEventReason::kPromoted: return "promoted";
     case EvEventReason::kSuppressed: return "suppressed";
     case EvEventReason::kSpurious: return "spurious";
+    case EvEventReason::kPlaneLoss: return "plane_loss";
   }
   return "?";
 }
@@ -745,7 +746,7 @@ void Engine::ev_event(Qp& q, uint32_t idx, EvState from, EvState to, EvEventReas
     return;
   }
   EvEvent& ev = ev_events_[(ev_head_ + ev_count_) % ev_events_.size()];
-  ev = EvEvent{q.attr.ev_profile_id, q.qpn, e.ev, e.port, from, to, why, ev_dropped_, 0};
+  ev = EvEvent{q.attr.ev_profile_id, q.qpn, e.ev, e.port, from, to, why, ev_dropped_, now_};
   ev_dropped_ = 0;
   ev_count_++;
 }
@@ -763,6 +764,7 @@ size_t Engine::poll_ev_events(std::span<EvEvent> out) {
 bool Engine::port_up(uint8_t port) const { return port < 32 && !(ports_down_ >> port & 1); }
 
 void Engine::set_port_state(uint8_t port, bool up, Time now) {
+  now_ = now;
   if (port == 0 || port > kMaxPorts || port_up(port) == up) return;
   if (up)
     ports_down_ &= ~(1u << port);
@@ -849,6 +851,7 @@ size_t Engine::poll_ep_responses(std::span<EpResponse> out) {
 // Frames in
 
 void Engine::rx(std::span<const RxFrame> frames, Time now) {
+  now_ = now;
   codec::Packet p;
   for (const RxFrame& f : frames) {
     stats_.rx_frames++;
@@ -1104,6 +1107,7 @@ bool Engine::tx_ready() const {
 }
 
 size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
+  now_ = now;
   size_t sent = 0;
   // Timers first: they may queue control frames and retransmissions.
   for (uint32_t qpn : active_) {

@@ -245,6 +245,7 @@ class Engine {
   };
   std::vector<EpPending> ep_pending_;
   uint32_t ports_down_ = 0;
+  Time now_ = 0;  // time of the current rx/tx/port call (stamps EV events)
   uint8_t rcv_pen_ = 0;
   bool rcv_restore_ = false;
   uint16_t next_probe_id_ = 1;

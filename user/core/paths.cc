@@ -228,6 +228,13 @@ void PathSet::deny(uint32_t i, bool denied) {
   }
 }
 
+void PathSet::assume_plane_bad(uint8_t port, EvEventReason why, Time now) {
+  for (uint32_t i = 0; i < evs_.size(); i++) {
+    const Ev& e = evs_[i];
+    if (e.port == port && (e.state == EvState::kGood || e.state == EvState::kSkip)) assume_bad(i, why, now);
+  }
+}
+
 void PathSet::port_state(uint8_t port, bool up) {
   if (port >= 32) return;
   if (up)

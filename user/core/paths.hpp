@@ -19,6 +19,10 @@ struct PathParams {
   Time probe_initial = 50'000;        // first probe of an ASSUMED_BAD EV after this
   Time probe_max = 20'000'000;        // back-off cap
   Time probe_timeout = 2'000'000;     // a probe unanswered this long failed
+  // A plane whose packets were lost silently this many times in a row, with
+  // no delivery on it in between, is failing as a whole: all its EVs become
+  // ASSUMED_BAD at once (each is probed and readmitted on its own). 0 = off.
+  uint32_t plane_suspect_losses = 8;
 };
 
 class PathSet {
@@ -68,6 +72,8 @@ class PathSet {
   void undo_bad(uint32_t i, Time now);
   void deny(uint32_t i, bool denied);
   void port_state(uint8_t port, bool up);
+  // Every usable EV on `port` becomes ASSUMED_BAD (within the ev_min_active floor).
+  void assume_plane_bad(uint8_t port, EvEventReason why, Time now);
 
   // ASSUMED_BAD EVs due for a probe at `now` (calls fn(index)); marks them probing.
   template <class Fn>

@@ -11,10 +11,13 @@ namespace mrc::core {
 
 Time Engine::ack_timeout(const Qp& q) const {
   if (q.attr.timeout == 0) return kNever;  // as in IB: 0 = no ACK timeout
-  const Time base = Time(1024) << q.attr.timeout;  // 1.024 us x 2^timeout
+  // The first transmission and linear_cnt retries wait T = 1.024 us x
+  // 2^timeout; each of the exp_cnt retries after them waits twice as long as
+  // the one before (capped at 2^24 x 1.024 us).
+  const Time base = Time(1024) << q.attr.timeout;
   const Time cap = Time(1024) << 24;
-  if (q.retries < q.attr.retry_linear) return base;
-  uint32_t k = std::min<uint32_t>(q.retries - q.attr.retry_linear + 1, 24);
+  if (q.retries <= q.attr.retry_linear) return base;
+  uint32_t k = std::min<uint32_t>(q.retries - q.attr.retry_linear, 24);
   return std::min(base << k, cap);
 }
 
@@ -58,10 +61,28 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   if (codec::psn_lt(psn, q.rtx_hint) || q.lost == 1) q.rtx_hint = psn;
   if (t.ev < q.paths.size()) q.paths.at(t.ev).stats.lost++;
   // A packet lost without a trim or NACK: the path failed (MRC retires it at once).
-  if (silent && !(t.flags & kTxNacked) && t.ev < q.paths.size()) {
-    if (q.paths.at(t.ev).state != EvState::kAssumedBad) {
-      q.paths.assume_bad(t.ev, why, now);
-      if (q.paths.at(t.ev).state == EvState::kAssumedBad) t.flags |= kTxDemoted;
+  if (silent && !(t.flags & kTxNacked) && t.ev < q.paths.size() &&
+      q.paths.at(t.ev).state != EvState::kAssumedBad) {
+    q.paths.assume_bad(t.ev, why, now);
+    if (q.paths.at(t.ev).state == EvState::kAssumedBad) {
+      t.flags |= kTxDemoted;
+      // Many distinct EVs of one plane failing with nothing delivered on it:
+      // the plane (a NIC port's far side, a T0) is down. Retire all of it.
+      const uint32_t k = cfg_.paths.plane_suspect_losses;
+      if (k && t.port <= kMaxPorts && ++q.plane_losses[t.port] == k) {
+        q.stats.plane_suspects++;
+        q.paths.assume_plane_bad(t.port, EvEventReason::kPlaneLoss, now);
+        // Whatever went out on it after its last delivery is gone too:
+        // resend it now instead of waiting to infer each loss.
+        const uint8_t port = t.port;
+        for (uint32_t p = q.una; p != q.next_psn; p = codec::psn_add(p, 1)) {
+          TxPkt& o = q.pkt(p);
+          if (o.port == port && !(o.flags & (kTxSacked | kTxLost)) && o.sent >= q.latest_port[port]) {
+            o.flags |= kTxNacked;  // its EV is already retired
+            mark_lost(q, p, false, EvEventReason::kPlaneLoss, now);
+          }
+        }
+      }
     }
   }
 }
