@@ -360,9 +360,11 @@ static __always_inline int mrc_to_xsk(struct xdp_md *ctx, struct mrc_xdp_stats *
 	__u32 queue = ctx->rx_queue_index;
 	struct mrc_xdp_meta *m;
 	void *data;
-	long act;
+	long act = XDP_DROP;
 
-	act = bpf_redirect_map(&mrc_xsks, queue, XDP_DROP);
+	/* One socket per (plane port, rx queue): interfaces share the map. */
+	if (queue < MRC_XSK_QUEUES_PER_PORT && port < MRC_MAX_PORTS)
+		act = bpf_redirect_map(&mrc_xsks, MRC_XSK_KEY(port, queue), XDP_DROP);
 	if (act != XDP_REDIRECT) {
 		if (cfg_flags & MRC_XDP_CFG_F_PASS_NO_XSK)
 			return XDP_PASS;

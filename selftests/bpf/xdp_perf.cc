@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto& m = prog->maps();
-  if (!m.set_port(ifindex, {1, 0}) || !m.set_qp(0x123, {0xabcdef, 0}) || !m.set_xsk(0, xsk.fd())) {
+  if (!m.set_port(ifindex, {1, 0}) || !m.set_qp(0x123, {0xabcdef, 0}) || !m.set_xsk(1, 0, xsk.fd())) {
     std::fprintf(stderr, "map setup failed\n");
     return 1;
   }

@@ -76,7 +76,7 @@ struct Env {
     ASSERT_TRUE(m.set_port(ifindex, {kPort, 0}));
     ASSERT_TRUE(m.set_qp(kLocalQpn, {kRemoteQpn, 0}));
     ASSERT_TRUE(m.set_qp(kNoNackQpn, {kRemoteQpn, MRC_QP_F_NO_TRIM_NACK}));
-    ASSERT_TRUE(m.set_xsk(0, xsk.fd()));
+    ASSERT_TRUE(m.set_xsk(kPort, 0, xsk.fd()));
   }
 };
 
@@ -300,13 +300,13 @@ std::vector<Row> make_rows() {
   for (IpVersion v : kVers) {
     Row r = drop_row(std::string("no_xsk_drop_") + ipname(v),
                      build_frame(make_packet(MRC_OP_WRITE_FIRST, v, 64)), "drop_no_xsk");
-    r.setup = [](XdpMaps& m) { ASSERT_TRUE(m.del_xsk(0)); };
+    r.setup = [](XdpMaps& m) { ASSERT_TRUE(m.del_xsk(kPort, 0)); };
     rows.push_back(r);
     Row q = pass_row(std::string("no_xsk_pass_flag_") + ipname(v),
                      build_frame(make_packet(MRC_OP_SACK, v)));
     q.deltas.clear();
     q.setup = [](XdpMaps& m) {
-      ASSERT_TRUE(m.del_xsk(0));
+      ASSERT_TRUE(m.del_xsk(kPort, 0));
       mrc_xdp_cfg c = *m.cfg();
       c.flags |= MRC_XDP_CFG_F_PASS_NO_XSK;
       ASSERT_TRUE(m.set_cfg(c));

@@ -62,9 +62,10 @@ class XdpMaps {
   Status del_qp(uint32_t qpn);
   Result<mrc_qp_info> qp(uint32_t qpn) const;
 
-  // AF_XDP socket `xsk_fd` receives the MRC packets of rx queue `queue`.
-  Status set_xsk(uint32_t queue, int xsk_fd);
-  Status del_xsk(uint32_t queue);
+  // AF_XDP socket `xsk_fd` receives the MRC packets of rx queue `queue` of
+  // plane port `port` (the number in mrc_ports; 0 = unregistered interface).
+  Status set_xsk(uint32_t port, uint32_t queue, int xsk_fd);
+  Status del_xsk(uint32_t port, uint32_t queue);
 
   // Counters of one port (0 = interfaces not in mrc_ports), summed over CPUs.
   Result<mrc_xdp_stats> stats(uint32_t port) const;

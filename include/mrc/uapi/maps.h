@@ -13,7 +13,10 @@
 
 /* Upper bounds of the fixed-size maps. */
 #define MRC_MAX_PORTS 16  /* plane ports per node, 1-based; index 0 = unknown */
-#define MRC_MAX_QUEUES 64 /* XSKMAP entries (rx queue index) */
+#define MRC_XSK_QUEUES_PER_PORT 64 /* rx queues per plane port with an XSK slot */
+/* XSKMAP entries: one per (port, rx queue); port 0 = interface not in mrc_ports. */
+#define MRC_MAX_QUEUES (MRC_MAX_PORTS * MRC_XSK_QUEUES_PER_PORT)
+#define MRC_XSK_KEY(port, queue) ((port) * MRC_XSK_QUEUES_PER_PORT + (queue))
 #define MRC_MAX_QPS 65536 /* entries of the QP table */
 
 /* mrc_cfg (ARRAY, 1 entry): global knobs the loader sets, changeable live. */
@@ -29,6 +32,9 @@ MRC_ASSERT_SIZE(struct mrc_xdp_cfg, 8);
 #define MRC_XDP_CFG_F_NO_TRIM_NACK 0x01 /* never answer trimmed packets in XDP */
 #define MRC_XDP_CFG_F_NO_EP_PROBE 0x02	/* never answer EV probes in XDP */
 #define MRC_XDP_CFG_F_PASS_NO_XSK 0x04	/* pass MRC packets when no XSK is bound */
+
+/* mrc_xsks (XSKMAP, key MRC_XSK_KEY(port, rx queue)): the AF_XDP socket of
+ * each plane port's rx queue. */
 
 /* mrc_ports (HASH ifindex -> port): which plane port an interface is. */
 struct mrc_port_info {
