@@ -414,7 +414,7 @@ static __always_inline int mrc_to_xsk(struct xdp_md *ctx, struct mrc_xdp_stats *
 /* The program                                                         */
 /* ------------------------------------------------------------------ */
 
-SEC("xdp")
+SEC("xdp.frags")
 int mrc_xdp_rx(struct xdp_md *ctx)
 {
 	__u64 t_entry = bpf_ktime_get_ns();

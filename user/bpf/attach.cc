@@ -90,7 +90,11 @@ Result<XdpAttachment> XdpAttachment::attach(const MrcXdp& prog, const std::strin
   int last = -EINVAL;
   for (XdpMode mode : modes) {
     // 1. through libxdp (dispatcher when the kernel allows it)
-    xdp_program* xp = xdp_program__from_bpf_obj(prog.object(), "xdp");
+    // The program's own section ("xdp.frags": it accepts multi-buffer frames,
+    // which native XDP on jumbo-MTU interfaces such as veth requires).
+    bpf_program* bp = bpf_object__next_program(prog.object(), nullptr);
+    const char* sec = bp ? bpf_program__section_name(bp) : "xdp";
+    xdp_program* xp = xdp_program__from_bpf_obj(prog.object(), sec);
     long perr = libxdp_get_error(xp);
     if (perr) return errno_error(int(perr), ctx + ": creating the libxdp program");
     std::unique_ptr<xdp_program, ProgDeleter> owned(xp);

@@ -445,7 +445,9 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
       break;
     }
     case QpState::kErr:
+      in_modify_ = true;
       to_error(*q, kWcWrFlushErr);
+      in_modify_ = false;
       break;
     case QpState::kRtr:
       enter_rtr(*q);
@@ -491,7 +493,7 @@ void Engine::enter_rts(Qp& q) {
   q.lost = 0;
   q.retries = 0;
   q.any_sacked = false;
-  CcProfile cc;
+  CcProfile cc = cfg_.default_cc;
   if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
   q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu);
   q.reo_wnd = cfg_.min_reorder;
@@ -545,8 +547,16 @@ uint32_t Engine::port_mask_for(const Qp& q) const {
   return m;
 }
 
+size_t Engine::poll_qp_errors(std::span<uint32_t> out) {
+  size_t n = std::min(out.size(), qp_errors_.size());
+  std::copy(qp_errors_.begin(), qp_errors_.begin() + long(n), out.begin());
+  qp_errors_.erase(qp_errors_.begin(), qp_errors_.begin() + long(n));
+  return n;
+}
+
 void Engine::to_error(Qp& q, WcStatus first) {
   if (q.state != QpState::kErr) {
+    if (!in_modify_ && qp_errors_.size() < 65536) qp_errors_.push_back(q.qpn);
     q.state = QpState::kErr;
     q.attr.qp_state = q.attr.cur_qp_state = QpState::kErr;
   }

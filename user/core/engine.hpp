@@ -57,6 +57,8 @@ struct EngineConfig {
   Time min_rto = 50'000;           // floor for the tail-loss probe timer
   uint32_t ev_event_capacity = 4096;
   bool report_all_ev_events = false;  // also SKIP, promotions, probe failures
+  // Congestion control of QPs without a CC profile (id 0).
+  CcProfile default_cc;
 };
 
 // Frames go out through this interface, one call pair per frame, no copies
@@ -165,6 +167,9 @@ class Engine {
   bool tx_ready() const;
 
   const EngineStats& stats() const { return stats_; }
+  // QPs the engine moved to ERR on its own (retry exhaustion, remote errors,
+  // protocol violations) since the last call: the QP-fatal async events.
+  size_t poll_qp_errors(std::span<uint32_t> out);
 
  private:
   struct Mr;
@@ -239,6 +244,8 @@ class Engine {
   size_t ev_head_ = 0, ev_count_ = 0;
   uint32_t ev_dropped_ = 0;
   std::vector<EpResponse> ep_rsp_;
+  std::vector<uint32_t> qp_errors_;
+  bool in_modify_ = false;
   struct EpPending {
     uint16_t req_id;
     Time sent;

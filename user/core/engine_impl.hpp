@@ -149,6 +149,7 @@ struct Engine::Qp {
   Time latest_delivered = 0;  // send time of the latest delivered transmission
   Time latest_port[kMaxPorts + 1] = {};  // ... per plane
   uint32_t plane_losses[kMaxPorts + 1] = {};  // silent losses since the last delivery
+  Time plane_heard[kMaxPorts + 1] = {};      // when a delivery on the plane was last reported
   uint32_t highest_sacked = 0;
   bool any_sacked = false;
   uint32_t rtx_hint = 0;     // no lost PSN below this one
@@ -181,7 +182,10 @@ struct Engine::Qp {
   // delivered by an earlier copy: its send time says nothing (RACK's rule).
   void delivered(const TxPkt& t, Time now) {
     if (t.ev < paths.size()) paths.at(t.ev).stats.acked++;
-    if (t.port <= kMaxPorts) plane_losses[t.port] = 0;
+    if (t.port <= kMaxPorts) {
+      plane_losses[t.port] = 0;
+      plane_heard[t.port] = now;
+    }
     if (t.tx_count > 1 && now - t.sent < min_rtt) return;
     latest_delivered = std::max(latest_delivered, t.sent);
     if (t.port <= kMaxPorts) latest_port[t.port] = std::max(latest_port[t.port], t.sent);

@@ -68,8 +68,12 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
       t.flags |= kTxDemoted;
       // Many distinct EVs of one plane failing with nothing delivered on it:
       // the plane (a NIC port's far side, a T0) is down. Retire all of it.
+      // ... and for longer than an RTT: a burst of inferred losses inside one
+      // SACK is not a dead plane.
       const uint32_t k = cfg_.paths.plane_suspect_losses;
-      if (k && t.port <= kMaxPorts && ++q.plane_losses[t.port] == k) {
+      const Time quiet = std::max(2 * q.srtt, cfg_.min_rto);
+      if (k && t.port <= kMaxPorts && ++q.plane_losses[t.port] >= k && now - q.plane_heard[t.port] > quiet) {
+        q.plane_losses[t.port] = 0;
         q.stats.plane_suspects++;
         q.paths.assume_plane_bad(t.port, EvEventReason::kPlaneLoss, now);
         // Whatever went out on it after its last delivery is gone too:
@@ -94,7 +98,7 @@ void Engine::rack(Qp& q, uint32_t upto, Time now) {
   // sent a whole RTT later on any plane was (planes may run with different
   // queue depths, e.g. their TX rings or shapers).
   if (!q.latest_delivered) return;
-  const Time cross = std::max(q.reo_wnd, q.srtt);
+  const Time cross = std::max(q.reo_wnd, q.srtt + 4 * q.rttvar);
   for (uint32_t psn = q.una; psn != upto && codec::psn_lt(psn, q.next_psn); psn = codec::psn_add(psn, 1)) {
     TxPkt& t = q.pkt(psn);
     if (t.flags & (kTxSacked | kTxLost)) continue;
@@ -245,11 +249,14 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
     }
   }
   if (s.probe_resp && q.tlp_outstanding) {
-    // The probe went out after everything below: what it did not see is lost.
+    // The probe went out after everything it reports on: of the PSNs its
+    // bitmap covers, those it did not see are lost (the rest is unknown).
     q.tlp_outstanding = false;
     q.latest_delivered = std::max(q.latest_delivered, q.tlp_sent);
     for (Time& l : q.latest_port) l = std::max(l, q.tlp_sent);
-    rack(q, q.next_psn, now);
+    uint32_t end = codec::psn_add(base, 64);
+    if (codec::psn_lt(q.next_psn, end)) end = q.next_psn;
+    rack(q, end, now);
   } else if (q.any_sacked) {
     rack(q, q.highest_sacked, now);
   }
