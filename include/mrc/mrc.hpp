@@ -1,0 +1,224 @@
+// libmrc: the application API of mrc (C++). Modeled on the OCP MRC 1.0
+// application API (mrc.h) and libibverbs: a device opened on a set of plane
+// interfaces, protection domains, memory regions, completion queues with
+// completion channels, QPs with the RST -> INIT -> RTR -> RTS -> ERR state
+// machine and the MRC attributes, RDMA WRITE and WRITE-with-immediate.
+// Documentation/api.md lists every call next to its mrc.h / verbs name; the
+// C API is include/mrc/mrc.h.
+//
+// Threads: one engine thread per Context runs the protocol over AF_XDP.
+// Posting and polling are lock-free and may be called from any thread;
+// control calls (create/modify/destroy, reg_mr) are serialized with the
+// engine thread and may block briefly.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "mrc/result.hpp"
+#include "mrc/uapi/maps.h"
+
+namespace mrc {
+
+using core::Access;
+using core::DeviceAttr;
+using core::EvEvent;
+using core::MrcAttrMask;
+using core::IbvAttrMask;
+using core::QpAttr;
+using core::QpCap;
+using core::QpInitAttr;
+using core::QpState;
+using core::QpStats;
+using core::RecvWr;
+using core::SendWr;
+using core::Sge;
+using core::Wc;
+using core::WcOpcode;
+using core::WcStatus;
+using core::WrOpcode;
+
+// API versions (MAJOR << 24 | MINOR << 16 | SUB), as mrc_api_ver.h encodes them.
+constexpr uint32_t api_version(uint32_t major, uint32_t minor, uint32_t sub) {
+  return major << 24 | minor << 16 | sub;
+}
+constexpr uint32_t kApiVersion = api_version(1, 0, 1);
+constexpr uint32_t kVendorApiVersion = api_version(0, 1, 0);
+
+struct DeviceOptions {
+  // Plane interfaces, in port order: the first is port 1.
+  std::vector<std::string> interfaces;
+  uint16_t udp_port = MRC_UDP_PORT_DEFAULT;
+  // Pinned objects of mrcd. When the directory holds mrcd's maps the device
+  // uses them (mrcd owns the XDP program); otherwise it loads and attaches
+  // its own copy of bpf/mrc_xdp.bpf.c and removes it on close.
+  std::string pin_dir = MRC_PIN_DIR_DEFAULT;
+  bool use_mrcd = true;
+  uint32_t queues = 0;         // rx queues per interface with a socket; 0 = all
+  uint32_t frame_size = 4096;  // UMEM frame size (2048 or 4096)
+  uint32_t umem_frames = 16384;
+  bool busy_poll = false;      // SO_PREFER_BUSY_POLL sockets, spinning engine thread
+  int engine_cpu = -1;         // pin the engine thread to this CPU (-1: no pinning)
+  bool force_generic = false;  // attach XDP in generic (SKB) mode
+  codec::DscpClasses dscp;
+  core::EngineConfig engine;   // protocol tunables (ports/addresses are filled in)
+};
+
+// What the device found and chose, per plane port.
+struct PortInfo {
+  uint8_t port = 0;  // 1-based
+  std::string ifname;
+  int ifindex = 0;
+  codec::Mac mac{};
+  std::vector<codec::IpAddr> addrs;
+  uint32_t mtu = 0;
+  uint32_t queues = 0;
+  bool link_up = false;
+  std::string xdp_mode;  // "native", "generic" ...
+  std::string xsk_mode;  // "copy" or "zero-copy"
+};
+
+// An endpoint's address on one plane (the RoCEv2 GID of that port).
+using Gid = codec::IpAddr;
+
+class Context;
+class CompChannel;
+
+class Cq {
+ public:
+  // Completions polled (0..out.size()), or an error (EOVERFLOW after an overrun).
+  Result<size_t> poll(std::span<Wc> out);
+  // Arms the completion channel for the next completion (ibv_req_notify_cq).
+  Status req_notify();
+  uint32_t handle() const { return handle_; }
+
+ private:
+  friend class Context;
+  Context* ctx_ = nullptr;
+  uint32_t handle_ = 0;
+  void* ring_ = nullptr;
+};
+
+// Completion channel: an fd that becomes readable when an armed CQ gets a
+// completion (works with poll/epoll).
+class CompChannel {
+ public:
+  ~CompChannel();
+  int fd() const { return fd_; }
+  // Blocks until an event (or returns EAGAIN if the fd is non-blocking and
+  // none is pending); returns the CQ that fired.
+  Result<Cq*> get_event();
+  void ack_events(Cq* cq, unsigned n);
+
+ private:
+  friend class Context;
+  friend class Cq;
+  int fd_ = -1;
+  Context* ctx_ = nullptr;
+  void* state_ = nullptr;
+};
+
+class Qp {
+ public:
+  uint32_t qpn() const { return qpn_; }
+  // Like mrc_modify_qp: verbs attributes + mask, MRC attributes + mask.
+  Status modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask);
+  Result<QpAttr> query() const;
+  Result<QpStats> stats() const;
+  // Lock-free; EAGAIN when the posting ring is full, other errors as verbs.
+  Status post_send(const SendWr& wr);
+  Status post_recv(const RecvWr& wr);
+  // The engine's view of this QP's EVs (for tools and tests).
+  Result<std::vector<core::PathSet::Ev>> evs() const;
+
+ private:
+  friend class Context;
+  Context* ctx_ = nullptr;
+  uint32_t qpn_ = 0;
+  void* post_ = nullptr;
+};
+
+struct MemoryRegion {
+  void* addr = nullptr;
+  size_t length = 0;
+  uint32_t lkey = 0, rkey = 0;
+};
+
+enum class AsyncEventType : uint8_t { kQpFatal, kPortActive, kPortError, kCqError };
+struct AsyncEvent {
+  AsyncEventType type;
+  uint32_t qpn = 0;   // kQpFatal
+  uint8_t port = 0;   // kPort*
+  uint32_t cq = 0;    // kCqError
+};
+
+class Context {
+ public:
+  // Opens a device on the plane interfaces and starts its engine thread.
+  static Result<std::unique_ptr<Context>> open(const DeviceOptions& opts);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // mrc_query_version: current, last supported, vendor, last supported vendor.
+  static std::array<uint32_t, 4> query_version();
+  DeviceAttr query_device() const;
+  std::vector<PortInfo> ports() const;
+  // The GID of a plane port for the given IP version (nullopt-like: ENOENT).
+  Result<Gid> gid(uint8_t port, codec::IpVersion v) const;
+
+  Result<uint32_t> alloc_pd();
+  Status dealloc_pd(uint32_t pd);
+  Result<MemoryRegion> reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access);
+  Status dereg_mr(const MemoryRegion& mr);
+
+  Result<std::unique_ptr<CompChannel>> create_comp_channel();
+  Result<std::unique_ptr<Cq>> create_cq(uint32_t cqe, CompChannel* channel = nullptr);
+  Status destroy_cq(std::unique_ptr<Cq> cq);
+
+  Result<std::unique_ptr<Qp>> create_qp(const QpInitAttr& init, const Cq& send_cq, const Cq& recv_cq);
+  Status destroy_qp(std::unique_ptr<Qp> qp);
+
+  // Profiles of this process's engine, for use without mrcd (mrcd's pinned
+  // profiles are the normal source; see Documentation/controller.md).
+  Status install_ev_profile(uint64_t id, const core::EvProfile& p);
+  Status install_cc_profile(uint64_t id, const core::CcProfile& p);
+
+  // Resolves the next-hop MAC for a peer GID on a plane (route + neighbour
+  // table, triggering resolution when needed) and fills a QP's AV entry.
+  Result<core::PlaneAddr> resolve(uint8_t port, const Gid& peer);
+
+  // Async events (QP fatal, port state). fd() is readable when one is queued.
+  int async_fd() const;
+  bool get_async_event(AsyncEvent& ev);
+
+  // Engine and data path counters (for tools); EV events for monitoring.
+  core::EngineStats engine_stats() const;
+  // The XDP program's counters of each plane port (index = port - 1).
+  Result<std::vector<mrc_xdp_stats>> xdp_stats() const;
+  // Field names of struct mrc_xdp_stats, in order (as bpftool prints them).
+  static std::vector<std::string> xdp_stats_names();
+  // AF_XDP health, summed over the device's sockets.
+  struct XskStats {
+    uint64_t rx_frames, tx_frames, tx_completed, tx_kicks, tx_kick_again, tx_kick_busy, tx_kick_errors, pool_empty;
+    uint64_t rx_dropped, rx_invalid, tx_invalid, rx_ring_full, fill_empty, tx_ring_empty;
+  };
+  XskStats xsk_stats() const;
+  size_t poll_ev_events(std::span<EvEvent> out);
+
+  struct Impl;
+
+ private:
+  Context();
+  std::unique_ptr<Impl> impl_;
+  friend class Cq;
+  friend class Qp;
+  friend class CompChannel;
+};
+
+}  // namespace mrc

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The scenario runner end to end on a short scenario (MPTCP over 2 planes,
+# one blackholed and healed): JSON with samples, faults, per-plane series and
+# summary, and a PNG plot. Also: grammar errors name the line.
+. "$(dirname "$0")/lib.sh"
+t_require python3 gnuplot
+[ -x "$B_TCP" ] || t_skip "bench/tcp_peer is not built (MRC_BUILD_BENCH=OFF)"
+SCN="$T_DIR/../scenario.sh"
+
+cat >"$T_TMP/bad.scn" <<'SCN'
+topology direct planes=2
+workload B: tcp_peer server
+at 1s: plane 1 melt
+SCN
+err=$("$SCN" --check "$T_TMP/bad.scn" 2>&1)
+t_eq "grammar error: exit code" "$?" 2
+t_check "grammar error names file and line ($err)" grep -q "bad.scn:3: unknown plane action 'melt'" <<<"$err"
+printf 'topology direct\nworkload A: true\nat 2s plane 1 up\n' >"$T_TMP/bad2.scn"
+t_check "grammar error: missing colon is named" bash -c "'$SCN' --check '$T_TMP/bad2.scn' 2>&1 | grep -q 'bad2.scn:3:'"
+
+cat >"$T_TMP/short.scn" <<'SCN'
+# MPTCP over two 200 Mbit/s planes; plane 1 blackholed for a second
+topology direct planes=2 shape=200mbit mptcp=A:B
+duration 3s
+workload B: tcp_peer server --mode mptcp --port 5301 --timeout {timeout}
+workload A: tcp_peer client --mode mptcp --port 5301 --connect {B.ipv4} --duration {duration} --verify
+at 1s: plane 1 blackhole
+at 2s: plane 1 heal
+SCN
+"$SCN" --build "$MRC_BUILD_DIR" --out "$T_TMP/out" "$T_TMP/short.scn" >"$T_TMP/run.log" 2>&1
+t_eq "runner exit code" "$?" 0
+J="$T_TMP/out/scenario.json"
+t_check "scenario.json written" test -s "$J"
+t_eq "two faults with timestamps" "$(jq '[.faults[] | select(.t_applied_s > 0)] | length' "$J")" 2
+t_range "blackhole applied at (s)" "$(jq '.faults[0].t_applied_s' "$J")" 1.0 1.3
+t_range "10 ms samples over the run" "$(jq '.samples.t_s | length' "$J")" 280 500
+t_eq "per-plane series" "$(jq '.samples.planes_gbps | keys | join(",")' -r "$J")" "0,1"
+t_check "plane 1 carried traffic before the fault" \
+	jq -e '[.samples as $s | range($s.t_s | length) | select($s.t_s[.] > 0.3 and $s.t_s[.] < 1.0) | $s.planes_gbps["1"][.]] | add > 0' "$J"
+t_eq "plane 1 delivered nothing while blackholed (1.1-1.95 s)" \
+	"$(jq '[.samples as $s | range($s.t_s | length) | select($s.t_s[.] > 1.1 and $s.t_s[.] < 1.95) | $s.planes_gbps["1"][.]] | add' "$J")" 0
+t_check "summary per event (pre-fault median, min bin, recovery)" \
+	jq -e '.summary.events[0] | has("pre_median_gbps") and has("min_bin_gbps") and has("recover_ms") and .pre_median_gbps > 0' "$J"
+t_check "workload samples parsed" jq -e '.workload_samples.t_s | length > 200' "$J"
+t_eq "workload data verified" "$(jq -r '.workloads[0].summary.verify' "$J")" ok
+t_check "PNG plot written" bash -c "head -c 4 '$T_TMP/out/goodput.png' | grep -q PNG && [ \$(stat -c %s '$T_TMP/out/goodput.png') -gt 5000 ]"
+run=$(jq -r .run "$J")
+t_eq "the runner tore its fabric down" "$(ip netns list | grep -c -- "-$run-")" 0
+t_done

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/tcp_peer on the fabric: tcp, tcp-multi and mptcp (one subflow per
+# plane) with data verified byte for byte, exact byte counts, ping-pong
+# latency, 10 ms samples, and --verify catching corrupted data.
+. "$(dirname "$0")/lib.sh"
+t_require
+[ -x "$B_TCP" ] || t_skip "bench/tcp_peer is not built (MRC_BUILD_BENCH=OFF)"
+sysctl -q net.mptcp.enabled >/dev/null 2>&1 || t_skip "no MPTCP in this kernel"
+
+PORT=$((30000 + RANDOM % 10000))
+xfer() { # MODE CLIENT-ARGS... ; server JSON lines in $T_TMP/srv.json
+	local mode=$1
+	shift
+	PORT=$((PORT + 1))
+	ip netns exec "$(t_ns B)" "$B_TCP" server --mode "$mode" --port $PORT --timeout 30 >"$T_TMP/srv.json" 2>"$T_TMP/srv.err" &
+	local spid=$!
+	ip netns exec "$(t_ns A)" "$B_TCP" client --mode "$mode" --connect 198.18.0.2 --port $PORT "$@" \
+		>"$T_TMP/cli.json" 2>"$T_TMP/cli.err"
+	local crc=$?
+	wait $spid
+	return $crc
+}
+summary() { grep summary "$T_TMP/srv.json" | jq -r ".summary.$1"; }
+wire_tx() { # bytes the wire sent toward B on each plane
+	local p
+	for p in 0 1 2 3; do t_cnt "$(fabric_ns "$R" W)" "w${p}b-$R" tx_bytes; done | tr '\n' ' '
+}
+
+t_up direct planes=4 mptcp=A:B
+t_eq "mptcp: client subflow endpoints on planes 1-3" "$(ip -n "$(t_ns A)" mptcp endpoint show | grep -c subflow)" 3
+
+read -r -a w0 <<<"$(wire_tx)"
+t_check "mptcp: 2 s transfer" xfer mptcp --duration 2 --verify
+read -r -a w1 <<<"$(wire_tx)"
+t_eq "mptcp: data verified" "$(summary verify)" ok
+tot=0
+for p in 0 1 2 3; do tot=$((tot + w1[p] - w0[p])); done
+for p in 0 1 2 3; do
+	t_range "mptcp: share of plane $p (one subflow per plane)" \
+		"$(awk -v a=$((w1[p] - w0[p])) -v t=$tot 'BEGIN { printf "%.3f", a / t }')" 0.05 0.6
+done
+n=$(grep -c t_ms "$T_TMP/srv.json")
+t_range "mptcp: 10 ms samples in 2 s" "$n" 150 230
+t_range "mptcp: samples cover the bytes received (fraction)" \
+	"$(grep t_ms "$T_TMP/srv.json" | jq -s --argjson b "$(summary bytes)" 'map(.bytes) | add / $b')" 0.9 1
+
+t_check "tcp-multi: 4 flows for 1.5 s" xfer tcp-multi --flows 4 --duration 1.5 --verify
+t_eq "tcp-multi: flows" "$(summary flows)" 4
+t_eq "tcp-multi: data verified" "$(summary verify)" ok
+
+t_check "tcp: exactly 50 MB" xfer tcp --bytes 50000000 --verify
+t_eq "tcp: bytes received" "$(summary bytes)" 50000000
+t_eq "tcp: data verified" "$(summary verify)" ok
+
+t_check "ping-pong: 300 round trips of 1000 bytes" xfer tcp --pingpong --msg-size 1000 --iters 300
+pp=$(grep summary "$T_TMP/cli.json")
+t_eq "ping-pong: iterations" "$(jq .summary.iters <<<"$pp")" 300
+t_check "ping-pong: 0 < p50 <= p99 <= p99.9" \
+	bash -c "jq -e '.summary | .p50_us > 0 and .p50_us <= .p99_us and .p99_us <= .p999_us' >/dev/null <<<'$pp'"
+t_check "ping-pong over mptcp" xfer mptcp --pingpong --msg-size 64 --iters 200
+
+# clos: the server signals its plane-1 address, the client opens the subflow
+# through plane 1's leaf and spines
+t_up clos planes=2 leaves=2 spines=2 hosts=2 mptcp=A:B
+t_eq "clos mptcp: server signal endpoint" "$(ip -n "$(t_ns B)" mptcp endpoint show | grep -c signal)" 1
+rx() { t_cnt "$(t_ns B)" "$(t_port B "$1" ifname)" rx_bytes; }
+a0=$(rx 0) a1=$(rx 1)
+PORT=$((PORT + 1))
+ip netns exec "$(t_ns B)" "$B_TCP" server --mode mptcp --port $PORT --timeout 30 >"$T_TMP/srv.json" 2>"$T_TMP/srv.err" &
+spid=$!
+ip netns exec "$(t_ns A)" "$B_TCP" client --mode mptcp --connect "$(t_port B 0 ipv4)" --port $PORT --duration 1.5 \
+	--verify >"$T_TMP/cli.json" 2>"$T_TMP/cli.err"
+wait $spid
+t_eq "clos mptcp: data verified" "$(summary verify)" ok
+d0=$(($(rx 0) - a0)) d1=$(($(rx 1) - a1))
+t_range "clos mptcp: share of plane 1" "$(awk -v a=$d1 -v t=$((d0 + d1)) 'BEGIN { printf "%.3f", a / t }')" 0.1 0.9
+
+# --verify must catch corruption: with checksum offload on, veth trusts
+# CHECKSUM_PARTIAL and TCP accepts the flipped byte.
+t_up direct planes=1 offload=on
+"$B_FAULT" --state "$ST" set p0 --corrupt 2% --match-proto tcp >/dev/null
+xfer tcp --duration 1 --verify
+t_eq "verify: corrupted stream detected" "$(summary verify)" failed
+t_done

@@ -1,0 +1,720 @@
+// libmrc's Context: one engine thread per device runs the sans-I/O engine
+// over the AF_XDP sockets of every plane interface.
+//
+//   application threads --post rings (lock-free)--> engine thread --> engine
+//   engine thread --CQ rings (lock-free)--> application threads (poll_cq)
+//   control calls (create/modify/destroy/reg_mr) take the engine lock, which
+//   the engine thread holds for one batch at a time.
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "bpf/attach.hpp"
+#include "bpf/mrc_xdp.hpp"
+#include "core/engine.hpp"
+#include "lib/mpmc.hpp"
+#include "lib/neigh.hpp"
+#include "mrc/mrc.hpp"
+#include "xdp/device.hpp"
+
+namespace mrc {
+namespace {
+
+constexpr size_t kBurst = 64;
+
+core::Time mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return core::Time(ts.tv_sec) * 1'000'000'000ull + core::Time(ts.tv_nsec);
+}
+
+struct PostedSend {
+  core::SendWr wr;
+  std::array<Sge, core::kMaxSge> sg;
+};
+
+struct QpRings {
+  explicit QpRings(uint32_t qpn, size_t sq, size_t rq) : qpn(qpn), sq(sq), rq(rq) {}
+  uint32_t qpn;
+  lib::MpmcQueue<PostedSend> sq;
+  lib::MpmcQueue<uint64_t> rq;
+  std::atomic<bool> queued{false};
+  std::atomic<bool> alive{true};
+  uint32_t send_cq = 0, recv_cq = 0;
+};
+
+struct CqRing {
+  explicit CqRing(uint32_t h, size_t n) : handle(h), ring(n) {}
+  uint32_t handle;
+  lib::MpmcQueue<Wc> ring;
+  std::atomic<bool> armed{false};
+  std::atomic<bool> overflow{false};
+  CompChannel* channel = nullptr;
+  Cq* cq = nullptr;
+};
+
+void wake(int fd) {
+  uint64_t one = 1;
+  (void)!write(fd, &one, sizeof one);
+}
+
+}  // namespace
+
+struct ChannelState {
+  lib::MpmcQueue<Cq*> fired{4096};
+};
+
+struct Context::Impl {
+  DeviceOptions opts;
+  xdp::Device dev;
+  std::optional<bpf::MrcXdp> prog;  // our own copy of mrc_xdp (no mrcd)
+  std::vector<bpf::XdpAttachment> attachments;
+  bpf::XdpMaps pinned;              // mrcd's maps
+  bpf::XdpMaps* maps = nullptr;
+  std::unique_ptr<core::Engine> eng;
+  std::vector<PortInfo> ports;      // index = port - 1
+  std::vector<uint16_t> tx_socket;  // per port index: the socket that sends
+  mutable std::mutex mu;
+  std::thread thr;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> sleeping{false};
+  int wake_fd = -1, async_fd = -1;
+  lib::MpmcQueue<QpRings*> ready{65536};
+  std::vector<std::unique_ptr<QpRings>> qps;
+  std::vector<std::unique_ptr<CqRing>> cqs;
+  lib::MpmcQueue<AsyncEvent> async{4096};
+  std::vector<std::unique_ptr<ChannelState>> channels;
+  std::vector<core::EvEvent> ev_buf;
+
+  // ---- the engine thread -------------------------------------------------
+  struct Sink : core::TxSink {
+    Impl& im;
+    struct PortTx {
+      std::array<xdp::TxFrame, kBurst> frames;
+      uint32_t reserved = 0, used = 0;
+      std::array<xdp::TxFrame, kBurst> out;
+      uint32_t committed = 0;
+    };
+    std::vector<PortTx> ports;
+    explicit Sink(Impl& i) : im(i), ports(i.ports.size()) {}
+    uint8_t* alloc(uint8_t port, uint32_t* cap) override {
+      if (port == 0 || port > ports.size()) return nullptr;
+      PortTx& p = ports[port - 1];
+      if (p.used == p.reserved) {
+        if (p.committed == kBurst) flush_port(port - 1);
+        xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[port - 1]];
+        p.reserved = s.tx_reserve({p.frames.data(), kBurst - p.committed});
+        p.used = 0;
+        if (!p.reserved) return nullptr;
+      }
+      xdp::TxFrame& f = p.frames[p.used];
+      *cap = f.room;
+      return f.data;
+    }
+    void commit(uint8_t port, uint32_t len) override {
+      PortTx& p = ports[port - 1];
+      xdp::TxFrame f = p.frames[p.used++];
+      xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[port - 1]];
+      if (!len) {
+        s.tx_cancel({&f, 1});
+        return;
+      }
+      f.len = len;
+      p.out[p.committed++] = f;
+    }
+    void flush_port(size_t i) {
+      PortTx& p = ports[i];
+      xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[i]];
+      if (p.committed) s.tx_submit({p.out.data(), p.committed}, true);
+      p.committed = 0;
+    }
+    void finish() {
+      for (size_t i = 0; i < ports.size(); i++) {
+        PortTx& p = ports[i];
+        xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[i]];
+        if (p.used < p.reserved) s.tx_cancel({p.frames.data() + p.used, p.reserved - p.used});
+        p.used = p.reserved = 0;
+        flush_port(i);
+      }
+    }
+  };
+
+  void drain_posts() {
+    QpRings* q;
+    while (ready.pop(q)) {
+      q->queued.store(false, std::memory_order_release);
+      if (!q->alive.load(std::memory_order_acquire)) continue;
+      uint64_t rid;
+      while (q->rq.pop(rid)) {
+        core::RecvWr r;
+        r.wr_id = rid;
+        if (!eng->post_recv(q->qpn, r).ok()) error_completion(q->recv_cq, q->qpn, rid, WcOpcode::kRecvRdmaWithImm);
+      }
+      PostedSend ps;
+      while (q->sq.pop(ps)) {
+        ps.wr.sg_list = ps.sg.data();
+        if (!eng->post_send(q->qpn, ps.wr).ok())
+          error_completion(q->send_cq, q->qpn, ps.wr.wr_id, WcOpcode::kRdmaWrite);
+      }
+    }
+  }
+
+  void error_completion(uint32_t cq, uint32_t qpn, uint64_t wr_id, WcOpcode op) {
+    Wc wc;
+    wc.wr_id = wr_id;
+    wc.status = core::kWcLocQpOpErr;
+    wc.opcode = op;
+    wc.qp_num = qpn;
+    for (auto& c : cqs)
+      if (c && c->handle == cq) deliver(*c, &wc, 1);
+  }
+
+  void deliver(CqRing& c, const Wc* wc, size_t n) {
+    for (size_t i = 0; i < n; i++)
+      if (!c.ring.push(wc[i])) c.overflow.store(true, std::memory_order_release);
+    if (n && c.channel && c.armed.exchange(false)) {
+      static_cast<ChannelState*>(c.channel->state_)->fired.push(c.cq);
+      wake(c.channel->fd());
+    }
+  }
+
+  bool iteration() {
+    std::lock_guard<std::mutex> lk(mu);
+    const core::Time now = mono_ns();
+    bool work = false;
+    if (!ready.empty()) {
+      drain_posts();
+      work = true;
+    }
+    // Receive: one burst from every socket.
+    std::array<xdp::RxFrame, kBurst> rx;
+    std::array<core::RxFrame, kBurst> in;
+    uint32_t n = dev.rx(rx);
+    if (n) {
+      work = true;
+      for (uint32_t i = 0; i < n; i++) {
+        const mrc_xdp_meta* m = rx[i].meta();
+        in[i] = {rx[i].data, rx[i].len, uint8_t(rx[i].port + 1), m ? m->rx_ts_ns : now};
+      }
+      eng->rx({in.data(), n}, now);
+      dev.release({rx.data(), n});
+    }
+    // Transmit: control first, then retransmissions, then new data.
+    Sink sink(*this);
+    size_t sent = 0;
+    for (int round = 0; round < 4; round++) {
+      size_t k = eng->tx(sink, now, kBurst);
+      sent += k;
+      if (k < kBurst) break;
+    }
+    sink.finish();
+    if (sent) work = true;
+    dev.flush_tx();
+    // Completions to the application.
+    Wc wc[kBurst];
+    for (auto& c : cqs) {
+      if (!c) continue;
+      while (true) {
+        auto r = eng->poll_cq(c->handle, wc);
+        if (!r.ok()) {
+          c->overflow.store(true);
+          break;
+        }
+        if (!*r) break;
+        deliver(*c, wc, *r);
+        work = true;
+      }
+    }
+    // QPs that failed on their own: QP-fatal async events.
+    uint32_t errs[16];
+    size_t ne;
+    while ((ne = eng->poll_qp_errors(errs)) > 0)
+      for (size_t i = 0; i < ne; i++) push_async({AsyncEventType::kQpFatal, errs[i], 0, 0});
+    return work;
+  }
+
+  void push_async(const AsyncEvent& ev) {
+    async.push(ev);
+    wake(async_fd);
+  }
+
+  void link_events() {
+    auto r = dev.process_link_events();
+    if (!r.ok() || !*r) return;
+    std::lock_guard<std::mutex> lk(mu);
+    for (size_t i = 0; i < ports.size(); i++) {
+      const auto& info = dev.ports()[i].info;
+      bool up = info.admin_up && info.link_up;
+      if (up == ports[i].link_up) continue;
+      ports[i].link_up = up;
+      eng->set_port_state(uint8_t(i + 1), up, mono_ns());
+      push_async({up ? AsyncEventType::kPortActive : AsyncEventType::kPortError, 0, uint8_t(i + 1), 0});
+    }
+  }
+
+  void run() {
+    if (opts.engine_cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(opts.engine_cpu, &set);
+      pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+    std::vector<pollfd> pfds;
+    uint32_t idle_spins = 0;
+    core::Time next_links = 0;
+    while (!stop.load(std::memory_order_acquire)) {
+      // Link events (carrier, admin state) are read every millisecond even
+      // while traffic keeps the thread busy.
+      if (const core::Time t = mono_ns(); t >= next_links) {
+        link_events();
+        next_links = t + 1'000'000;
+      }
+      if (iteration()) {
+        idle_spins = 0;
+        continue;
+      }
+      // Nothing to do right now: spin a little (busy polling keeps latency
+      // low), then sleep on the sockets, the wake fd and the engine's timer.
+      if (++idle_spins < (opts.busy_poll ? 4096u : 64u)) continue;
+      core::Time deadline;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        deadline = eng->next_deadline();
+      }
+      const core::Time now = mono_ns();
+      if (deadline <= now) continue;
+      sleeping.store(true, std::memory_order_seq_cst);
+      if (!ready.empty()) {
+        sleeping.store(false);
+        continue;
+      }
+      auto fds = dev.poll_fds();
+      pfds.assign(fds.begin(), fds.end());
+      pfds.push_back({wake_fd, POLLIN, 0});
+      core::Time wait = deadline == core::kNever ? 100'000'000 : std::min<core::Time>(deadline - now, 100'000'000);
+      timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
+      int r = ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+      sleeping.store(false, std::memory_order_release);
+      if (r > 0 && (pfds.back().revents & POLLIN)) {
+        uint64_t v;
+        (void)!read(wake_fd, &v, sizeof v);
+      }
+      // The link monitor's fd (if any) is the last of the device's fds.
+      if (r > 0 && fds.size() > dev.sockets().size() && pfds[fds.size() - 1].revents) next_links = 0;
+      idle_spins = 0;
+    }
+  }
+
+  void kick_engine() {
+    if (sleeping.load(std::memory_order_seq_cst)) wake(wake_fd);
+  }
+};
+
+// ---------------------------------------------------------------------------
+
+Context::Context() : impl_(std::make_unique<Impl>()) {}
+
+Context::~Context() {
+  if (!impl_) return;
+  impl_->stop.store(true);
+  if (impl_->wake_fd >= 0) wake(impl_->wake_fd);
+  if (impl_->thr.joinable()) impl_->thr.join();
+  // Remove what we registered in the (possibly shared) maps.
+  if (impl_->maps) {
+    for (const auto& q : impl_->qps)
+      if (q) (void)impl_->maps->del_qp(q->qpn);
+    for (size_t i = 0; i < impl_->ports.size(); i++)
+      for (const auto& s : impl_->dev.sockets())
+        if (s.port() == i) (void)impl_->maps->del_xsk(uint32_t(i + 1), s.queue());
+  }
+  if (impl_->wake_fd >= 0) close(impl_->wake_fd);
+  if (impl_->async_fd >= 0) close(impl_->async_fd);
+}
+
+std::array<uint32_t, 4> Context::query_version() {
+  return {kApiVersion, api_version(1, 0, 0), kVendorApiVersion, kVendorApiVersion};
+}
+
+Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
+  if (o.interfaces.empty()) return make_error(EINVAL, "open: no plane interfaces given");
+  if (o.interfaces.size() > core::kMaxPorts)
+    return make_error(EINVAL, "open: at most " + std::to_string(core::kMaxPorts) + " plane interfaces");
+  std::unique_ptr<Context> ctx(new Context());
+  Impl& im = *ctx->impl_;
+  im.opts = o;
+
+  // 1. The XDP program: mrcd's pinned copy, else our own.
+  bool have_mrcd = false;
+  if (o.use_mrcd) {
+    auto m = bpf::XdpMaps::open_pinned(o.pin_dir);
+    if (m.ok()) {
+      im.pinned = std::move(*m);
+      im.maps = &im.pinned;
+      have_mrcd = true;
+    }
+  }
+  if (!have_mrcd) {
+    bpf::LoadOptions lo;
+    lo.cfg.udp_port = o.udp_port;
+    lo.cfg.dscp_trimmed = o.dscp.trimmed;
+    lo.cfg.dscp_trimmed_lasthop = o.dscp.trimmed_lasthop;
+    lo.cfg.dscp_control = o.dscp.control;
+    auto p = bpf::MrcXdp::open_and_load(lo);
+    if (!p) return std::move(p).error().wrap("loading the XDP program");
+    im.prog.emplace(std::move(*p));
+    im.maps = &im.prog->maps();
+    bpf::AttachOptions ao;
+    ao.generic_only = o.force_generic;
+    auto at = bpf::attach_all(*im.prog, o.interfaces, ao);
+    if (!at) return std::move(at).error();
+    im.attachments = std::move(*at);
+  }
+
+  // 2. AF_XDP sockets on every queue of every plane interface, one UMEM.
+  xdp::DeviceConfig dc;
+  for (const auto& name : o.interfaces) dc.ports.push_back({name, o.queues, 0});
+  dc.umem.frame_size = o.frame_size;
+  dc.umem.frame_count = o.umem_frames;
+  dc.umem.headroom = 0;
+  dc.socket.busy_poll = o.busy_poll;
+  dc.socket.load_default_prog = false;
+  auto dev = xdp::Device::open(dc);
+  if (!dev) return std::move(dev).error().wrap("opening AF_XDP sockets");
+  im.dev = std::move(*dev);
+
+  // 3. Ports: what the engine and the XDP maps need to know.
+  core::EngineConfig ec = o.engine;
+  ec.ports.clear();
+  ec.codec.udp_port = o.udp_port;
+  ec.codec.dscp = o.dscp;
+  if (!ec.seed || ec.seed == 1) ec.seed = mono_ns() ^ uint64_t(getpid()) << 32;
+  im.tx_socket.assign(o.interfaces.size(), 0);
+  for (size_t i = 0; i < im.dev.ports().size(); i++) {
+    const xdp::Port& xp = im.dev.ports()[i];
+    PortInfo pi;
+    pi.port = uint8_t(i + 1);
+    pi.ifname = xp.info.name;
+    pi.ifindex = xp.info.ifindex;
+    std::memcpy(pi.mac.data(), xp.info.mac.data(), 6);
+    pi.mtu = xp.info.mtu;
+    pi.queues = xp.socket_count;
+    pi.link_up = xp.info.admin_up && xp.info.link_up;
+    pi.xdp_mode = have_mrcd ? xdp::to_string(xp.info.xdp.mode)
+                            : std::string(bpf::to_string(im.attachments[i].info().mode));
+    pi.xsk_mode = xdp::to_string(im.dev.mode());
+    for (const in_addr& a : xp.info.ipv4) {
+      codec::IpAddr ip;
+      ip.ver = codec::IpVersion::kV4;
+      std::memcpy(ip.b.data(), &a, 4);
+      pi.addrs.push_back(ip);
+    }
+    for (const in6_addr& a : xp.info.ipv6) {
+      codec::IpAddr ip;
+      ip.ver = codec::IpVersion::kV6;
+      std::memcpy(ip.b.data(), &a, 16);
+      if (ip.b[0] == 0xfe && (ip.b[1] & 0xc0) == 0x80) continue;  // link-local: not a GID
+      pi.addrs.push_back(ip);
+    }
+    if (pi.addrs.empty()) return make_error(EADDRNOTAVAIL, "plane interface " + pi.ifname + " has no IP address");
+    // The engine gets one entry per address family (the first address of each).
+    bool v4 = false, v6 = false;
+    for (const auto& a : pi.addrs) {
+      bool is4 = a.ver == codec::IpVersion::kV4;
+      if ((is4 && v4) || (!is4 && v6)) continue;
+      (is4 ? v4 : v6) = true;
+      ec.ports.push_back({pi.port, pi.mac, a, pi.link_up});
+    }
+    im.tx_socket[i] = uint16_t(xp.first_socket);
+    if (auto s = im.maps->set_port(uint32_t(pi.ifindex), {pi.port, 0}); !s.ok()) return std::move(s).error();
+    for (uint32_t k = 0; k < xp.socket_count; k++) {
+      const xdp::XskSocket& sk = im.dev.sockets()[xp.first_socket + k];
+      if (auto s = im.maps->set_xsk(pi.port, sk.queue(), sk.fd()); !s.ok()) return std::move(s).error();
+    }
+    im.ports.push_back(pi);
+  }
+  im.eng = std::make_unique<core::Engine>(ec);
+  im.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  im.async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (im.wake_fd < 0 || im.async_fd < 0) return errno_error(errno, "eventfd");
+  im.thr = std::thread([&im] { im.run(); });
+  return ctx;
+}
+
+DeviceAttr Context::query_device() const { return impl_->eng->device_attr(); }
+std::vector<PortInfo> Context::ports() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->ports;
+}
+
+Result<Gid> Context::gid(uint8_t port, codec::IpVersion v) const {
+  if (port == 0 || port > impl_->ports.size()) return make_error(EINVAL, "gid: no port " + std::to_string(port));
+  for (const auto& a : impl_->ports[port - 1].addrs)
+    if (a.ver == v) return a;
+  return make_error(ENOENT, "gid: port " + std::to_string(port) + " has no address of that IP version");
+}
+
+Result<uint32_t> Context::alloc_pd() {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->eng->create_pd();
+}
+
+Status Context::dealloc_pd(uint32_t pd) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->eng->destroy_pd(pd);
+}
+
+Result<MemoryRegion> Context::reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  auto r = impl_->eng->reg_mr(pd, addr, length, access);
+  if (!r) return std::move(r).error();
+  return MemoryRegion{addr, length, r->lkey, r->rkey};
+}
+
+Status Context::dereg_mr(const MemoryRegion& mr) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->eng->dereg_mr(mr.lkey);
+}
+
+Result<std::unique_ptr<CompChannel>> Context::create_comp_channel() {
+  auto ch = std::make_unique<CompChannel>();
+  ch->fd_ = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (ch->fd_ < 0) return errno_error(errno, "create_comp_channel: eventfd");
+  ch->ctx_ = this;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->channels.push_back(std::make_unique<ChannelState>());
+  ch->state_ = impl_->channels.back().get();
+  return ch;
+}
+
+Result<std::unique_ptr<Cq>> Context::create_cq(uint32_t cqe, CompChannel* channel) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  auto h = impl_->eng->create_cq(std::max<uint32_t>(cqe, kBurst));
+  if (!h) return std::move(h).error();
+  auto ring = std::make_unique<CqRing>(*h, std::max<uint32_t>(cqe, kBurst));
+  auto cq = std::make_unique<Cq>();
+  cq->ctx_ = this;
+  cq->handle_ = *h;
+  cq->ring_ = ring.get();
+  ring->channel = channel;
+  ring->cq = cq.get();
+  impl_->cqs.push_back(std::move(ring));
+  return cq;
+}
+
+Status Context::destroy_cq(std::unique_ptr<Cq> cq) {
+  if (!cq) return make_error(EINVAL, "destroy_cq: null CQ");
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  MRC_TRY(impl_->eng->destroy_cq(cq->handle_));
+  auto& v = impl_->cqs;
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.get() == cq->ring_; }), v.end());
+  return {};
+}
+
+Result<std::unique_ptr<Qp>> Context::create_qp(const QpInitAttr& init_in, const Cq& send_cq, const Cq& recv_cq) {
+  QpInitAttr init = init_in;
+  init.send_cq = send_cq.handle_;
+  init.recv_cq = recv_cq.handle_;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  auto qpn = impl_->eng->create_qp(init);
+  if (!qpn) return std::move(qpn).error();
+  auto rings = std::make_unique<QpRings>(*qpn, init.cap.max_send_wr, std::max<uint32_t>(init.cap.max_recv_wr, 1));
+  rings->send_cq = init.send_cq;
+  rings->recv_cq = init.recv_cq;
+  auto qp = std::make_unique<Qp>();
+  qp->ctx_ = this;
+  qp->qpn_ = *qpn;
+  qp->post_ = rings.get();
+  impl_->qps.push_back(std::move(rings));
+  return qp;
+}
+
+Status Context::destroy_qp(std::unique_ptr<Qp> qp) {
+  if (!qp) return make_error(EINVAL, "destroy_qp: null QP");
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  MRC_TRY(impl_->eng->destroy_qp(qp->qpn_));
+  (void)impl_->maps->del_qp(qp->qpn_);
+  auto* r = static_cast<QpRings*>(qp->post_);
+  r->alive.store(false);
+  // The ring object stays until the context goes: a stale entry in the ready
+  // queue may still point at it.
+  return {};
+}
+
+Status Context::install_ev_profile(uint64_t id, const core::EvProfile& p) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->eng->install_ev_profile(id, p);
+}
+
+Status Context::install_cc_profile(uint64_t id, const core::CcProfile& p) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->eng->install_cc_profile(id, p);
+}
+
+Result<core::PlaneAddr> Context::resolve(uint8_t port, const Gid& peer) {
+  if (port == 0 || port > impl_->ports.size()) return make_error(EINVAL, "resolve: no port " + std::to_string(port));
+  auto mac = lib::resolve_next_hop(impl_->ports[port - 1].ifindex, peer);
+  if (!mac) return std::move(mac).error().wrap("resolving " + lib::to_string(peer) + " on " + impl_->ports[port - 1].ifname);
+  return core::PlaneAddr{peer, *mac, true};
+}
+
+int Context::async_fd() const { return impl_->async_fd; }
+
+bool Context::get_async_event(AsyncEvent& ev) {
+  if (!impl_->async.pop(ev)) return false;
+  uint64_t v;
+  (void)!read(impl_->async_fd, &v, sizeof v);
+  return true;
+}
+
+core::EngineStats Context::engine_stats() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->eng->stats();
+}
+
+Result<std::vector<mrc_xdp_stats>> Context::xdp_stats() const {
+  std::vector<mrc_xdp_stats> v;
+  for (const auto& p : impl_->ports) {
+    auto s = impl_->maps->stats(p.port);
+    if (!s) return std::move(s).error();
+    v.push_back(*s);
+  }
+  return v;
+}
+
+std::vector<std::string> Context::xdp_stats_names() {
+  return {bpf::kStatsFieldNames.begin(), bpf::kStatsFieldNames.end()};
+}
+
+Context::XskStats Context::xsk_stats() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  XskStats x{};
+  auto c = impl_->dev.counters();
+  x.rx_frames = c.rx_frames;
+  x.tx_frames = c.tx_frames;
+  x.tx_kicks = c.tx_kicks;
+  x.tx_completed = c.tx_completed;
+  x.tx_kick_again = c.tx_kick_again;
+  x.tx_kick_busy = c.tx_kick_busy;
+  x.tx_kick_errors = c.tx_kick_errors + c.tx_kick_nobufs;
+  x.pool_empty = c.pool_empty;
+  if (auto k = impl_->dev.kernel_stats(); k.ok()) {
+    x.rx_dropped = k->rx_dropped;
+    x.rx_invalid = k->rx_invalid_descs;
+    x.tx_invalid = k->tx_invalid_descs;
+    x.rx_ring_full = k->rx_ring_full;
+    x.fill_empty = k->rx_fill_ring_empty_descs;
+    x.tx_ring_empty = k->tx_ring_empty_descs;
+  }
+  return x;
+}
+
+size_t Context::poll_ev_events(std::span<EvEvent> out) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->eng->poll_ev_events(out);
+}
+
+// ---------------------------------------------------------------------------
+// Qp, Cq, CompChannel
+
+Status Qp::modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask) {
+  Context::Impl& im = *ctx_->impl_;
+  std::lock_guard<std::mutex> lk(im.mu);
+  MRC_TRY(im.eng->modify_qp(qpn_, attr, ibv_mask, mrc_mask));
+  auto a = im.eng->query_qp(qpn_);
+  if (!a) return std::move(a).error();
+  // What the XDP program needs to NACK trimmed packets for this QP.
+  if (a->qp_state == QpState::kRtr || a->qp_state == QpState::kRts) {
+    uint32_t flags = (a->cap_flags & core::kQpCapTrimNackDestUnsupported) ? MRC_QP_F_NO_TRIM_NACK : 0;
+    MRC_TRY(im.maps->set_qp(qpn_, {a->dest_qp_num, flags}));
+  } else if (a->qp_state == QpState::kReset) {
+    (void)im.maps->del_qp(qpn_);
+  }
+  return {};
+}
+
+Result<QpAttr> Qp::query() const {
+  std::lock_guard<std::mutex> lk(ctx_->impl_->mu);
+  return ctx_->impl_->eng->query_qp(qpn_);
+}
+
+Result<QpStats> Qp::stats() const {
+  std::lock_guard<std::mutex> lk(ctx_->impl_->mu);
+  return ctx_->impl_->eng->qp_stats(qpn_);
+}
+
+Result<std::vector<core::PathSet::Ev>> Qp::evs() const {
+  std::lock_guard<std::mutex> lk(ctx_->impl_->mu);
+  return ctx_->impl_->eng->qp_evs(qpn_);
+}
+
+Status Qp::post_send(const SendWr& wr) {
+  auto* r = static_cast<QpRings*>(post_);
+  if (wr.num_sge > core::kMaxSge) return make_error(EINVAL, "post_send: too many SGEs");
+  if (wr.num_sge && !wr.sg_list) return make_error(EINVAL, "post_send: null sg_list");
+  if (wr.opcode != WrOpcode::kRdmaWrite && wr.opcode != WrOpcode::kRdmaWriteWithImm)
+    return make_error(EINVAL, "post_send: only RDMA WRITE and WRITE_WITH_IMM are supported");
+  PostedSend ps;
+  ps.wr = wr;
+  std::copy(wr.sg_list, wr.sg_list + wr.num_sge, ps.sg.begin());
+  if (!r->sq.push(ps)) return make_error(ENOMEM, "post_send: send queue full");
+  if (!r->queued.exchange(true)) ctx_->impl_->ready.push(r);
+  ctx_->impl_->kick_engine();
+  return {};
+}
+
+Status Qp::post_recv(const RecvWr& wr) {
+  auto* r = static_cast<QpRings*>(post_);
+  if (!r->rq.push(wr.wr_id)) return make_error(ENOMEM, "post_recv: receive queue full");
+  if (!r->queued.exchange(true)) ctx_->impl_->ready.push(r);
+  ctx_->impl_->kick_engine();
+  return {};
+}
+
+Result<size_t> Cq::poll(std::span<Wc> out) {
+  auto* r = static_cast<CqRing*>(ring_);
+  size_t n = 0;
+  while (n < out.size() && r->ring.pop(out[n])) n++;
+  if (!n && r->overflow.load(std::memory_order_acquire)) return make_error(EOVERFLOW, "poll_cq: completion queue overrun");
+  return n;
+}
+
+Status Cq::req_notify() {
+  auto* r = static_cast<CqRing*>(ring_);
+  if (!r->channel) return make_error(EINVAL, "req_notify: the CQ has no completion channel");
+  r->armed.store(true, std::memory_order_seq_cst);
+  // A completion that raced with arming must not be lost.
+  if (!r->ring.empty() && r->armed.exchange(false)) {
+    static_cast<ChannelState*>(r->channel->state_)->fired.push(this);
+    wake(r->channel->fd());
+  }
+  return {};
+}
+
+Result<Cq*> CompChannel::get_event() {
+  uint64_t v;
+  if (read(fd_, &v, sizeof v) < 0) return errno_error(errno, "get_cq_event");
+  Cq* cq = nullptr;
+  if (!static_cast<ChannelState*>(state_)->fired.pop(cq)) return make_error(EAGAIN, "get_cq_event: no event");
+  return cq;
+}
+
+void CompChannel::ack_events(Cq* cq, unsigned n) {
+  (void)cq;
+  (void)n;  // events carry no resources to release here
+}
+
+CompChannel::~CompChannel() {
+  if (fd_ >= 0) close(fd_);
+}
+
+}  // namespace mrc

@@ -1,0 +1,753 @@
+// mrc_perf: bandwidth and latency of MRC between two hosts, in the manner of
+// perftest's ib_write_bw / ib_write_lat.
+//
+//   mrc_perf server -d eth1,eth2,eth3,eth4 [options]
+//   mrc_perf client PEER -d eth1,eth2,eth3,eth4 [options]
+//
+// PEER is the server's address for the out-of-band TCP exchange (any
+// interface); MRC traffic then flows over the plane interfaces given by -d.
+// Run `mrc_perf --help` for the options.
+#include <getopt.h>
+#include <signal.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/exchange.hpp"
+#include "lib/neigh.hpp"
+#include "mrc/mrc.hpp"
+
+using namespace mrc;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// SIGINT/SIGTERM end the run cleanly: the Context's destructor removes the
+// XDP program and the map entries it added.
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop.store(true); }
+
+struct Opts {
+  bool server = false;
+  std::string peer;
+  std::vector<std::string> devs;
+  std::string bind = "0.0.0.0";
+  uint16_t port = 18515;
+  uint32_t size = 65536;
+  uint32_t qps = 1;
+  bool imm = false;
+  double duration = 5;
+  uint64_t iters = 0;
+  uint32_t inflight = 16;
+  uint32_t mtu = 3392;
+  bool lat = false;
+  bool json = false;
+  bool verify = false;
+  bool ipv6 = false;
+  double interval = 1;
+  uint32_t sample_ms = 0;
+  uint8_t timeout = 14;
+  uint8_t retry_linear = 7, retry_exp = 7;
+  bool generic = false, busy_poll = false;
+  int cpu = -1;
+  uint32_t queues = 0;
+  bool no_cc = false;
+  bool counters = false;
+};
+
+[[noreturn]] void usage(int code) {
+  std::fprintf(code ? stderr : stdout,
+               "usage: mrc_perf server -d IF[,IF...] [options]\n"
+               "       mrc_perf client PEER -d IF[,IF...] [options]\n"
+               "  -d, --dev IFS        plane interfaces, in port order (required)\n"
+               "  -p, --port N         TCP port of the out-of-band exchange (18515)\n"
+               "  -B, --bind ADDR      server: address to listen on (0.0.0.0)\n"
+               "  -s, --size BYTES     message size (65536)\n"
+               "  -q, --qps N          QPs (1)\n"
+               "  -i, --imm            RDMA WRITE with immediate (default: RDMA WRITE)\n"
+               "  -D, --duration SEC   length of the run (5)\n"
+               "  -n, --iters N        messages per QP instead of a duration\n"
+               "  -t, --inflight N     messages outstanding per QP (16)\n"
+               "  -m, --mtu BYTES      path MTU (payload bytes per packet, 3392)\n"
+               "  -l, --lat            latency mode: WRITE-with-immediate ping-pong\n"
+               "  -j, --json           machine-readable output\n"
+               "  -v, --verify         check the data byte for byte\n"
+               "  -6, --ipv6           use the planes' IPv6 addresses\n"
+               "  -I, --interval SEC   report interval (1)\n"
+               "      --sample-ms MS   server: JSON line of received bytes every MS ms\n"
+               "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
+               "      --retry L,E      linear and exponential retries (7,7)\n"
+               "      --generic        attach XDP in generic mode\n"
+               "      --busy-poll      busy-polling sockets and engine\n"
+               "      --cpu N          pin the engine thread\n"
+               "      --queues N       rx queues per interface with a socket (all)\n"
+               "      --no-cc          congestion control off\n"
+               "      --counters       print engine, AF_XDP and XDP counters at the end\n");
+  std::exit(code);
+}
+
+Opts parse(int argc, char** argv) {
+  Opts o;
+  if (argc < 2) usage(2);
+  std::string role = argv[1];
+  if (role == "-h" || role == "--help") usage(0);
+  if (role == "server") {
+    o.server = true;
+  } else if (role == "client") {
+    if (argc < 3) usage(2);
+    o.peer = argv[2];
+  } else {
+    usage(2);
+  }
+  enum { kSample = 1000, kTimeout, kRetry, kGeneric, kBusy, kCpu, kQueues, kNoCc, kCounters };
+  static const option lo[] = {
+      {"dev", required_argument, nullptr, 'd'},     {"port", required_argument, nullptr, 'p'},
+      {"bind", required_argument, nullptr, 'B'},    {"size", required_argument, nullptr, 's'},
+      {"qps", required_argument, nullptr, 'q'},     {"imm", no_argument, nullptr, 'i'},
+      {"duration", required_argument, nullptr, 'D'}, {"iters", required_argument, nullptr, 'n'},
+      {"inflight", required_argument, nullptr, 't'}, {"mtu", required_argument, nullptr, 'm'},
+      {"lat", no_argument, nullptr, 'l'},           {"json", no_argument, nullptr, 'j'},
+      {"verify", no_argument, nullptr, 'v'},        {"ipv6", no_argument, nullptr, '6'},
+      {"interval", required_argument, nullptr, 'I'}, {"sample-ms", required_argument, nullptr, kSample},
+      {"timeout", required_argument, nullptr, kTimeout}, {"retry", required_argument, nullptr, kRetry},
+      {"generic", no_argument, nullptr, kGeneric},  {"busy-poll", no_argument, nullptr, kBusy},
+      {"cpu", required_argument, nullptr, kCpu},    {"queues", required_argument, nullptr, kQueues},
+      {"no-cc", no_argument, nullptr, kNoCc},       {"help", no_argument, nullptr, 'h'},
+      {"counters", no_argument, nullptr, kCounters},
+      {nullptr, 0, nullptr, 0}};
+  optind = o.server ? 2 : 3;
+  int c;
+  try {
+    while ((c = getopt_long(argc, argv, "d:p:B:s:q:iD:n:t:m:ljv6I:h", lo, nullptr)) != -1) {
+      switch (c) {
+        case 'd': {
+          std::stringstream ss(optarg);
+          std::string d;
+          while (std::getline(ss, d, ',')) o.devs.push_back(d);
+          break;
+        }
+        case 'p': o.port = uint16_t(std::stoul(optarg)); break;
+        case 'B': o.bind = optarg; break;
+        case 's': o.size = uint32_t(std::stoul(optarg)); break;
+        case 'q': o.qps = uint32_t(std::stoul(optarg)); break;
+        case 'i': o.imm = true; break;
+        case 'D': o.duration = std::stod(optarg); break;
+        case 'n': o.iters = std::stoull(optarg); break;
+        case 't': o.inflight = uint32_t(std::stoul(optarg)); break;
+        case 'm': o.mtu = uint32_t(std::stoul(optarg)); break;
+        case 'l': o.lat = true; break;
+        case 'j': o.json = true; break;
+        case 'v': o.verify = true; break;
+        case '6': o.ipv6 = true; break;
+        case 'I': o.interval = std::stod(optarg); break;
+        case kSample: o.sample_ms = uint32_t(std::stoul(optarg)); break;
+        case kTimeout: o.timeout = uint8_t(std::stoul(optarg)); break;
+        case kRetry: {
+          auto comma = std::string(optarg).find(',');
+          if (comma == std::string::npos) throw std::invalid_argument("--retry L,E");
+          o.retry_linear = uint8_t(std::stoul(std::string(optarg).substr(0, comma)));
+          o.retry_exp = uint8_t(std::stoul(std::string(optarg).substr(comma + 1)));
+          break;
+        }
+        case kGeneric: o.generic = true; break;
+        case kBusy: o.busy_poll = true; break;
+        case kCpu: o.cpu = std::stoi(optarg); break;
+        case kQueues: o.queues = uint32_t(std::stoul(optarg)); break;
+        case kNoCc: o.no_cc = true; break;
+        case kCounters: o.counters = true; break;
+        case 'h': usage(0);
+        default: usage(2);
+      }
+    }
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "mrc_perf: bad value for option '%s'\n", argv[optind - 1]);
+    std::exit(2);
+  }
+  if (o.devs.empty()) {
+    std::fprintf(stderr, "mrc_perf: -d IF[,IF...] is required\n");
+    std::exit(2);
+  }
+  if (o.lat) o.imm = true, o.qps = 1, o.inflight = 1;
+  if (!o.size && !o.lat) o.size = 1;
+  if (o.qps == 0 || o.inflight == 0) {
+    std::fprintf(stderr, "mrc_perf: --qps and --inflight must be at least 1\n");
+    std::exit(2);
+  }
+  return o;
+}
+
+// A fatal error unwinds to main so every destructor runs (the Context then
+// detaches its XDP program instead of leaving it on the interfaces).
+struct Fatal {};
+[[noreturn]] void die(const std::string& what, const Error& e) {
+  std::fprintf(stderr, "mrc_perf: %s: %s\n", what.c_str(), e.message().c_str());
+  throw Fatal{};
+}
+template <class T>
+T must(Result<T> r, const std::string& what) {
+  if (!r) die(what, r.error());
+  return std::move(*r);
+}
+void must(const Status& s, const std::string& what) {
+  if (!s) die(what, s.error());
+}
+
+// Word i of message k (self-verifying payload: every 8 bytes name the message).
+inline uint64_t pattern(uint64_t k, uint64_t i) { return (k << 32) ^ (i * 0x9e3779b97f4a7c15ull) ^ 0x6d7263; }
+
+void fill(uint8_t* p, uint32_t len, uint64_t k) {
+  uint32_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t v = pattern(k, i);
+    std::memcpy(p + i, &v, 8);
+  }
+  for (; i < len; i++) p[i] = uint8_t(pattern(k, i));
+}
+
+bool check(const uint8_t* p, uint32_t len, uint64_t k) {
+  uint32_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t v = pattern(k, i), w;
+    std::memcpy(&w, p + i, 8);
+    if (v != w) return false;
+  }
+  for (; i < len; i++)
+    if (p[i] != uint8_t(pattern(k, i))) return false;
+  return true;
+}
+
+struct Buffer {
+  uint8_t* p = nullptr;
+  size_t n = 0;
+  explicit Buffer(size_t bytes) : n(std::max<size_t>(bytes, 4096)) {
+    void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m == MAP_FAILED) {
+      std::perror("mmap");
+      std::exit(1);
+    }
+    p = static_cast<uint8_t*>(m);
+  }
+  ~Buffer() { munmap(p, n); }
+};
+
+struct Side {
+  std::unique_ptr<Context> ctx;
+  std::unique_ptr<CompChannel> ch;
+  std::unique_ptr<Cq> cq;
+  std::vector<std::unique_ptr<Qp>> qps;
+  uint32_t pd = 0;
+};
+
+Side open_side(const Opts& o) {
+  Side s;
+  DeviceOptions d;
+  d.interfaces = o.devs;
+  d.force_generic = o.generic;
+  d.busy_poll = o.busy_poll;
+  d.engine_cpu = o.cpu;
+  d.queues = o.queues;
+  s.ctx = must(Context::open(d), "opening " + o.devs[0] + "...");
+  s.pd = must(s.ctx->alloc_pd(), "alloc_pd");
+  if (o.no_cc) {
+    core::CcProfile off;
+    off.enabled = false;
+    must(s.ctx->install_cc_profile(1, off), "installing a CC profile");
+  }
+  s.ch = must(s.ctx->create_comp_channel(), "create_comp_channel");
+  s.cq = must(s.ctx->create_cq(65536, s.ch.get()), "create_cq");
+  for (uint32_t i = 0; i < o.qps; i++) {
+    QpInitAttr ia;
+    ia.cap.max_send_wr = std::max<uint32_t>(o.inflight * 2, 16);
+    ia.cap.max_recv_wr = std::max<uint32_t>(o.inflight * 4, 16);
+    ia.cap.max_send_sge = 1;
+    ia.pd = s.pd;
+    s.qps.push_back(must(s.ctx->create_qp(ia, *s.cq, *s.cq), "create_qp"));
+  }
+  return s;
+}
+
+ConnectOptions conn_opts(const Opts& o) {
+  ConnectOptions c;
+  c.mtu = o.mtu;
+  c.timeout = o.timeout;
+  c.retry_linear = o.retry_linear;
+  c.retry_exp = o.retry_exp;
+  c.ip = o.ipv6 ? codec::IpVersion::kV6 : codec::IpVersion::kV4;
+  c.max_wimm = uint16_t(std::min<uint32_t>(o.inflight * 4, 1024));
+  c.mpr = 16;
+  if (o.no_cc) c.cc_profile = 1;
+  return c;
+}
+
+const std::vector<std::string>& bpf_stats_names() {
+  static const std::vector<std::string> n = Context::xdp_stats_names();
+  return n;
+}
+
+// What the data path saw, for diagnosing a failed run.
+void dump_counters(Side& s) {
+  auto es = s.ctx->engine_stats();
+  std::fprintf(stderr, "  engine: rx %" PRIu64 " frames, tx %" PRIu64 " frames, unknown QP %" PRIu64
+               ", not MRC %" PRIu64 "\n", es.rx_frames, es.tx_frames, es.rx_unknown_qp, es.rx_not_mrc);
+  for (size_t i = 0; i < std::size(es.rx_parse_errors); i++)
+    if (es.rx_parse_errors[i])
+      std::fprintf(stderr, "  engine: dropped %" PRIu64 " frames: %s\n", es.rx_parse_errors[i],
+                   std::string(codec::to_string(codec::ParseError(i))).c_str());
+  for (auto& q : s.qps) {
+    auto st = q->stats();
+    if (!st) continue;
+    std::fprintf(stderr, "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64 " timeout %" PRIu64
+                 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64 " ev skips %" PRIu64 " assumed_bad %" PRIu64
+                 " readmitted %" PRIu64 " plane_suspects %" PRIu64 " srtt %" PRIu64 " ns cwnd %" PRIu64
+                 " rx %" PRIu64 " dup %" PRIu64 " sacks tx %" PRIu64 " rx %" PRIu64 "\n",
+                 q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack, st->rtx_timeout,
+                 st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips, st->ev_assumed_bad, st->ev_readmitted,
+                 st->plane_suspects, st->srtt_ns, st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks,
+                 st->rx_sacks);
+  }
+  auto x = s.ctx->xsk_stats();
+  std::fprintf(stderr, "  af_xdp: rx %" PRIu64 " tx %" PRIu64 " completed %" PRIu64 " kicks %" PRIu64 " (again %" PRIu64
+               " busy %" PRIu64 " errors %" PRIu64 ") pool_empty %" PRIu64 " rx_dropped %" PRIu64 " rx_ring_full %" PRIu64
+               " fill_empty %" PRIu64 " tx_invalid %" PRIu64 "\n",
+               x.rx_frames, x.tx_frames, x.tx_completed, x.tx_kicks, x.tx_kick_again, x.tx_kick_busy, x.tx_kick_errors,
+               x.pool_empty, x.rx_dropped, x.rx_ring_full, x.fill_empty, x.tx_invalid);
+  if (auto xs = s.ctx->xdp_stats(); xs.ok())
+    for (size_t p = 0; p < xs->size(); p++) {
+      const auto* v = reinterpret_cast<const uint64_t*>(&(*xs)[p]);
+      std::string line;
+      for (size_t f = 0; f < bpf_stats_names().size(); f++)
+        if (v[f]) line += " " + std::string(bpf_stats_names()[f]) + "=" + std::to_string(v[f]);
+      std::fprintf(stderr, "  xdp port %zu:%s\n", p + 1, line.c_str());
+    }
+}
+
+// Waits for completions: polls, then sleeps on the completion channel.
+size_t wait_wc(Side& s, std::span<Wc> out, int timeout_ms) {
+  for (int spin = 0; spin < 64; spin++) {
+    auto n = s.cq->poll(out);
+    if (!n) die("poll_cq", n.error());
+    if (*n) return *n;
+  }
+  must(s.cq->req_notify(), "req_notify");
+  auto n = s.cq->poll(out);
+  if (n && *n) return *n;
+  pollfd p{s.ch->fd(), POLLIN, 0};
+  if (poll(&p, 1, timeout_ms) > 0) (void)s.ch->get_event();
+  n = s.cq->poll(out);
+  if (!n) die("poll_cq", n.error());
+  return *n;
+}
+
+uint64_t ev_changes(Side& s) {
+  EvEvent ev[256];
+  uint64_t total = 0;
+  size_t n;
+  while ((n = s.ctx->poll_ev_events(ev)) > 0) total += n;
+  return total;
+}
+
+struct Totals {
+  uint64_t bytes = 0, msgs = 0, rtx = 0, timeouts = 0, ev_changes = 0;
+  std::vector<uint64_t> plane_bytes;
+};
+
+Totals qp_totals(Side& s) {
+  Totals t;
+  t.plane_bytes.assign(s.ctx->ports().size(), 0);
+  for (auto& q : s.qps) {
+    auto st = q->stats();
+    if (!st) continue;
+    t.rtx += st->tx_rtx_pkts;
+    t.timeouts += st->timeouts;
+    for (size_t p = 0; p < t.plane_bytes.size(); p++)
+      t.plane_bytes[p] += st->plane_tx_bytes[p + 1] + st->plane_rx_bytes[p + 1];
+  }
+  return t;
+}
+
+std::string planes_json(const std::vector<uint64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// ---------------------------------------------------------------------------
+// Server
+
+int run_server(const Opts& o) {
+  Side s = open_side(o);
+  const uint32_t slots = o.inflight * 2;
+  const size_t per_qp = size_t(slots) * std::max<uint32_t>(o.size, 1);
+  Buffer buf(per_qp * o.qps);
+  MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
+  ConnectOptions co = conn_opts(o);
+  int lfd = must(tcp_listen(o.bind, o.port), "listen");
+  if (!o.json) std::fprintf(stderr, "mrc_perf: waiting for a client on port %u\n", o.port);
+  int fd = must(tcp_accept(lfd, 600'000), "accept");
+  std::vector<QpEndpoint> ours;
+  for (uint32_t i = 0; i < o.qps; i++) {
+    QpEndpoint e = describe(*s.ctx, *s.qps[i], 0x1000 * (i + 1), co, co.max_wimm, co.mpr);
+    e.addr = uint64_t(uintptr_t(buf.p + i * per_qp));
+    e.len = per_qp;
+    e.rkey = mr.rkey;
+    ours.push_back(e);
+  }
+  auto theirs = must(exchange_endpoints(fd, ours), "exchange");
+  if (theirs.size() != o.qps) die("exchange", make_error(EPROTO, "the client has a different QP count"));
+  for (uint32_t i = 0; i < o.qps; i++) must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co), "connect QP");
+  // WRITE-with-immediate needs posted receives (MRC has no RNR).
+  if (o.imm)
+    for (auto& q : s.qps)
+      for (uint32_t k = 0; k < o.inflight * 4; k++) must(q->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
+  must(send_line(fd, "go"), "handshake");
+
+  std::atomic<bool> done{false};
+  std::thread sampler;
+  if (o.sample_ms) {
+    sampler = std::thread([&] {
+      auto t0 = Clock::now();
+      uint64_t last = 0;
+      std::vector<uint64_t> lastp;
+      while (!done.load()) {
+        std::this_thread::sleep_until(t0 + std::chrono::milliseconds(o.sample_ms) *
+                                               (1 + (Clock::now() - t0) / std::chrono::milliseconds(o.sample_ms)));
+        uint64_t total = 0;
+        std::vector<uint64_t> planes(o.devs.size(), 0);
+        for (auto& q : s.qps) {
+          auto st = q->stats();
+          if (!st) continue;
+          total += st->rx_data_bytes;
+          for (size_t p = 0; p < planes.size(); p++) planes[p] += st->plane_rx_bytes[p + 1];
+        }
+        std::vector<uint64_t> dp(planes.size());
+        for (size_t p = 0; p < planes.size(); p++) dp[p] = planes[p] - (lastp.empty() ? 0 : lastp[p]);
+        auto t = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+        std::printf("{\"t_ms\":%lld,\"bytes\":%" PRIu64 ",\"total\":%" PRIu64 ",\"planes\":%s}\n", (long long)t,
+                    total - last, total, planes_json(dp).c_str());
+        std::fflush(stdout);
+        last = total;
+        lastp = planes;
+      }
+    });
+  }
+
+  // Serve: latency echo, or count (and check) WriteIMM arrivals.
+  std::vector<Wc> wcv(256);
+  uint64_t imm_ok = 0, imm_bad = 0, imm_overwritten = 0;
+  uint64_t echo_k = 0;
+  const uint64_t raddr = theirs[0].addr;
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 0) > 0 || g_stop.load()) break;  // the client's "done"
+    size_t n = wait_wc(s, wcv, 50);
+    for (size_t i = 0; i < n; i++) {
+      const Wc& w = wcv[i];
+      if (w.status != core::kWcSuccess) {
+        std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num, core::to_string(w.status));
+        dump_counters(s);
+        done = true;
+        if (sampler.joinable()) sampler.join();
+        return 1;
+      }
+      if (w.opcode != WcOpcode::kRecvRdmaWithImm) continue;
+      uint32_t qi = 0;
+      while (qi < o.qps && s.qps[qi]->qpn() != w.qp_num) qi++;
+      if (qi == o.qps) continue;
+      must(s.qps[qi]->post_recv(RecvWr{w.wr_id, nullptr, 0}), "post_recv");
+      const uint64_t k = w.imm_data;
+      const uint8_t* slot = buf.p + qi * per_qp + (k % slots) * o.size;
+      if (o.verify && o.size) {
+        if (check(slot, o.size, k))
+          imm_ok++;
+        else if (!check(slot, std::min<uint32_t>(o.size, 8), k))
+          imm_overwritten++;  // the client already reused the slot (header changed)
+        else
+          imm_bad++;
+      }
+      if (o.lat) {
+        // Echo the same size back into the client's buffer.
+        Sge sg{uint64_t(uintptr_t(slot)), o.size, mr.lkey};
+        SendWr wr;
+        wr.wr_id = echo_k++;
+        wr.opcode = WrOpcode::kRdmaWriteWithImm;
+        wr.send_flags = 0;  // unsignaled: the client's next ping tells us it arrived
+        if (echo_k % 64 == 0) wr.send_flags = core::kSendSignaled;
+        wr.sg_list = o.size ? &sg : nullptr;
+        wr.num_sge = o.size ? 1 : 0;
+        wr.remote_addr = raddr;
+        wr.rkey = theirs[0].rkey;
+        wr.imm_data = w.imm_data;
+        must(s.qps[0]->post_send(wr), "post_send");
+      }
+    }
+  }
+  // The client reports the last message written to every slot.
+  if (g_stop.load()) {
+    done = true;
+    if (sampler.joinable()) sampler.join();
+    return 130;
+  }
+  auto lr = recv_line(fd, 30'000);
+  if (!lr) {
+    dump_counters(s);
+    die("waiting for the client's result", lr.error());
+  }
+  auto line = *lr;
+  uint64_t bad_slots = 0, checked = 0;
+  if (o.verify && !o.lat) {
+    std::istringstream in(line);
+    std::string w;
+    in >> w;  // "done"
+    for (uint32_t qi = 0; qi < o.qps; qi++)
+      for (uint32_t sl = 0; sl < slots; sl++) {
+        long long k;
+        if (!(in >> k)) break;
+        if (k < 0) continue;
+        checked++;
+        if (!check(buf.p + qi * per_qp + sl * size_t(o.size), o.size, uint64_t(k))) bad_slots++;
+      }
+  }
+  done = true;
+  if (sampler.joinable()) sampler.join();
+  const bool ok = bad_slots == 0 && imm_bad == 0;
+  char res[256];
+  std::snprintf(res, sizeof res, "result %s slots=%" PRIu64 " bad_slots=%" PRIu64 " imm_ok=%" PRIu64
+                " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64,
+                ok ? "ok" : "fail", checked, bad_slots, imm_ok, imm_bad, imm_overwritten);
+  must(send_line(fd, res), "sending the result");
+  if (o.counters) dump_counters(s);
+  Totals t = qp_totals(s);
+  uint64_t rx = 0;
+  for (auto& q : s.qps) rx += q->stats() ? q->stats()->rx_data_bytes : 0;
+  if (o.json)
+    std::printf("{\"summary\":{\"role\":\"server\",\"rx_bytes\":%" PRIu64 ",\"verify\":\"%s\",\"bad_slots\":%" PRIu64
+                ",\"imm_bad\":%" PRIu64 ",\"planes\":%s}}\n",
+                rx, o.verify ? (ok ? "ok" : "fail") : "off", bad_slots, imm_bad, planes_json(t.plane_bytes).c_str());
+  else
+    std::printf("server: received %.1f MB; verification %s\n", double(rx) / 1e6, o.verify ? (ok ? "passed" : "FAILED") : "off");
+  close(fd);
+  close(lfd);
+  return ok ? 0 : 3;
+}
+
+// ---------------------------------------------------------------------------
+// Client
+
+double pct(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  size_t i = std::min(v.size() - 1, size_t(std::ceil(p / 100.0 * double(v.size()))) - (p > 0 ? 1 : 0));
+  return v[i];
+}
+
+int run_client(const Opts& o) {
+  Side s = open_side(o);
+  const uint32_t slots = o.inflight * 2;
+  const size_t per_qp = size_t(slots) * std::max<uint32_t>(o.size, 1);
+  Buffer buf(per_qp * o.qps);
+  MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
+  ConnectOptions co = conn_opts(o);
+  int fd = must(tcp_connect(o.peer, o.port, 30'000), "connecting to the server");
+  std::vector<QpEndpoint> ours;
+  for (uint32_t i = 0; i < o.qps; i++) {
+    QpEndpoint e = describe(*s.ctx, *s.qps[i], 0x2000 * (i + 1), co, co.max_wimm, co.mpr);
+    e.addr = uint64_t(uintptr_t(buf.p + i * per_qp));
+    e.len = per_qp;
+    e.rkey = mr.rkey;
+    ours.push_back(e);
+  }
+  auto theirs = must(exchange_endpoints(fd, ours), "exchange");
+  if (theirs.size() != o.qps) die("exchange", make_error(EPROTO, "the server has a different QP count"));
+  for (uint32_t i = 0; i < o.qps; i++) must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co), "connect QP");
+  if (o.lat)
+    for (uint32_t k = 0; k < 64; k++) must(s.qps[0]->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
+  auto go = must(recv_line(fd, 30'000), "handshake");
+  if (go != "go") die("handshake", make_error(EPROTO, "unexpected '" + go + "'"));
+
+  if (!o.json) {
+    auto ports = s.ctx->ports();
+    std::printf("mrc_perf: %s, %u QP(s), %u B messages, %u in flight per QP, MTU %u, %zu plane(s):",
+                o.lat ? "latency (WRITE_WITH_IMM ping-pong)" : (o.imm ? "RDMA WRITE_WITH_IMM" : "RDMA WRITE"), o.qps,
+                o.size, o.inflight, o.mtu, ports.size());
+    for (const auto& p : ports) std::printf(" %s[%s/%s]", p.ifname.c_str(), p.xdp_mode.c_str(), p.xsk_mode.c_str());
+    std::printf("\n");
+  }
+
+  std::vector<Wc> wcv(256);
+  const auto t0 = Clock::now();
+  const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration));
+  std::vector<uint64_t> next_k(o.qps, 0), done_k(o.qps, 0);
+  std::vector<std::vector<long long>> slot_k(o.qps, std::vector<long long>(slots, -1));
+  std::vector<double> lat_us;
+  uint64_t completed = 0;
+  Totals prev{};
+  auto last_report = t0;
+  uint64_t bytes_since = 0;
+  int rc = 0;
+
+  auto post = [&](uint32_t qi) {
+    const uint64_t k = next_k[qi]++;
+    const uint32_t sl = uint32_t(k % slots);
+    uint8_t* src = buf.p + qi * per_qp + size_t(sl) * o.size;
+    if (o.verify) fill(src, o.size, k);
+    Sge sg{uint64_t(uintptr_t(src)), o.size, mr.lkey};
+    SendWr wr;
+    wr.wr_id = (uint64_t(qi) << 40) | k;
+    wr.opcode = o.imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
+    wr.sg_list = o.size ? &sg : nullptr;
+    wr.num_sge = o.size ? 1 : 0;
+    wr.remote_addr = theirs[qi].addr + uint64_t(sl) * o.size;
+    wr.rkey = theirs[qi].rkey;
+    wr.imm_data = uint32_t(k);
+    slot_k[qi][sl] = (long long)k;
+    must(s.qps[qi]->post_send(wr), "post_send");
+  };
+  auto more = [&](uint32_t qi) {
+    if (g_stop.load()) return false;
+    if (o.iters) return next_k[qi] < o.iters;
+    return Clock::now() < end;
+  };
+
+  if (o.lat) {
+    // Ping-pong: one message out, wait for the echo.
+    Clock::time_point sent = Clock::now();
+    post(0);
+    while (true) {
+      size_t n = wait_wc(s, wcv, 1000);
+      for (size_t i = 0; i < n; i++) {
+        const Wc& w = wcv[i];
+        if (w.status != core::kWcSuccess) {
+          std::fprintf(stderr, "mrc_perf: completion error: %s\n", core::to_string(w.status));
+          return 1;
+        }
+        if (w.opcode != WcOpcode::kRecvRdmaWithImm) continue;
+        lat_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - sent).count() / 2);
+        must(s.qps[0]->post_recv(RecvWr{w.wr_id, nullptr, 0}), "post_recv");
+        completed++;
+        if (!more(0)) goto lat_done;
+        sent = Clock::now();
+        post(0);
+      }
+      if (!n && Clock::now() > end + std::chrono::seconds(5)) {
+        std::fprintf(stderr, "mrc_perf: no echo for 5 s\n");
+        return 1;
+      }
+    }
+  lat_done:;
+  } else {
+    for (uint32_t qi = 0; qi < o.qps; qi++)
+      for (uint32_t k = 0; k < o.inflight && more(qi); k++) post(qi);
+    uint64_t outstanding = 0;
+    for (uint32_t qi = 0; qi < o.qps; qi++) outstanding += next_k[qi];
+    while (outstanding) {
+      size_t n = wait_wc(s, wcv, 100);
+      for (size_t i = 0; i < n; i++) {
+        const Wc& w = wcv[i];
+        if (w.status != core::kWcSuccess) {
+          std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num, core::to_string(w.status));
+          dump_counters(s);
+          return 1;
+        }
+        uint32_t qi = uint32_t(w.wr_id >> 40);
+        done_k[qi]++;
+        completed++;
+        outstanding--;
+        bytes_since += o.size;
+        if (more(qi)) {
+          post(qi);
+          outstanding++;
+        }
+      }
+      auto now = Clock::now();
+      if (now - last_report >= std::chrono::duration<double>(o.interval)) {
+        double secs = std::chrono::duration<double>(now - last_report).count();
+        Totals t = qp_totals(s);
+        uint64_t evc = ev_changes(s);
+        if (o.json)
+          std::printf("{\"t_s\":%.3f,\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"ev_changes\":%" PRIu64 "}\n",
+                      std::chrono::duration<double>(now - t0).count(), double(bytes_since) * 8 / secs / 1e9,
+                      double(bytes_since) / std::max<double>(o.size, 1) / secs, t.rtx - prev.rtx, evc);
+        else
+          std::printf("%6.1f s  %8.3f Gbit/s  %10.0f msg/s  rtx %" PRIu64 "  EV changes %" PRIu64 "\n",
+                      std::chrono::duration<double>(now - t0).count(), double(bytes_since) * 8 / secs / 1e9,
+                      double(bytes_since) / std::max<double>(o.size, 1) / secs, t.rtx - prev.rtx, evc);
+        std::fflush(stdout);
+        prev.rtx = t.rtx;
+        prev.ev_changes += evc;
+        bytes_since = 0;
+        last_report = now;
+      }
+    }
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  // Tell the server which message sits in every slot, get its verdict.
+  std::string line = "done";
+  for (uint32_t qi = 0; qi < o.qps; qi++)
+    for (uint32_t sl = 0; sl < slots; sl++) line += " " + std::to_string(slot_k[qi][sl]);
+  must(send_line(fd, line), "sending the result");
+  std::string verdict = must(recv_line(fd, 30'000), "waiting for the server's verdict");
+  const bool verified = verdict.rfind("result ok", 0) == 0;
+  if (o.verify && !verified) rc = 3;
+  Totals t = qp_totals(s);
+  const uint64_t bytes = completed * o.size;
+  if (o.lat) {
+    std::sort(lat_us.begin(), lat_us.end());
+    if (o.json)
+      std::printf("{\"summary\":{\"mode\":\"lat\",\"size\":%u,\"iters\":%zu,\"p50_us\":%.2f,\"p99_us\":%.2f,"
+                  "\"p999_us\":%.2f,\"min_us\":%.2f,\"rtx\":%" PRIu64 ",\"verify\":\"%s\"}}\n",
+                  o.size, lat_us.size(), pct(lat_us, 50), pct(lat_us, 99), pct(lat_us, 99.9),
+                  lat_us.empty() ? 0 : lat_us.front(), t.rtx, o.verify ? (verified ? "ok" : "fail") : "off");
+    else
+      std::printf("latency (one way, RTT/2) over %zu round trips: min %.2f us  p50 %.2f us  p99 %.2f us  p99.9 %.2f us\n",
+                  lat_us.size(), lat_us.empty() ? 0 : lat_us.front(), pct(lat_us, 50), pct(lat_us, 99),
+                  pct(lat_us, 99.9));
+  } else {
+    const uint64_t evc = prev.ev_changes + ev_changes(s);
+    if (o.json)
+      std::printf("{\"summary\":{\"mode\":\"bw\",\"op\":\"%s\",\"size\":%u,\"qps\":%u,\"seconds\":%.3f,\"bytes\":%" PRIu64
+                  ",\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"ev_changes\":%" PRIu64
+                  ",\"planes\":%s,\"verify\":\"%s\"}}\n",
+                  o.imm ? "write_imm" : "write", o.size, o.qps, secs, bytes, double(bytes) * 8 / secs / 1e9,
+                  double(completed) / secs, t.rtx, t.timeouts, evc, planes_json(t.plane_bytes).c_str(),
+                  o.verify ? (verified ? "ok" : "fail") : "off");
+    else {
+      std::printf("total: %.3f Gbit/s, %.0f msg/s, %.1f MB in %.2f s; retransmissions %" PRIu64 ", ACK timeouts %" PRIu64
+                  ", EV state changes %" PRIu64 "\n",
+                  double(bytes) * 8 / secs / 1e9, double(completed) / secs, double(bytes) / 1e6, secs, t.rtx,
+                  t.timeouts, evc);
+      std::printf("per plane (MB):");
+      for (size_t p = 0; p < t.plane_bytes.size(); p++) std::printf(" %s=%.1f", o.devs[p].c_str(), double(t.plane_bytes[p]) / 1e6);
+      std::printf("\n");
+    }
+  }
+  if (o.verify && !o.json) std::printf("verification: %s\n", verified ? "passed (every byte checked)" : verdict.c_str());
+  if (o.counters) dump_counters(s);
+  close(fd);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Opts o = parse(argc, argv);
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  try {
+    return o.server ? run_server(o) : run_client(o);
+  } catch (const Fatal&) {
+    return 1;
+  }
+}
