@@ -29,7 +29,11 @@ start=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - start ))s] $*"; }
 
 stamp "dependencies"
-scripts/deps.sh
+if printf '%s\n' "${labels[@]}" | grep -qx vm; then
+  scripts/deps.sh --vm   # qemu and busybox for the VM layer
+else
+  scripts/deps.sh
+fi
 
 stamp "configure + build (g++, release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -130,8 +130,11 @@ Result<XdpAttachment> XdpAttachment::attach(const MrcXdp& prog, const std::strin
              ": " + err_str(err);
     last = err;
 
-    // 2. dispatcher refused: the program alone through the netlink API
-    if (err == -EPERM || err == -EOPNOTSUPP) {
+    // 2. dispatcher refused: the program alone through the netlink API.
+    // EPERM/EOPNOTSUPP: the kernel rejects the dispatcher's freplace link
+    // (6.18); EINVAL: libxdp 1.3.1 cannot set the dispatcher as the attach
+    // target of an object that is already loaded (6.1).
+    if (err == -EPERM || err == -EOPNOTSUPP || err == -EINVAL) {
       LIBBPF_OPTS(bpf_xdp_attach_opts, aopts);
       err = bpf_xdp_attach(int(idx), a.prog_fd_, libbpf_flags(mode) | XDP_FLAGS_UPDATE_IF_NOEXIST,
                            &aopts);

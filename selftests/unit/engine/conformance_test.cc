@@ -437,7 +437,8 @@ TEST(Conformance, C30_DeniedEvNeverReturnsWithoutController) {
   Pair p(o);
   ASSERT_TRUE(p.e(0).install_ev_profile(7, prof).ok());
   ASSERT_TRUE(p.e(1).install_ev_profile(7, prof).ok());
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   Buffer src(p.e(0), p.h(0).pd, 1 << 20, 1, kAccessLocalWrite);
   Buffer dst(p.e(1), p.h(1).pd, 1 << 20, 2, kAccessLocalWrite | kAccessRemoteWrite);
   const uint32_t denied = 0x9000 + 2 * 0x100 + 3;
@@ -486,7 +487,8 @@ TEST(Conformance, C31_EvMinActiveFloorSuppressesDemotion) {
   Pair p(o);
   ASSERT_TRUE(p.e(0).install_ev_profile(9, prof).ok());
   ASSERT_TRUE(p.e(1).install_ev_profile(9, prof).ok());
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   (void)q1;
   Buffer src(p.e(0), p.h(0).pd, 1 << 20, 1, kAccessLocalWrite);
   Buffer dst(p.e(1), p.h(1).pd, 1 << 20, 2, kAccessLocalWrite | kAccessRemoteWrite);
@@ -705,7 +707,8 @@ TEST(Conformance, C38_InflightNeverExceedsCwnd) {
   Pair p(o);
   ASSERT_TRUE(p.e(0).install_cc_profile(3, cc).ok());
   ASSERT_TRUE(p.e(1).install_cc_profile(3, cc).ok());
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   (void)q1;
   Buffer src(p.e(0), p.h(0).pd, 4 << 20, 1, kAccessLocalWrite);
   Buffer dst(p.e(1), p.h(1).pd, 4 << 20, 2, kAccessLocalWrite | kAccessRemoteWrite);
@@ -746,7 +749,8 @@ TEST(Conformance, C39_ReceiverPenaltyThrottlesAndRestoreRestores) {
   Pair p(o);
   ASSERT_TRUE(p.e(0).install_cc_profile(3, cc).ok());
   ASSERT_TRUE(p.e(1).install_cc_profile(3, cc).ok());
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   (void)q1;
   Buffer src(p.e(0), p.h(0).pd, 8 << 20, 1, kAccessLocalWrite);
   Buffer dst(p.e(1), p.h(1).pd, 8 << 20, 2, kAccessLocalWrite | kAccessRemoteWrite);

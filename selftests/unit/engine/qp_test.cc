@@ -163,7 +163,8 @@ TEST(QpStateMachine, AttributeValuesAreChecked) {
 
 TEST(QpApi, PostSendArgumentErrors) {
   Pair p;
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   Buffer src(p.e(0), p.h(0).pd, 4096, 1, kAccessLocalWrite);
   Sge sg{src.addr(), 4096, src.mr.lkey};
   SendWr wr;
@@ -229,7 +230,8 @@ TEST(QpApi, MemoryRegistrationChecks) {
 TEST(QpFlush, ErrorStateFlushesEveryOutstandingRequest) {
   PairOptions o;
   Pair p(o);
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   Buffer src(p.e(0), p.h(0).pd, 1 << 20, 1, kAccessLocalWrite);
   Buffer dst(p.e(1), p.h(1).pd, 1 << 20, 2, kAccessLocalWrite | kAccessRemoteWrite);
   p.dead_planes = 0x1e;  // nothing gets through: requests stay outstanding
@@ -291,7 +293,8 @@ TEST_P(RemoteAccess, NothingWrittenRequesterSeesRemoteAccessError) {
   PairOptions o;
   if (GetParam().kind == 4) o.access = kAccessLocalWrite;  // QP refuses remote writes
   Pair p(o);
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   Buffer src(p.e(0), p.h(0).pd, 64 * 1024, 1, kAccessLocalWrite);
   uint32_t dst_access = GetParam().kind == 3 ? kAccessLocalWrite : kAccessLocalWrite | kAccessRemoteWrite;
   uint32_t pd = p.h(1).pd;
@@ -332,7 +335,8 @@ INSTANTIATE_TEST_SUITE_P(Engine, RemoteAccess,
 
 TEST(QpApi, CqOverrunIsReported) {
   Pair p;
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   (void)q1;
   uint32_t small = *p.e(0).create_cq(2);
   QpInitAttr ia;
@@ -388,7 +392,8 @@ TEST(Profiles, InstallRulesAndBusy) {
   ASSERT_TRUE(q.e(1).install_ev_profile(5, good).ok());
   ASSERT_TRUE(q.e(0).install_cc_profile(6, CcProfile{}).ok());
   ASSERT_TRUE(q.e(1).install_cc_profile(6, CcProfile{}).ok());
-  auto [a, b] = q.connect();
+  uint32_t a, b;
+  std::tie(a, b) = q.connect();
   EXPECT_TRUE(q.e(0).ev_profile_in_use(5));
   EXPECT_EQ(q.e(0).install_ev_profile(5, good).error().code, EBUSY);
   EXPECT_EQ(q.e(0).remove_ev_profile(5).error().code, EBUSY);
@@ -408,7 +413,8 @@ TEST(Transfer, OneGibibyteWriteWithImmediate) {
   o.mpr = 16;
   o.mpr_dest = 16;
   Pair p(o);
-  auto [q0, q1] = p.connect();
+  uint32_t q0, q1;
+  std::tie(q0, q1) = p.connect();
   const size_t n = size_t(1) << 30;
   std::vector<uint8_t> src(n), dst(n);
   for (size_t i = 0; i < n; i += 4096) src[i] = uint8_t(i >> 12), src[i + 4095] = uint8_t(i >> 20);
