@@ -90,7 +90,7 @@ if [ "${#CTEST_ARGS[@]}" -gt 0 ] || [ -n "${MRC_VM_EXEC:-}" ]; then
     rc=$?
     say "ctest exited with $rc"
   fi
-  if [ "$rc" != 0 ] && [ -n "$(ls -A /tmp)" ]; then
+  if [ "$rc" != 0 ] && mountpoint -q /tmp && [ -n "$(ls -A /tmp)" ]; then
     # What failing tests left in /tmp (their kept logs) would die with the VM.
     if [ "$(du -sm /tmp | cut -f1)" -le 100 ]; then
       tar -C /tmp -czf "$OUT/tmp.tar.gz" . && say "the VM's /tmp is saved as tmp.tar.gz in the run directory"

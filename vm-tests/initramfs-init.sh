@@ -59,7 +59,8 @@ mnt debugfs /sys/kernel/debug mode=0700
 mnt tracefs /sys/kernel/tracing mode=0700
 mnt cgroup2 /sys/fs/cgroup nsdelegate
 mnt tmpfs /newroot/run mode=0755
-mnt tmpfs /newroot/tmp mode=1777
+# /tmp: a fresh tmpfs, unless the trees under test live in the host's /tmp.
+grep -q 'mrc.keep_tmp=1' /proc/cmdline || mnt tmpfs /newroot/tmp mode=1777
 mkdir -p /newroot/run/netns
 if [ -s /modules/dir ] && [ -d "/newroot$(cat /modules/dir)" ]; then
   # The kernel's own modules where modprobe and the kernel's auto-loading look.

@@ -353,6 +353,11 @@ declare -p MRC_VM_KERNEL MRC_BUILD_DIR MRC_SOURCE_DIR \
 # --- qemu ---------------------------------------------------------------------
 if [ "$accel" = kvm ]; then cpu=host; else cpu=max; fi
 cmdline="console=ttyS0,115200 panic=-1 loglevel=4 mitigations=off rdinit=/init"
+# A tmpfs on the guest's /tmp would hide a source or build tree that lives
+# under the host's /tmp (CI clones there): then /tmp stays the overlay.
+for d in "$build_dir" "$SRC"; do
+  case "$d" in /tmp | /tmp/*) cmdline+=" mrc.keep_tmp=1"; break ;; esac
+done
 # shellcheck disable=SC2054 # commas belong to qemu's option syntax
 qemu=(nice -n "${MRC_VM_NICE:-10}" qemu-system-x86_64 -name "mrc-vm-$kname" -machine pc -accel "$accel" -cpu "$cpu"
   -smp "$smp" -m "$mem" -nodefaults -no-user-config -display none -vga none -nic none -no-reboot
