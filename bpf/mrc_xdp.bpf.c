@@ -309,10 +309,12 @@ static __always_inline int mrc_ep_response(struct xdp_md *ctx, struct mrc_xdp_st
 	struct mrc_eeth *eeth;
 	__be16 req_id, tx_ts;
 	__be32 entropy;
+	__u8 vendor_info;
 	__u64 now;
 
 	if ((void *)(erth + 1) > data_end)
 		return drop(&st->drop_tx_error);
+	vendor_info = erth->vendor_info; /* echoed: MRC_EP_VI_CONTROLLER */
 	req_id = erth->req_id;
 	tx_ts = erth->tx_ts;
 	entropy = erth->entropy;
@@ -329,7 +331,7 @@ static __always_inline int mrc_ep_response(struct xdp_md *ctx, struct mrc_xdp_st
 	if ((void *)(eeth + 1) > data_end)
 		return drop(&st->drop_tx_error);
 	eeth->op = MRC_EP_OP_EV_PROBE << MRC_EP_OP_SHIFT;
-	eeth->vendor_info = 0;
+	eeth->vendor_info = vendor_info;
 	eeth->req_id = req_id;
 	eeth->port_status = bpf_htonl(port_up_mask);
 	eeth->tx_ts_echo = tx_ts;
@@ -653,6 +655,14 @@ int mrc_xdp_rx(struct xdp_md *ctx)
 		if (((erth->op & MRC_EP_OP_MASK) >> MRC_EP_OP_SHIFT) == MRC_EP_OP_EV_PROBE)
 			return mrc_ep_response(ctx, st, &p, &dscp, mrc_port_be, port,
 					       cfg->port_up_mask, t_entry);
+	} else if (p.opcode == MRC_OP_EP_RESPONSE && (cfg->flags & MRC_XDP_CFG_F_PASS_EP_RSP)) {
+		/* a response to the controller's request: mrcd reads it (AF_PACKET) */
+		struct mrc_eeth *eeth = data + p.bth + sizeof(*bth);
+
+		if ((void *)(eeth + 1) > data_end)
+			return drop(&st->drop_truncated);
+		if (eeth->vendor_info & MRC_EP_VI_CONTROLLER)
+			return XDP_PASS;
 	}
 	return mrc_to_xsk(ctx, st, &p, cfg->flags, port, t_entry);
 

@@ -86,6 +86,22 @@ struct PortInfo {
 // An endpoint's address on one plane (the RoCEv2 GID of that port).
 using Gid = codec::IpAddr;
 
+// QP hints (mrc_qp_hint): the traffic pattern a set of QPs expects. A QP
+// names one with QpAttr::hint (kMrcHint); 0 is no hint. The software engine
+// stores and reports them; with one engine thread serving every QP there is
+// no per-QP resource for them to steer.
+struct QpHintAttr {
+  int num_qps_per_peer = 0;
+  int num_send_peers = 0;
+  int num_remote_recv_peers = 0;
+};
+enum QpHintMask : uint32_t {
+  kHintNumQpsPerPeer = 1 << 0,
+  kHintNumSendPeers = 1 << 1,
+  kHintNumRemoteRecvPeers = 1 << 2,
+  kHintVendorCfg = 1u << 31,  // no vendor configuration is defined: EINVAL
+};
+
 class Context;
 class CompChannel;
 
@@ -130,7 +146,7 @@ class Qp {
   Status modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask);
   Result<QpAttr> query() const;
   Result<QpStats> stats() const;
-  // Lock-free; EAGAIN when the posting ring is full, other errors as verbs.
+  // Lock-free; ENOMEM when the posting ring is full, other errors as verbs.
   Status post_send(const SendWr& wr);
   Status post_recv(const RecvWr& wr);
   // The engine's view of this QP's EVs (for tools and tests).
@@ -179,10 +195,19 @@ class Context {
 
   Result<std::unique_ptr<CompChannel>> create_comp_channel();
   Result<std::unique_ptr<Cq>> create_cq(uint32_t cqe, CompChannel* channel = nullptr);
-  Status destroy_cq(std::unique_ptr<Cq> cq);
+  // On success the object is freed and `cq` reset; on failure (EBUSY while
+  // QPs use it) the caller keeps it.
+  Status destroy_cq(std::unique_ptr<Cq>&& cq);
 
   Result<std::unique_ptr<Qp>> create_qp(const QpInitAttr& init, const Cq& send_cq, const Cq& recv_cq);
-  Status destroy_qp(std::unique_ptr<Qp> qp);
+  Status destroy_qp(std::unique_ptr<Qp>&& qp);
+
+  // QP hints: ids from 1; ENOMEM beyond DeviceAttr::max_qp_hint, EINVAL for
+  // negative counts or kHintVendorCfg, EBUSY on destroy while a QP uses it.
+  Result<uint64_t> create_qp_hint(const QpHintAttr& attr);
+  Status destroy_qp_hint(uint64_t id);
+  Result<QpHintAttr> query_qp_hint(uint64_t id) const;
+  Status modify_qp_hint(uint64_t id, const QpHintAttr& attr, uint32_t mask);
 
   // Profiles of this process's engine, for use without mrcd (mrcd's pinned
   // profiles are the normal source; see Documentation/controller.md).
@@ -193,7 +218,8 @@ class Context {
   // table, triggering resolution when needed) and fills a QP's AV entry.
   Result<core::PlaneAddr> resolve(uint8_t port, const Gid& peer);
 
-  // Async events (QP fatal, port state). fd() is readable when one is queued.
+  // Async events (QP fatal, port state). async_fd() is readable while one is
+  // queued (an eventfd semaphore: one count per event, taken by get).
   int async_fd() const;
   bool get_async_event(AsyncEvent& ev);
 

@@ -382,6 +382,58 @@ std::vector<Row> make_rows() {
     }
   }
 
+  // --- controller endpoint operations (mrcd) -----------------------------------
+  // vendor_info MRC_EP_VI_CONTROLLER is echoed by the responder; with
+  // MRC_XDP_CFG_F_PASS_EP_RSP the response goes to the stack (mrcd's
+  // AF_PACKET socket), every other response still to the AF_XDP socket.
+  auto pass_ep_rsp = [](XdpMaps& m) {
+    mrc_xdp_cfg c = *m.cfg();
+    c.flags |= MRC_XDP_CFG_F_PASS_EP_RSP;
+    ASSERT_TRUE(m.set_cfg(c));
+  };
+  for (IpVersion v : kVers) {
+    Packet req = make_packet(MRC_OP_EP_REQUEST, v);
+    req.erth.vendor_info = MRC_EP_VI_CONTROLLER;
+    Row r;
+    r.name = std::string("ev_probe_response_echoes_controller_bit_") + ipname(v);
+    r.in = build_frame(req);
+    r.action = XDP_TX;
+    r.out = Out::kEpResponse;
+    r.expect = build_frame(expected_ep_response_packet(req, kPort, kPortUpMask, kDscpControl));
+    r.deltas = {{"tx_ep_response", 1}};
+    rows.push_back(r);
+
+    Packet rsp = make_packet(MRC_OP_EP_RESPONSE, v);
+    rsp.eeth.vendor_info = MRC_EP_VI_CONTROLLER;
+    Row pass =
+        pass_row(std::string("pass_ep_response_to_controller_") + ipname(v), build_frame(rsp));
+    pass.deltas.clear();  // MRC, so not pass_non_mrc; mrcd counts what it reads
+    pass.setup = pass_ep_rsp;
+    rows.push_back(pass);
+
+    Row nopass =
+        redirect_row(std::string("redirect_ep_response_controller_bit_without_flag_") + ipname(v),
+                     rsp, MRC_META_KIND_ENDPOINT);
+    rows.push_back(nopass);
+
+    Packet app = make_packet(MRC_OP_EP_RESPONSE, v);
+    Row own =
+        redirect_row(std::string("redirect_ep_response_of_application_with_flag_") + ipname(v), app,
+                     MRC_META_KIND_ENDPOINT);
+    own.setup = pass_ep_rsp;
+    rows.push_back(own);
+
+    Packet cut = make_packet(MRC_OP_EP_RESPONSE, v);
+    cut.eeth.vendor_info = MRC_EP_VI_CONTROLLER;
+    Row down = drop_row(std::string("drop_admin_down_ep_response_to_controller_") + ipname(v),
+                        build_frame(cut), "drop_admin_down");
+    down.setup = [pass_ep_rsp](XdpMaps& m) {
+      pass_ep_rsp(m);
+      ASSERT_TRUE(m.set_port(Env::get().ifindex, {kPort, MRC_PORT_F_ADMIN_DOWN}));
+    };
+    rows.push_back(down);
+  }
+
   // --- malformations: dropped, exactly one counter each ----------------------
   for (IpVersion v : kVers) {
     const bool v6 = v == IpVersion::kV6;

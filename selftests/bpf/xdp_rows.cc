@@ -176,6 +176,7 @@ Packet expected_ep_response_packet(const Packet& in, uint8_t rx_port, uint16_t p
   r.bth.dqpn = MRC_QPN_ENDPOINT;
   r.bth.psn = 0;
   r.eeth.op = MRC_EP_OP_EV_PROBE;
+  r.eeth.vendor_info = in.erth.vendor_info;  // echoed (MRC_EP_VI_CONTROLLER)
   r.eeth.req_id = in.erth.req_id;
   r.eeth.port_status = port_up_mask;
   r.eeth.tx_ts_echo = in.erth.tx_ts;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -95,6 +96,8 @@ struct Context::Impl {
   lib::MpmcQueue<AsyncEvent> async{4096};
   std::vector<std::unique_ptr<ChannelState>> channels;
   std::vector<core::EvEvent> ev_buf;
+  std::map<uint64_t, QpHintAttr> hints;  // QP hints by id (under mu)
+  uint64_t next_hint = 1;
 
   // ---- the engine thread -------------------------------------------------
   struct Sink : core::TxSink {
@@ -444,7 +447,8 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   }
   im.eng = std::make_unique<core::Engine>(ec);
   im.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  im.async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  // One count per queued event: readable exactly while an event is queued.
+  im.async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
   if (im.wake_fd < 0 || im.async_fd < 0) return errno_error(errno, "eventfd");
   im.thr = std::thread([&im] { im.run(); });
   return ctx;
@@ -511,12 +515,13 @@ Result<std::unique_ptr<Cq>> Context::create_cq(uint32_t cqe, CompChannel* channe
   return cq;
 }
 
-Status Context::destroy_cq(std::unique_ptr<Cq> cq) {
+Status Context::destroy_cq(std::unique_ptr<Cq>&& cq) {
   if (!cq) return make_error(EINVAL, "destroy_cq: null CQ");
   std::lock_guard<std::mutex> lk(impl_->mu);
   MRC_TRY(impl_->eng->destroy_cq(cq->handle_));
   auto& v = impl_->cqs;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.get() == cq->ring_; }), v.end());
+  cq.reset();
   return {};
 }
 
@@ -538,7 +543,7 @@ Result<std::unique_ptr<Qp>> Context::create_qp(const QpInitAttr& init_in, const 
   return qp;
 }
 
-Status Context::destroy_qp(std::unique_ptr<Qp> qp) {
+Status Context::destroy_qp(std::unique_ptr<Qp>&& qp) {
   if (!qp) return make_error(EINVAL, "destroy_qp: null QP");
   std::lock_guard<std::mutex> lk(impl_->mu);
   MRC_TRY(impl_->eng->destroy_qp(qp->qpn_));
@@ -547,6 +552,73 @@ Status Context::destroy_qp(std::unique_ptr<Qp> qp) {
   r->alive.store(false);
   // The ring object stays until the context goes: a stale entry in the ready
   // queue may still point at it.
+  qp.reset();
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// QP hints
+
+namespace {
+Status check_hint(const QpHintAttr& a, uint32_t mask) {
+  if (mask &
+      ~uint32_t(kHintNumQpsPerPeer | kHintNumSendPeers | kHintNumRemoteRecvPeers | kHintVendorCfg))
+    return make_error(EINVAL, "QP hint: unknown attribute mask bits");
+  if (mask & kHintVendorCfg)
+    return make_error(EINVAL, "QP hint: no vendor configuration is defined");
+  if (((mask & kHintNumQpsPerPeer) && a.num_qps_per_peer < 0) ||
+      ((mask & kHintNumSendPeers) && a.num_send_peers < 0) ||
+      ((mask & kHintNumRemoteRecvPeers) && a.num_remote_recv_peers < 0))
+    return make_error(EINVAL, "QP hint: counts must not be negative");
+  return {};
+}
+constexpr uint32_t kHintAll = kHintNumQpsPerPeer | kHintNumSendPeers | kHintNumRemoteRecvPeers;
+}  // namespace
+
+Result<uint64_t> Context::create_qp_hint(const QpHintAttr& a) {
+  MRC_TRY(check_hint(a, kHintAll));
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (impl_->hints.size() >= impl_->eng->device_attr().max_qp_hint)
+    return make_error(ENOMEM, "create_qp_hint: the device has max_qp_hint (" +
+                                  std::to_string(impl_->eng->device_attr().max_qp_hint) +
+                                  ") hints");
+  const uint64_t id = impl_->next_hint++;
+  impl_->hints[id] = a;
+  return id;
+}
+
+Status Context::destroy_qp_hint(uint64_t id) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  auto it = impl_->hints.find(id);
+  if (it == impl_->hints.end())
+    return make_error(EINVAL, "destroy_qp_hint: unknown hint " + std::to_string(id));
+  for (uint32_t qpn : impl_->eng->qp_list()) {
+    auto a = impl_->eng->query_qp(qpn);
+    if (a && a->hint == id)
+      return make_error(
+          EBUSY, "destroy_qp_hint: QP " + std::to_string(qpn) + " uses hint " + std::to_string(id));
+  }
+  impl_->hints.erase(it);
+  return {};
+}
+
+Result<QpHintAttr> Context::query_qp_hint(uint64_t id) const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  auto it = impl_->hints.find(id);
+  if (it == impl_->hints.end())
+    return make_error(EINVAL, "query_qp_hint: unknown hint " + std::to_string(id));
+  return it->second;
+}
+
+Status Context::modify_qp_hint(uint64_t id, const QpHintAttr& a, uint32_t mask) {
+  MRC_TRY(check_hint(a, mask));
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  auto it = impl_->hints.find(id);
+  if (it == impl_->hints.end())
+    return make_error(EINVAL, "modify_qp_hint: unknown hint " + std::to_string(id));
+  if (mask & kHintNumQpsPerPeer) it->second.num_qps_per_peer = a.num_qps_per_peer;
+  if (mask & kHintNumSendPeers) it->second.num_send_peers = a.num_send_peers;
+  if (mask & kHintNumRemoteRecvPeers) it->second.num_remote_recv_peers = a.num_remote_recv_peers;
   return {};
 }
 
@@ -629,6 +701,12 @@ size_t Context::poll_ev_events(std::span<EvEvent> out) {
 Status Qp::modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask) {
   Context::Impl& im = *ctx_->impl_;
   std::lock_guard<std::mutex> lk(im.mu);
+  if ((mrc_mask & core::kMrcHint) && attr.hint && !im.hints.count(attr.hint))
+    return make_error(EINVAL, "modify_qp " + std::to_string(qpn_) + ": unknown QP hint " +
+                                  std::to_string(attr.hint));
+  // Work posted before this call reaches the engine before the transition
+  // (as verbs orders post and modify), not after it.
+  im.drain_posts();
   MRC_TRY(im.eng->modify_qp(qpn_, attr, ibv_mask, mrc_mask));
   auto a = im.eng->query_qp(qpn_);
   if (!a) return std::move(a).error();

@@ -32,6 +32,15 @@ MRC_ASSERT_SIZE(struct mrc_xdp_cfg, 8);
 #define MRC_XDP_CFG_F_NO_TRIM_NACK 0x01 /* never answer trimmed packets in XDP */
 #define MRC_XDP_CFG_F_NO_EP_PROBE 0x02	/* never answer EV probes in XDP */
 #define MRC_XDP_CFG_F_PASS_NO_XSK 0x04	/* pass MRC packets when no XSK is bound */
+#define MRC_XDP_CFG_F_PASS_EP_RSP 0x08	/* pass controller EP responses to the stack */
+
+/*
+ * ERTH/EETH vendor_info bit: the endpoint request came from the controller
+ * (mrcd). Responders echo vendor_info; with MRC_XDP_CFG_F_PASS_EP_RSP the
+ * response is passed to the kernel (where mrcd reads it on an AF_PACKET
+ * socket) instead of going to the AF_XDP socket of the application.
+ */
+#define MRC_EP_VI_CONTROLLER 0x80
 
 /* mrc_xsks (XSKMAP, key MRC_XSK_KEY(port, rx queue)): the AF_XDP socket of
  * each plane port's rx queue. */

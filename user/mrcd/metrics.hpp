@@ -1,0 +1,66 @@
+// A small HTTP/1.1 server for Prometheus: GET /metrics returns the text
+// exposition `render()` produces; anything else is 404. One request per
+// connection (Connection: close), non-blocking, driven by mrcd's poll loop.
+// Bind it to a local address (the default is 127.0.0.1:9477).
+#pragma once
+
+#include <poll.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "mrc/result.hpp"
+
+namespace mrc::mrcd {
+
+// Builder of the Prometheus text format (HELP/TYPE once per family).
+class Expo {
+ public:
+  void family(const std::string& name, const char* type, const std::string& help);
+  void sample(const std::string& name,
+              const std::vector<std::pair<std::string, std::string>>& labels, double v);
+  template <class T>
+  requires std::is_integral_v<T>
+  void sample(const std::string& name,
+              const std::vector<std::pair<std::string, std::string>>& labels, T v) {
+    sample_u(name, labels, uint64_t(v));
+  }
+  const std::string& str() const { return s_; }
+
+ private:
+  void sample_u(const std::string& name, const std::vector<std::pair<std::string, std::string>>& l,
+                uint64_t v);
+  void labels(const std::vector<std::pair<std::string, std::string>>& l);
+  std::string s_;
+};
+
+class Metrics {
+ public:
+  ~Metrics();
+  // `addr` is host:port ("127.0.0.1:9477", "[::1]:9477", ":9477" = all addresses).
+  static Result<std::unique_ptr<Metrics>> listen(const std::string& addr,
+                                                 std::function<std::string()> render);
+  void fill_pollfds(std::vector<pollfd>* out) const;
+  void handle(const pollfd& p);
+  uint16_t port() const { return port_; }
+  uint64_t scrapes() const { return scrapes_; }
+
+ private:
+  struct Conn {
+    std::string in, out;
+    bool responded = false;
+  };
+  Metrics() = default;
+  void respond(int fd, Conn& c);
+  int lfd_ = -1;
+  uint16_t port_ = 0;
+  std::function<std::string()> render_;
+  std::map<int, Conn> conns_;
+  uint64_t scrapes_ = 0;
+};
+
+}  // namespace mrc::mrcd
