@@ -943,6 +943,7 @@ void Engine::on_ep_request(const codec::Packet& p, uint8_t port, Time rx_ts, Tim
   c.ev = p.erth.entropy;
   c.req_id = p.erth.req_id;
   c.op = p.erth.op;
+  c.vendor_info = p.erth.vendor_info;  // echoed: mrcd marks its own requests
   c.ts_echo = p.erth.tx_ts;
   c.rx_port = port;
   c.svc_ns = uint32_t(now > rx_ts ? now - rx_ts : 0);
@@ -1016,6 +1017,7 @@ bool Engine::emit_ctrl(const Ctrl& c, TxSink& sink, Time now) {
     } else {
       pk.bth.opcode = MRC_OP_EP_RESPONSE;
       pk.eeth.op = c.op;
+      pk.eeth.vendor_info = c.vendor_info;
       pk.eeth.req_id = c.req_id;
       uint32_t st = 0;
       for (const PortConfig& x : cfg_.ports)

@@ -215,6 +215,7 @@ struct Engine::Ctrl {
   uint32_t port_status = 0;
   uint8_t dscp = 0;
   uint8_t rx_port = 0;
+  uint8_t vendor_info = 0;
   uint32_t svc_ns = 0;
 };
 

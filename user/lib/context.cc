@@ -23,6 +23,7 @@
 #include "bpf/attach.hpp"
 #include "bpf/mrc_xdp.hpp"
 #include "core/engine.hpp"
+#include "ctl/client.hpp"
 #include "lib/mpmc.hpp"
 #include "lib/neigh.hpp"
 #include "mrc/mrc.hpp"
@@ -85,6 +86,12 @@ struct Context::Impl {
   std::unique_ptr<core::Engine> eng;
   std::vector<PortInfo> ports;      // index = port - 1
   std::vector<uint16_t> tx_socket;  // per port index: the socket that sends
+  // Plane port numbers: ours (1-based, in interface order) unless mrcd owns
+  // the device, then mrcd's. idx[port] = index in `ports`, -1 if absent.
+  std::array<int, core::kMaxPorts + 1> idx;
+  std::unique_ptr<ctl::Client> ctl;       // mrcd's state (profiles, EV policy, ports)
+  std::unique_ptr<ctl::EngineSync> sync;  // keeps the engine in step with it
+  lib::MpmcQueue<core::EvEvent> app_events{16384};
   mutable std::mutex mu;
   std::thread thr;
   std::atomic<bool> stop{false};
@@ -111,11 +118,12 @@ struct Context::Impl {
     std::vector<PortTx> ports;
     explicit Sink(Impl& i) : im(i), ports(i.ports.size()) {}
     uint8_t* alloc(uint8_t port, uint32_t* cap) override {
-      if (port == 0 || port > ports.size()) return nullptr;
-      PortTx& p = ports[port - 1];
+      const int i = port <= core::kMaxPorts ? im.idx[port] : -1;
+      if (i < 0) return nullptr;
+      PortTx& p = ports[size_t(i)];
       if (p.used == p.reserved) {
-        if (p.committed == kBurst) flush_port(port - 1);
-        xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[port - 1]];
+        if (p.committed == kBurst) flush_port(size_t(i));
+        xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[size_t(i)]];
         p.reserved = s.tx_reserve({p.frames.data(), kBurst - p.committed});
         p.used = 0;
         if (!p.reserved) return nullptr;
@@ -125,9 +133,10 @@ struct Context::Impl {
       return f.data;
     }
     void commit(uint8_t port, uint32_t len) override {
-      PortTx& p = ports[port - 1];
+      const size_t i = size_t(im.idx[port]);
+      PortTx& p = ports[i];
       xdp::TxFrame f = p.frames[p.used++];
-      xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[port - 1]];
+      xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[i]];
       if (!len) {
         s.tx_cancel({&f, 1});
         return;
@@ -207,7 +216,7 @@ struct Context::Impl {
       work = true;
       for (uint32_t i = 0; i < n; i++) {
         const mrc_xdp_meta* m = rx[i].meta();
-        in[i] = {rx[i].data, rx[i].len, uint8_t(rx[i].port + 1), m ? m->rx_ts_ns : now};
+        in[i] = {rx[i].data, rx[i].len, ports[rx[i].port].port, m ? m->rx_ts_ns : now};
       }
       eng->rx({in.data(), n}, now);
       dev.release({rx.data(), n});
@@ -238,6 +247,16 @@ struct Context::Impl {
         work = true;
       }
     }
+    // EV state changes: to mrcd (when it runs) and to the application.
+    core::EvEvent evs[64];
+    size_t nev;
+    while ((nev = eng->poll_ev_events(evs)) > 0) {
+      if (sync) sync->forward({evs, nev});
+      for (size_t i = 0; i < nev; i++) app_events.push(evs[i]);  // full: the oldest stay
+    }
+    // Controller changes (denied EVs, admin-down ports, profiles): one load
+    // when nothing changed; reports are published every second.
+    if (sync) sync->poll(now);
     // QPs that failed on their own: QP-fatal async events.
     uint32_t errs[16];
     size_t ne;
@@ -260,8 +279,10 @@ struct Context::Impl {
       bool up = info.admin_up && info.link_up;
       if (up == ports[i].link_up) continue;
       ports[i].link_up = up;
-      eng->set_port_state(uint8_t(i + 1), up, mono_ns());
-      push_async({up ? AsyncEventType::kPortActive : AsyncEventType::kPortError, 0, uint8_t(i + 1), 0});
+      const uint8_t port = ports[i].port;
+      // An administratively disabled port (mrcd) stays unused whatever the link says.
+      eng->set_port_state(port, up && (!ctl || ctl->port_usable(port)), mono_ns());
+      push_async({up ? AsyncEventType::kPortActive : AsyncEventType::kPortError, 0, port, 0});
     }
   }
 
@@ -332,13 +353,14 @@ Context::~Context() {
   impl_->stop.store(true);
   if (impl_->wake_fd >= 0) wake(impl_->wake_fd);
   if (impl_->thr.joinable()) impl_->thr.join();
+  if (impl_->sync) impl_->sync->withdraw();
   // Remove what we registered in the (possibly shared) maps.
   if (impl_->maps) {
     for (const auto& q : impl_->qps)
       if (q) (void)impl_->maps->del_qp(q->qpn);
     for (size_t i = 0; i < impl_->ports.size(); i++)
       for (const auto& s : impl_->dev.sockets())
-        if (s.port() == i) (void)impl_->maps->del_xsk(uint32_t(i + 1), s.queue());
+        if (s.port() == i) (void)impl_->maps->del_xsk(impl_->ports[i].port, s.queue());
   }
   if (impl_->wake_fd >= 0) close(impl_->wake_fd);
   if (impl_->async_fd >= 0) close(impl_->async_fd);
@@ -364,6 +386,9 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
       im.pinned = std::move(*m);
       im.maps = &im.pinned;
       have_mrcd = true;
+      // The controller's state next to the XDP maps (absent with an old mrcd).
+      auto c = ctl::Client::open(o.pin_dir);
+      if (c.ok()) im.ctl = std::move(*c);
     }
   }
   if (!have_mrcd) {
@@ -402,10 +427,24 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   ec.codec.dscp = o.dscp;
   if (!ec.seed || ec.seed == 1) ec.seed = mono_ns() ^ uint64_t(getpid()) << 32;
   im.tx_socket.assign(o.interfaces.size(), 0);
+  im.idx.fill(-1);
   for (size_t i = 0; i < im.dev.ports().size(); i++) {
     const xdp::Port& xp = im.dev.ports()[i];
     PortInfo pi;
     pi.port = uint8_t(i + 1);
+    if (have_mrcd) {
+      // mrcd numbered its plane ports; use its numbers so the XDP program,
+      // the controller's port states and our engine agree.
+      auto mp = im.maps->port(uint32_t(xp.info.ifindex));
+      if (!mp.ok())
+        return make_error(EINVAL, "interface " + xp.info.name + " is not a plane port of mrcd (" + o.pin_dir +
+                                      "); add it to mrcd's configuration or open the device without mrcd");
+      if (mp->port == 0 || mp->port > core::kMaxPorts || im.idx[mp->port] >= 0)
+        return make_error(EINVAL, "interface " + xp.info.name + ": mrcd's port number " + std::to_string(mp->port) +
+                                      " is out of range or used twice");
+      pi.port = uint8_t(mp->port);
+    }
+    im.idx[pi.port] = int(i);
     pi.ifname = xp.info.name;
     pi.ifindex = xp.info.ifindex;
     std::memcpy(pi.mac.data(), xp.info.mac.data(), 6);
@@ -438,7 +477,8 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
       ec.ports.push_back({pi.port, pi.mac, a, pi.link_up});
     }
     im.tx_socket[i] = uint16_t(xp.first_socket);
-    if (auto s = im.maps->set_port(uint32_t(pi.ifindex), {pi.port, 0}); !s.ok()) return std::move(s).error();
+    if (!have_mrcd)
+      if (auto s = im.maps->set_port(uint32_t(pi.ifindex), {pi.port, 0}); !s.ok()) return std::move(s).error();
     for (uint32_t k = 0; k < xp.socket_count; k++) {
       const xdp::XskSocket& sk = im.dev.sockets()[xp.first_socket + k];
       if (auto s = im.maps->set_xsk(pi.port, sk.queue(), sk.fd()); !s.ok()) return std::move(s).error();
@@ -446,6 +486,12 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
     im.ports.push_back(pi);
   }
   im.eng = std::make_unique<core::Engine>(ec);
+  if (im.ctl) {
+    ctl::EngineSync::Options so;
+    so.dev = uint32_t(getpid());
+    im.sync = std::make_unique<ctl::EngineSync>(*im.ctl, *im.eng, so);
+    im.sync->poll(mono_ns());  // ports and policy before the first QP
+  }
   im.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   // One count per queued event: readable exactly while an event is queued.
   im.async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
@@ -461,8 +507,9 @@ std::vector<PortInfo> Context::ports() const {
 }
 
 Result<Gid> Context::gid(uint8_t port, codec::IpVersion v) const {
-  if (port == 0 || port > impl_->ports.size()) return make_error(EINVAL, "gid: no port " + std::to_string(port));
-  for (const auto& a : impl_->ports[port - 1].addrs)
+  if (port == 0 || port > core::kMaxPorts || impl_->idx[port] < 0)
+    return make_error(EINVAL, "gid: no port " + std::to_string(port));
+  for (const auto& a : impl_->ports[size_t(impl_->idx[port])].addrs)
     if (a.ver == v) return a;
   return make_error(ENOENT, "gid: port " + std::to_string(port) + " has no address of that IP version");
 }
@@ -633,9 +680,11 @@ Status Context::install_cc_profile(uint64_t id, const core::CcProfile& p) {
 }
 
 Result<core::PlaneAddr> Context::resolve(uint8_t port, const Gid& peer) {
-  if (port == 0 || port > impl_->ports.size()) return make_error(EINVAL, "resolve: no port " + std::to_string(port));
-  auto mac = lib::resolve_next_hop(impl_->ports[port - 1].ifindex, peer);
-  if (!mac) return std::move(mac).error().wrap("resolving " + lib::to_string(peer) + " on " + impl_->ports[port - 1].ifname);
+  if (port == 0 || port > core::kMaxPorts || impl_->idx[port] < 0)
+    return make_error(EINVAL, "resolve: no port " + std::to_string(port));
+  const PortInfo& pi = impl_->ports[size_t(impl_->idx[port])];
+  auto mac = lib::resolve_next_hop(pi.ifindex, peer);
+  if (!mac) return std::move(mac).error().wrap("resolving " + lib::to_string(peer) + " on " + pi.ifname);
   return core::PlaneAddr{peer, *mac, true};
 }
 
@@ -691,8 +740,9 @@ Context::XskStats Context::xsk_stats() const {
 }
 
 size_t Context::poll_ev_events(std::span<EvEvent> out) {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->eng->poll_ev_events(out);
+  size_t n = 0;
+  while (n < out.size() && impl_->app_events.pop(out[n])) n++;
+  return n;
 }
 
 // ---------------------------------------------------------------------------
@@ -707,6 +757,14 @@ Status Qp::modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask) {
   // Work posted before this call reaches the engine before the transition
   // (as verbs orders post and modify), not after it.
   im.drain_posts();
+  // Profiles come from mrcd (pinned, ONLINE) when it runs: install the ones
+  // this QP names in the engine first. Without mrcd, install_*_profile did.
+  if (im.sync) {
+    if ((mrc_mask & core::kMrcEvProfileId) && attr.ev_profile_id)
+      MRC_TRY(im.sync->use_ev_profile(attr.ev_profile_id));
+    if ((mrc_mask & core::kMrcCcProfileId) && attr.cc_profile_id)
+      MRC_TRY(im.sync->use_cc_profile(attr.cc_profile_id));
+  }
   MRC_TRY(im.eng->modify_qp(qpn_, attr, ibv_mask, mrc_mask));
   auto a = im.eng->query_qp(qpn_);
   if (!a) return std::move(a).error();
