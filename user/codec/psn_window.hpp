@@ -71,10 +71,11 @@ class PsnWindow {
     int16_t sack_offset;
     uint64_t bitmap;  // wire order: bit 63 = PSN cack + sack_offset
   };
-  // Bitmap of the 64 PSNs starting at max(trigger - 63, cack + 1).
-  SackFields sack(uint32_t trigger_psn) const {
+  // Bitmap of the 64 PSNs starting at max(trigger - 63, cack + 1), or at
+  // cack + 1 when `oldest` (the holes a trigger far ahead leaves unreported).
+  SackFields sack(uint32_t trigger_psn, bool oldest = false) const {
     uint32_t base = next_;
-    if (psn_diff(trigger_psn, next_) > 63) base = psn_add(trigger_psn, -63);
+    if (!oldest && psn_diff(trigger_psn, next_) > 63) base = psn_add(trigger_psn, -63);
     uint64_t bm = 0;
     for (int i = 0; i < 64; i++) {
       uint32_t p = psn_add(base, i);

@@ -492,7 +492,6 @@ void Engine::enter_rts(Qp& q) {
   q.inflight = 0;
   q.lost = 0;
   q.retries = 0;
-  q.any_sacked = false;
   CcProfile cc = cfg_.default_cc;
   if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
   q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu);
@@ -1042,7 +1041,13 @@ bool Engine::emit_ctrl(const Ctrl& c, TxSink& sink, Time now) {
         pk.bth.opcode = MRC_OP_SACK;
         const uint32_t cack = q->rwin.cack();
         pk.bth.psn = cack;
-        auto s = q->rwin.sack(c.psn);
+        // A trigger more than 63 PSNs past the cumulative point leaves the
+        // oldest PSNs out of its bitmap: every other such SACK reports them
+        // instead, so the requester hears about old holes and new arrivals.
+        const bool far = codec::psn_diff(c.psn, q->rwin.next_expected()) > 63;
+        const bool oldest = far && !q->sack_low;
+        q->sack_low = oldest;
+        auto s = q->rwin.sack(c.psn, oldest);
         pk.seth.verdict = c.code;
         pk.seth.probe_resp = c.probe_resp;
         int32_t off = codec::psn_diff(c.psn, cack);

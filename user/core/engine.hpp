@@ -196,7 +196,7 @@ class Engine {
   void on_nack(Qp& qp, const codec::Packet& p, Time now);
   void on_aeth(Qp& qp, const codec::Packet& p, Time now);
   void mark_lost(Qp& qp, uint32_t psn, bool silent, EvEventReason why, Time now);
-  void rack(Qp& qp, uint32_t upto, Time now);
+  void rack(Qp& qp, uint32_t from, uint32_t upto, Time now);
   void remote_ports(Qp& qp, uint32_t down, Time now);
   void advance_cack(Qp& qp, uint32_t cack, Time now, uint64_t& newly);
   void complete_sends(Qp& qp);

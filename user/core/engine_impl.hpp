@@ -76,6 +76,7 @@ enum TxFlag : uint8_t {
   kTxLost = 1 << 1,    // queued for retransmission
   kTxNacked = 1 << 2,  // the last loss was reported by a NACK (no silent-loss penalty)
   kTxDemoted = 1 << 3, // its presumed loss made its EV ASSUMED_BAD
+  kTxHole = 1 << 4,    // a SACK bitmap covered it and it was missing then
 };
 
 struct TxPkt {
@@ -150,8 +151,6 @@ struct Engine::Qp {
   Time latest_port[kMaxPorts + 1] = {};  // ... per plane
   uint32_t plane_losses[kMaxPorts + 1] = {};  // silent losses since the last delivery
   Time plane_heard[kMaxPorts + 1] = {};      // when a delivery on the plane was last reported
-  uint32_t highest_sacked = 0;
-  bool any_sacked = false;
   uint32_t rtx_hint = 0;     // no lost PSN below this one
   Time last_send = 0;
   bool tlp_pending = false;  // send a tail-loss probe
@@ -166,6 +165,7 @@ struct Engine::Qp {
   uint32_t unacked_bytes = 0;
   Time sack_deadline = kNever;
   bool first_rx = true;
+  bool sack_low = false;  // the last far-ahead SACK reported the oldest PSNs
   Trigger last;
   uint32_t rev_ev[kMaxPorts + 1] = {};
   uint8_t rev_rr = 0;

@@ -91,17 +91,26 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   }
 }
 
-void Engine::rack(Qp& q, uint32_t upto, Time now) {
+void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
   // Each EV is one FIFO path and each plane one set of queues, so a packet is
   // lost when a packet sent on its plane more than reo_wnd later was already
   // delivered (paths of a plane differ only by fabric queueing), or when one
   // sent a whole RTT later on any plane was (planes may run with different
   // queue depths, e.g. their TX rings or shapers).
-  if (!q.latest_delivered) return;
-  const Time cross = std::max(q.reo_wnd, q.srtt + 4 * q.rttvar);
-  for (uint32_t psn = q.una; psn != upto && codec::psn_lt(psn, q.next_psn); psn = codec::psn_add(psn, 1)) {
+  //
+  // Deliveries are facts for good, absences only for the SACK that reports
+  // them: a PSN is judged only while the bitmap being processed says it is
+  // missing (kTxHole, set for [from, upto)). A PSN missing from an older
+  // bitmap may have arrived since without any later bitmap covering it.
+  if (codec::psn_lt(from, q.una)) from = q.una;
+  if (codec::psn_lt(q.next_psn, upto)) upto = q.next_psn;
+  // Spurious retransmissions widen both windows (reo_extra).
+  const Time cross = std::max(q.reo_wnd, q.srtt + 4 * q.rttvar + q.reo_extra);
+  for (uint32_t psn = from; codec::psn_lt(psn, upto); psn = codec::psn_add(psn, 1)) {
     TxPkt& t = q.pkt(psn);
-    if (t.flags & (kTxSacked | kTxLost)) continue;
+    if (!(t.flags & kTxHole)) continue;
+    t.flags &= uint8_t(~kTxHole);
+    if ((t.flags & (kTxSacked | kTxLost)) || !q.latest_delivered) continue;
     if (q.latest_port[t.port] > t.sent + q.reo_wnd || q.latest_delivered > t.sent + cross) {
       q.stats.rtx_sack++;
       mark_lost(q, psn, true, EvEventReason::kSilentLoss, now);
@@ -171,12 +180,17 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
   uint64_t newly = 0;
   advance_cack(q, s.cack_psn, now, newly);
   const uint32_t base = codec::psn_add(s.cack_psn, s.sack_offset);
-  if (s.sack_bitmap) {
+  {
+    // Only PSNs the bitmap covers are known: one it does not cover may well
+    // have arrived (the bitmap follows the trigger). rack() judges the holes.
     for (int i = 0; i < 64; i++) {
-      if (!(s.sack_bitmap >> (63 - i) & 1)) continue;
       const uint32_t psn = codec::psn_add(base, i);
       if (codec::psn_lt(psn, q.una) || !codec::psn_lt(psn, q.next_psn)) continue;
       TxPkt& t = q.pkt(psn);
+      if (!(s.sack_bitmap >> (63 - i) & 1)) {
+        if (!(t.flags & kTxSacked)) t.flags |= kTxHole;
+        continue;
+      }
       if (t.flags & kTxSacked) continue;
       if (t.flags & kTxLost) {
         q.lost--;
@@ -187,8 +201,6 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
       t.flags |= kTxSacked;
       newly += t.len;
       q.delivered(t, now);
-      if (!q.any_sacked || codec::psn_lt(q.highest_sacked, psn)) q.highest_sacked = psn;
-      q.any_sacked = true;
     }
   }
   // RTT from the transmission that triggered this SACK.
@@ -254,12 +266,8 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
     q.tlp_outstanding = false;
     q.latest_delivered = std::max(q.latest_delivered, q.tlp_sent);
     for (Time& l : q.latest_port) l = std::max(l, q.tlp_sent);
-    uint32_t end = codec::psn_add(base, 64);
-    if (codec::psn_lt(q.next_psn, end)) end = q.next_psn;
-    rack(q, end, now);
-  } else if (q.any_sacked) {
-    rack(q, q.highest_sacked, now);
   }
+  rack(q, base, codec::psn_add(base, 64), now);
   if ((q.attr.cap_flags & kQpCapDynamicMpr) && s.mpr)
     q.mpr_eff = uint32_t(std::min(q.attr.mpr, s.mpr)) * 128;
   q.cc.on_ack(newly, rtt, ecn, q.inflight, now);
@@ -522,7 +530,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
         to_error(q, kWcRetryExcErr);
         return false;
       }
-      t.flags &= uint8_t(~(kTxLost | kTxNacked));
+      t.flags &= uint8_t(~(kTxLost | kTxNacked | kTxHole));
       q.lost--;
       if (!send_data_pkt(q, sink, psn, true, idx, now, port_full)) {
         t.flags |= kTxLost;

@@ -200,6 +200,18 @@ struct Context::Impl {
     }
   }
 
+  // The engine thread's scratch space, made once: an iteration allocates
+  // and clears nothing.
+  struct Scratch {
+    std::array<xdp::RxFrame, kBurst> rx;
+    std::array<core::RxFrame, kBurst> in;
+    std::array<Wc, kBurst> wc;
+    std::array<core::EvEvent, 64> evs;
+    std::array<uint32_t, 16> errs;
+  };
+  std::unique_ptr<Scratch> scratch;
+  std::unique_ptr<Sink> sink_;
+
   bool iteration() {
     std::lock_guard<std::mutex> lk(mu);
     const core::Time now = mono_ns();
@@ -208,9 +220,11 @@ struct Context::Impl {
       drain_posts();
       work = true;
     }
+    if (!scratch) scratch = std::make_unique<Scratch>();
+    if (!sink_) sink_ = std::make_unique<Sink>(*this);
     // Receive: one burst from every socket.
-    std::array<xdp::RxFrame, kBurst> rx;
-    std::array<core::RxFrame, kBurst> in;
+    auto& rx = scratch->rx;
+    auto& in = scratch->in;
     uint32_t n = dev.rx(rx);
     if (n) {
       work = true;
@@ -222,7 +236,7 @@ struct Context::Impl {
       dev.release({rx.data(), n});
     }
     // Transmit: control first, then retransmissions, then new data.
-    Sink sink(*this);
+    Sink& sink = *sink_;
     size_t sent = 0;
     for (int round = 0; round < 4; round++) {
       size_t k = eng->tx(sink, now, kBurst);
@@ -233,7 +247,7 @@ struct Context::Impl {
     if (sent) work = true;
     dev.flush_tx();
     // Completions to the application.
-    Wc wc[kBurst];
+    auto& wc = scratch->wc;
     for (auto& c : cqs) {
       if (!c) continue;
       while (true) {
@@ -243,22 +257,22 @@ struct Context::Impl {
           break;
         }
         if (!*r) break;
-        deliver(*c, wc, *r);
+        deliver(*c, wc.data(), *r);
         work = true;
       }
     }
     // EV state changes: to mrcd (when it runs) and to the application.
-    core::EvEvent evs[64];
+    auto& evs = scratch->evs;
     size_t nev;
     while ((nev = eng->poll_ev_events(evs)) > 0) {
-      if (sync) sync->forward({evs, nev});
+      if (sync) sync->forward({evs.data(), nev});
       for (size_t i = 0; i < nev; i++) app_events.push(evs[i]);  // full: the oldest stay
     }
     // Controller changes (denied EVs, admin-down ports, profiles): one load
     // when nothing changed; reports are published every second.
     if (sync) sync->poll(now);
     // QPs that failed on their own: QP-fatal async events.
-    uint32_t errs[16];
+    auto& errs = scratch->errs;
     size_t ne;
     while ((ne = eng->poll_qp_errors(errs)) > 0)
       for (size_t i = 0; i < ne; i++) push_async({AsyncEventType::kQpFatal, errs[i], 0, 0});

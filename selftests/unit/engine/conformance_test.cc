@@ -1021,6 +1021,59 @@ TEST(Conformance, C49_SackBitmapReportsGapPattern) {
   EXPECT_TRUE(f.same(0, 12 * 256));
 }
 
+TEST(Conformance, C49_FarTriggersAlternateWithTheOldestPsns) {
+  // A trigger more than 63 PSNs past the cumulative point leaves the oldest
+  // PSNs out of a trigger-based bitmap; every other such SACK reports them.
+  PairOptions o;
+  o.mtu = 256;
+  o.cfg.sack_bytes = 1024;
+  Fixture f(256 * 256, o);
+  int far = 0, oldest = 0;
+  f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    Hook h;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn == 3) h.extra_delay = 200'000;
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK && !k.seth.probe_resp && k.seth.ack_psn_offset > 64) {
+      far++;
+      if (k.seth.sack_offset == 1) oldest++;
+    }
+    return h;
+  };
+  ASSERT_TRUE(f.write(1, 0, 256 * 256).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_GE(far, 16);
+  EXPECT_GE(oldest, far / 2);
+  EXPECT_LE(oldest, far / 2 + 1);
+  EXPECT_TRUE(f.same(0, 256 * 256));
+}
+
+TEST(Conformance, C49_ArrivalsNoBitmapReportedAreNeverLosses) {
+  // Two planes run 15 and 25 us (over 64 and 100 PSNs; within the cross-plane
+  // window of srtt + 4 rttvar) behind the others
+  // (FIFO, nothing lost): the slowest holds the cumulative point back, SACKs
+  // triggered on the fast planes report PSNs far ahead, so the middle plane's
+  // arrivals go unreported for a while. Only a bitmap that says a PSN is
+  // missing may make it lost: nothing is retransmitted, no EV is retired.
+  PairOptions o;
+  o.gbps = 10;
+  o.mtu = 1024;
+  o.cfg.sack_bytes = 3 * 1024;  // triggers on every plane in turn
+  Fixture f(8 << 20, o);
+  f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>&, Time) {
+    Hook h;
+    if (from == 0 && (port == 2 || port == 3)) h.extra_delay = port == 2 ? 15'000 : 25'000;
+    return h;
+  };
+  ASSERT_TRUE(f.write(1, 0, 8 << 20).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.tx_rtx_pkts, 0u);
+  EXPECT_EQ(st.rtx_sack, 0u);
+  EXPECT_EQ(st.ev_assumed_bad, 0u);
+  EXPECT_TRUE(f.same(0, 8 << 20));
+}
+
 TEST(Conformance, C50_RcvdBytesMonotonic) {
   Fixture f(1 << 20);
   std::vector<uint32_t> rcvd;
