@@ -87,6 +87,7 @@ uint32_t ev_api_state(EvState s) {
 Engine::Engine(EngineConfig cfg)
     : cfg_(std::move(cfg)), rng_(cfg_.seed), ctrl_(std::make_unique<CtrlQueue>()) {
   ev_events_.resize(std::max<uint32_t>(cfg_.ev_event_capacity, 1));
+  sack_due_.reserve(256);
   for (const PortConfig& p : cfg_.ports)
     if (!p.up && p.port < 32) ports_down_ |= 1u << p.port;
 }
@@ -734,10 +735,14 @@ Result<std::vector<PathSet::Ev>> Engine::qp_evs(uint32_t qpn) const {
 
 void Engine::ev_event(Qp& q, uint32_t idx, EvState from, EvState to, EvEventReason why) {
   const auto& e = q.paths.at(idx);
-  switch (to) {
-    case EvState::kSkip: q.stats.ev_skips++; break;
-    case EvState::kAssumedBad: q.stats.ev_assumed_bad++; break;
-    default: break;
+  // Counters count transitions; failed probes and suppressed demotions are
+  // reported with from == to and are not retirements.
+  if (from != to) {
+    switch (to) {
+      case EvState::kSkip: q.stats.ev_skips++; break;
+      case EvState::kAssumedBad: q.stats.ev_assumed_bad++; break;
+      default: break;
+    }
   }
   if (why == EvEventReason::kProbeOk) q.stats.ev_readmitted++;
   if (why == EvEventReason::kPromoted) q.stats.ev_promoted++;
@@ -913,6 +918,16 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       default: stats_.rx_unexpected++; break;
     }
   }
+  // SACKs owed for data volume go out once per QP and burst, triggered by
+  // the burst's last packet: a driver that hands over 64 frames at a time
+  // answers them with one SACK, not one per sack_bytes.
+  for (uint32_t qpn : sack_due_) {
+    Qp* q = qp_by_num(qpn);
+    if (!q || !q->sack_due) continue;
+    q->sack_due = false;
+    if (q->state == QpState::kRtr || q->state == QpState::kRts) queue_sack(*q, q->last, MRC_MP_NONE, false, false);
+  }
+  sack_due_.clear();
 }
 
 // ---------------------------------------------------------------------------

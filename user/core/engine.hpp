@@ -197,6 +197,7 @@ class Engine {
   void on_aeth(Qp& qp, const codec::Packet& p, Time now);
   void mark_lost(Qp& qp, uint32_t psn, bool silent, EvEventReason why, Time now);
   void rack(Qp& qp, uint32_t from, uint32_t upto, Time now);
+  Time tlp_due(const Qp& q) const;
   void remote_ports(Qp& qp, uint32_t down, Time now);
   void advance_cack(Qp& qp, uint32_t cack, Time now, uint64_t& newly);
   void complete_sends(Qp& qp);
@@ -239,6 +240,7 @@ class Engine {
   std::map<uint64_t, CcProfile> cc_profiles_;
   std::unique_ptr<CtrlQueue> ctrl_;
   std::vector<uint32_t> active_;  // QPs with work or timers (qpn)
+  std::vector<uint32_t> sack_due_;  // QPs owing a SACK at the end of this rx() burst
   size_t rr_ = 0;
   std::vector<EvEvent> ev_events_;
   size_t ev_head_ = 0, ev_count_ = 0;

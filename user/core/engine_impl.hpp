@@ -144,7 +144,6 @@ struct Engine::Qp {
   Time last_progress = 0;
   uint32_t retries = 0;
   Time last_ack = 0;    // last SACK/NACK received
-  bool tlp_armed = true;
   Time srtt = 0, rttvar = 0, min_rtt = 0;
   Time reo_wnd = 0, reo_extra = 0;
   Time latest_delivered = 0;  // send time of the latest delivered transmission
@@ -156,6 +155,10 @@ struct Engine::Qp {
   bool tlp_pending = false;  // send a tail-loss probe
   bool tlp_outstanding = false;
   Time tlp_sent = 0;
+  uint16_t tlp_ts = 0;       // its PETH timestamp, echoed by the answer
+  int tlp_idx = -1;          // its EV (the answer reflects it)
+  uint8_t tlp_port = 0;
+  uint8_t tlp_unanswered = 0;  // probes in a row that got no answer
   Time probe_check = 0;      // next time EV probes may be due
   std::vector<uint32_t> probe_queue;  // ASSUMED_BAD EVs to probe now
 
@@ -165,7 +168,8 @@ struct Engine::Qp {
   uint32_t unacked_bytes = 0;
   Time sack_deadline = kNever;
   bool first_rx = true;
-  bool sack_low = false;  // the last far-ahead SACK reported the oldest PSNs
+  bool sack_low = false;
+  bool sack_due = false;  // owes a SACK at the end of the rx() burst  // the last far-ahead SACK reported the oldest PSNs
   Trigger last;
   uint32_t rev_ev[kMaxPorts + 1] = {};
   uint8_t rev_rr = 0;

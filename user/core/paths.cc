@@ -89,10 +89,19 @@ void PathSet::refill_order() {
   // march through their EVs in lockstep.
   for (size_t i = order_.size(); i > 1; i--) std::swap(order_[i - 1], order_[rng_.below(uint32_t(i))]);
   cursor_ = 0;
-  // End of rotation: skipped EVs are GOOD again.
-  for (uint32_t i : skipped_)
-    if (evs_[i].state == EvState::kSkip) set_state(i, EvState::kGood, EvEventReason::kRotation);
-  skipped_.clear();
+  rotation_++;
+  // A skipped EV sits out its next turn (next()), in this rotation or, when
+  // the signal came after its turn, in the next one. One that got no turn in
+  // a whole rotation (it left the active set) is GOOD again.
+  size_t k = 0;
+  for (uint32_t i : skipped_) {
+    if (evs_[i].state != EvState::kSkip) continue;
+    if (evs_[i].skip_rot + 2 <= rotation_)
+      set_state(i, EvState::kGood, EvEventReason::kRotation);
+    else
+      skipped_[k++] = i;
+  }
+  skipped_.resize(k);
 }
 
 int PathSet::next(uint32_t port_ok, int avoid) {
@@ -100,6 +109,11 @@ int PathSet::next(uint32_t port_ok, int avoid) {
     while (cursor_ < order_.size()) {
       uint32_t i = order_[cursor_++];
       const Ev& e = evs_[i];
+      if (e.state == EvState::kSkip) {
+        // Its turn, passed over: it has been skipped once.
+        set_state(i, EvState::kGood, EvEventReason::kRotation);
+        continue;
+      }
       if (!e.active || e.state != EvState::kGood || int(i) == avoid) continue;
       if (!(port_ok >> e.port & 1) || !port_up(e.port)) continue;
       return int(i);
@@ -136,6 +150,7 @@ void PathSet::skip(uint32_t i, EvEventReason why) {
   Ev& e = evs_[i];
   if (e.state != EvState::kGood) return;
   set_state(i, EvState::kSkip, why);
+  e.skip_rot = rotation_;
   skipped_.push_back(i);
 }
 

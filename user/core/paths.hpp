@@ -38,6 +38,7 @@ class PathSet {
     Time next_probe = kNever; // when to send the next probe (ASSUMED_BAD only)
     Time backoff = 0;
     Time probe_sent = 0;
+    uint64_t skip_rot = 0;    // rotation in which it was skipped
     EvStats stats;
   };
 
@@ -109,7 +110,8 @@ class PathSet {
   std::vector<Ev> evs_;
   std::vector<uint32_t> order_;  // rotation order of active EVs
   size_t cursor_ = 0;
-  std::vector<uint32_t> skipped_;  // SKIP until the end of this rotation
+  std::vector<uint32_t> skipped_;  // SKIP until their next turn has passed them over
+  uint64_t rotation_ = 0;
   std::vector<uint32_t> bad_;      // ASSUMED_BAD (probed)
   std::vector<uint32_t> hash_;     // open addressing: ev value -> index + 1
   uint32_t target_active_[kMaxPorts + 1] = {};

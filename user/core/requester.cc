@@ -23,7 +23,19 @@ Time Engine::ack_timeout(const Qp& q) const {
 
 namespace {
 Time pto(Time srtt, Time reo, Time floor) { return std::max(2 * srtt + reo, floor); }
+// Tail-loss probes sent in a row without an answer (each on an EV chosen
+// afresh, so one that went to a dead plane is followed by one that does not)
+// before only the ACK timeout is left.
+constexpr uint8_t kMaxTlpUnanswered = 3;
 }  // namespace
+
+Time Engine::tlp_due(const Qp& q) const {
+  if (q.tlp_pending) return kNever;
+  const Time p = pto(q.srtt, q.reo_wnd, cfg_.min_rto);
+  if (!q.tlp_outstanding) return std::max(q.last_ack, q.last_send) + p;
+  if (q.tlp_unanswered >= kMaxTlpUnanswered) return kNever;
+  return q.tlp_sent + p;  // the probe itself went unanswered
+}
 
 Time Engine::qp_deadline(const Qp& q) const {
   Time t = q.sack_deadline;
@@ -31,8 +43,7 @@ Time Engine::qp_deadline(const Qp& q) const {
   if (q.una != q.next_psn) {
     Time to = ack_timeout(q);
     if (to != kNever) t = std::min(t, q.last_progress + to);
-    if (!q.tlp_pending && !q.tlp_outstanding)
-      t = std::min(t, std::max(q.last_ack, q.last_send) + pto(q.srtt, q.reo_wnd, cfg_.min_rto));
+    t = std::min(t, tlp_due(q));
   }
   if (q.paths.bad_count()) t = std::min(t, std::max(q.probe_check, Time(1)));
   if (!q.probe_queue.empty() || q.tlp_pending) t = std::min<Time>(t, 1);
@@ -260,12 +271,15 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
       q.paths.skip(uint32_t(idx), EvEventReason::kEcn);
     }
   }
-  if (s.probe_resp && q.tlp_outstanding) {
-    // The probe went out after everything it reports on: of the PSNs its
-    // bitmap covers, those it did not see are lost (the rest is unknown).
+  q.tlp_unanswered = 0;
+  if (s.probe_resp && q.tlp_outstanding && p.cc.tx_ts_echo == q.tlp_ts && idx == q.tlp_idx) {
+    // The answer to our tail-loss probe (not to an EV probe): it went out on
+    // its plane after everything sent there before it, so what its bitmap
+    // misses from that plane is lost, and from the others what was sent a
+    // whole RTT before it (the usual rules, with the probe as the delivery).
     q.tlp_outstanding = false;
     q.latest_delivered = std::max(q.latest_delivered, q.tlp_sent);
-    for (Time& l : q.latest_port) l = std::max(l, q.tlp_sent);
+    if (q.tlp_port <= kMaxPorts) q.latest_port[q.tlp_port] = std::max(q.latest_port[q.tlp_port], q.tlp_sent);
   }
   rack(q, base, codec::psn_add(base, 64), now);
   if ((q.attr.cap_flags & kQpCapDynamicMpr) && s.mpr)
@@ -347,8 +361,11 @@ void Engine::requester_timers(Qp& q, Time now) {
       if (bytes) q.cc.on_timeout(q.attr.path_mtu);
       q.last_progress = now;
     }
-    if (!q.tlp_pending && !q.tlp_outstanding &&
-        now >= std::max(q.last_ack, q.last_send) + pto(q.srtt, q.reo_wnd, cfg_.min_rto)) {
+    if (now >= tlp_due(q)) {
+      if (q.tlp_outstanding) {
+        q.tlp_outstanding = false;
+        q.tlp_unanswered++;
+      }
       q.tlp_pending = true;
       q.stats.tlp_probes++;
     }
@@ -509,6 +526,9 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
     q.tlp_pending = false;
     q.tlp_outstanding = true;
     q.tlp_sent = now;
+    q.tlp_ts = ts16(now);
+    q.tlp_idx = idx;
+    q.tlp_port = q.paths.at(uint32_t(idx)).port;
     return true;
   }
   const uint64_t cwnd = q.cc.cwnd();

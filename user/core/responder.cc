@@ -41,6 +41,7 @@ void Engine::queue_sack(Qp& q, const Trigger& t, uint8_t verdict, bool probe_res
   ctrl_->push(c);
   q.sack_deadline = kNever;
   q.unacked_bytes = 0;
+  q.sack_due = false;
 }
 
 void Engine::queue_nack(Qp& q, uint32_t psn, uint8_t reason, uint32_t entropy, uint16_t ts_echo, uint8_t port) {
@@ -170,13 +171,19 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   }
   deliver_imm(q);
   if (q.state == QpState::kErr) return;
-  const bool now_sack = ecn || p.bth.ack_req || q.first_rx || q.unacked_bytes >= cfg_.sack_bytes;
+  const bool now_sack = ecn || p.bth.ack_req || q.first_rx;
   q.first_rx = false;
   q.last = trig;
-  if (now_sack)
+  if (now_sack) {
     queue_sack(q, trig, ecn ? MRC_MP_SKIP_ONCE : MRC_MP_NONE, false, ecn);
-  else if (q.sack_deadline == kNever)
+  } else if (q.unacked_bytes >= cfg_.sack_bytes) {
+    if (!q.sack_due) {
+      q.sack_due = true;
+      sack_due_.push_back(q.qpn);  // at the end of the burst (rx())
+    }
+  } else if (q.sack_deadline == kNever) {
     q.sack_deadline = now + cfg_.sack_delay;
+  }
 }
 
 void Engine::on_trimmed(Qp& q, const codec::Packet& p, uint8_t port, Time now) {

@@ -216,12 +216,35 @@ class Pair {
 
   // One step at the current time: deliver what is due, then transmit.
   void pump() {
+    if (rx_burst > 1) {
+      // Like a driver: every frame due now, up to rx_burst per rx() call and host.
+      for (int to = 0; to < 2; to++) {
+        std::vector<WireFrame> due;
+        for (auto it = flight.begin(); it != flight.end() && it->first <= now;) {
+          if (it->second.to == to) {
+            due.push_back(std::move(it->second));
+            it = flight.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        for (size_t i = 0; i < due.size(); i += rx_burst) {
+          std::vector<core::RxFrame> rf;
+          for (size_t j = i; j < std::min(due.size(), i + rx_burst); j++)
+            rf.push_back({due[j].bytes.data(), uint32_t(due[j].bytes.size()), due[j].port, now});
+          e(to).rx(rf, now);
+          rx_calls[to]++;
+          frames_delivered += rf.size();
+        }
+      }
+    }
     while (!flight.empty() && flight.begin()->first <= now) {
       auto it = flight.begin();
       WireFrame f = std::move(it->second);
       flight.erase(it);
       core::RxFrame rf{f.bytes.data(), uint32_t(f.bytes.size()), f.port, now};
       e(f.to).rx({&rf, 1}, now);
+      rx_calls[f.to]++;
       frames_delivered++;
     }
     for (int i = 0; i < 2; i++) {
@@ -247,6 +270,8 @@ class Pair {
   std::vector<std::unique_ptr<Host>> hosts;
   std::multimap<Time, WireFrame> flight;
   uint64_t frames_sent = 0, frames_delivered = 0, frames_dropped = 0;
+  size_t rx_burst = 1;          // frames per rx() call, as a driver's burst
+  uint64_t rx_calls[2] = {};
   uint64_t frames_per_plane[17] = {};
   Time busy_until[2][17] = {};
 
