@@ -9,8 +9,9 @@
 //   namespace's default, bbr on the project machines).
 //
 // The receiver (server) prints goodput samples as JSON lines
-//   {"t_ms":10,"bytes":1250000,"total":1250000}
-// (bytes received in that interval, t_ms since the first connection), and a
+//   {"t_ms":10,"mono_ns":...,"bytes":1250000,"total":1250000}
+// (bytes received in that interval, t_ms since the first connection, mono_ns
+// the CLOCK_MONOTONIC time the interval really ended), and a
 // closing {"summary":{...}}. The client prints the same for what it sent
 // ("dir":"tx"). --verify fills the stream with a per-flow pattern that the
 // server checks byte for byte. --pingpong measures round trips of
@@ -175,8 +176,13 @@ class Sampler {
       timespec ts{time_t(next / 1000000000ull), long(next % 1000000000ull)};
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
       uint64_t total = c_.load(std::memory_order_relaxed);
-      std::printf("{\"t_ms\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"total\":%" PRIu64 "%s}\n",
-                  uint64_t((next - t0_) / 1000000ull), total - prev, total, dir_);
+      timespec now{};
+      // The wake-up may be late: the real end of the interval.
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      const uint64_t mono = uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
+      std::printf("{\"t_ms\":%" PRIu64 ",\"mono_ns\":%" PRIu64 ",\"bytes\":%" PRIu64
+                  ",\"total\":%" PRIu64 "%s}\n",
+                  uint64_t((next - t0_) / 1000000ull), mono, total - prev, total, dir_);
       std::fflush(stdout);
       prev = total;
     }

@@ -296,6 +296,7 @@ _fabric_parse_params() { # key=value...
 		mptcp) _F_MPTCP=$v ;;
 		wire) _F_WIRE=$v ;;
 		offload) _F_OFFLOAD=$v ;;
+		xdp_pass) _F_XDPPASS=$v ;;
 		*) fabric_err "unknown parameter '$k'"; return 2 ;;
 		esac
 	done
@@ -336,6 +337,7 @@ _fabric_validate() {
 	case "$_F_V6" in on | off) ;; *) fabric_err "ipv6 must be on or off"; return 2 ;; esac
 	case "$_F_WIRE" in on | off) ;; *) fabric_err "wire must be on or off"; return 2 ;; esac
 	case "$_F_OFFLOAD" in on | off) ;; *) fabric_err "offload must be on or off"; return 2 ;; esac
+	case "$_F_XDPPASS" in on | off) ;; *) fabric_err "xdp_pass must be on or off"; return 2 ;; esac
 	if [ -d "$(fabric_dir "$_F_RUN")" ] || ip netns list | grep -q "^$FABRIC_NS_PREFIX-$_F_RUN-"; then
 		fabric_err "run id $_F_RUN is in use"
 		return 2
@@ -352,6 +354,7 @@ _fabric_write_state() {
 			"$([ "$_F_TOPO" = clos ] && echo "$_F_LEAVES" || echo 0)" "$([ "$_F_TOPO" = clos ] && echo "$_F_SPINES" || echo 0)" "$_F_MTU"
 		printf '  "ipv6": %s,\n  "shape": "%s",\n  "wire": %s,\n  "offload": %s,\n' "$([ "$_F_V6" = on ] && echo true || echo false)" "$_F_SHAPE" \
 			"$([ "$_F_TOPO" = direct ] && [ "$_F_WIRE" = on ] && echo true || echo false)" "$([ "$_F_OFFLOAD" = on ] && echo true || echo false)"
+		printf '  "xdp_pass": %s,\n' "$([ "$_F_XDPPASS" = on ] && echo true || echo false)"
 		# TCP congestion control the hosts inherit (tcp_peer --cc overrides per socket)
 		printf '  "tcp_cc": "%s",\n' "$(cat /proc/sys/net/ipv4/tcp_congestion_control)"
 		printf '  "dir": "%s",\n  "bpffs": "%s",\n  "created": %s,\n' "$dir" "$FABRIC_BPFFS/mrc-fabric/$_F_RUN" "$(date +%s)"
@@ -390,10 +393,51 @@ _fabric_write_state() {
 	mv "$st.tmp" "$st"
 }
 
+# The XDP_PASS object (selftests/fabric/fabric_pass.bpf.c): $FABRIC_XDP_PASS,
+# else the build dir's bpf/, else next to mrc_fault's build dir, else compiled
+# here with clang into $FABRIC_ROOT (a build configured before it existed).
+fabric_pass_obj() {
+	local f src out
+	for f in "${FABRIC_XDP_PASS:-}" "${MRC_BUILD_DIR:+$MRC_BUILD_DIR/bpf/fabric_pass.bpf.o}"; do
+		[ -n "$f" ] && [ -f "$f" ] && { echo "$f"; return 0; }
+	done
+	f=$(fabric_fault_bin 2>/dev/null) && f=$(dirname "$(readlink -f "$f")")/../../bpf/fabric_pass.bpf.o &&
+		[ -f "$f" ] && { readlink -f "$f"; return 0; }
+	src=$(dirname "$FABRIC_SELF")/fabric_pass.bpf.c
+	out=$FABRIC_ROOT/.fabric_pass.bpf.o
+	if [ -f "$out" ] && [ "$out" -nt "$src" ]; then echo "$out"; return 0; fi
+	if command -v clang >/dev/null && mkdir -p "$FABRIC_ROOT" &&
+		clang -target bpf -O2 -g -I"/usr/include/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)" \
+			-c "$src" -o "$out.$$" 2>/dev/null && mv "$out.$$" "$out"; then
+		echo "$out"
+		return 0
+	fi
+	rm -f "$out.$$"
+	fabric_err "fabric_pass.bpf.o not found and clang could not build it (build the tree, set MRC_BUILD_DIR or FABRIC_XDP_PASS, or give xdp_pass=off)"
+	return 1
+}
+
+# A host's XDP program answers some packets itself with XDP_TX (trim NACKs,
+# EV probe responses). veth delivers an XDP_TX frame only when its peer runs
+# NAPI, which it does while an XDP program is attached (GRO would do too, but
+# would also merge TCP segments): every fabric-side peer of a host port
+# (wire ports, leaf ports) gets an XDP_PASS program in native mode.
+_fabric_xdp_pass() { # RUN
+	local run=$1 obj e
+	obj=$(fabric_pass_obj) || return 1
+	for e in $(jq -r '.hosts as $h | .links[] |
+		if .wire then "\(.wire.ns)/\(.wire.a)", "\(.wire.ns)/\(.wire.b)"
+		elif ($h[.a.node] and ($h[.b.node] | not)) then "\(.b.ns)/\(.b.ifname)"
+		else empty end' "$(fabric_state "$run")"); do
+		ip -n "${e%/*}" link set dev "${e#*/}" xdpdrv obj "$obj" sec xdp ||
+			{ fabric_err "attaching XDP_PASS to ${e#*/} in ${e%/*} failed"; return 1; }
+	done
+}
+
 # fabric_up [direct|clos] [key=value...] [--file F]  -> prints the run id
 fabric_up() {
 	_F_TOPO=direct _F_PLANES=4 _F_LEAVES=2 _F_SPINES=2 _F_HOSTS=2 _F_MTU=3500
-	_F_SHAPE="" _F_BURST="" _F_LATENCY="" _F_V6=on _F_MPTCP="" _F_WIRE=on _F_OFFLOAD=off
+	_F_SHAPE="" _F_BURST="" _F_LATENCY="" _F_V6=on _F_MPTCP="" _F_WIRE=on _F_OFFLOAD=off _F_XDPPASS=on
 	_F_RUN=$(fabric_new_run_id)
 	local args=()
 	while [ $# -gt 0 ]; do
@@ -455,6 +499,9 @@ fabric_up() {
 				{ fabric_err "ethtool -K ${h#*/} failed"; fabric_down "$_F_RUN"; return 1; }
 		done
 	fi
+	if [ "$_F_XDPPASS" = on ]; then
+		_fabric_xdp_pass "$_F_RUN" || { fabric_down "$_F_RUN"; return 1; }
+	fi
 	if [ -n "$_F_SHAPE" ]; then
 		local p
 		for ((p = 0; p < _F_PLANES; p++)); do
@@ -489,6 +536,12 @@ fabric_down() {
 		done
 		ip netns del "$ns" 2>/dev/null
 	done
+	# Filesystems mounted under the run's directory (a bpffs per host for
+	# mrcd, see resilience/mrcd.sh) go first, so rm removes only files.
+	local m
+	while read -r m; do
+		[ -n "$m" ] && { umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; }
+	done < <(awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r)
 	rm -rf "${FABRIC_BPFFS:?}/mrc-fabric/$run" "$dir"
 	rmdir "$FABRIC_BPFFS/mrc-fabric" 2>/dev/null
 	return 0
@@ -500,7 +553,7 @@ fabric_list() {
 		ls "$FABRIC_ROOT" 2>/dev/null
 		ip netns list | awk '{print $1}' | sed -n "s/^$FABRIC_NS_PREFIX-\([a-z0-9]*\)-.*/\1/p"
 		ls "$FABRIC_BPFFS/mrc-fabric" 2>/dev/null
-	} | sort -u
+	} | grep -E '^[a-z][a-z0-9]{1,5}$' | sort -u
 }
 
 fabric_show() {

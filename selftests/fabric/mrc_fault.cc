@@ -4,6 +4,7 @@
 #include <linux/if_link.h>
 #include <net/if.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -41,8 +42,11 @@ const char* const kStatNames[MRC_FAULT_ST_MAX] = {
 
 const char* kUsage = R"(usage: mrc_fault [--state FILE] [--bpffs DIR] [--json] [-v] COMMAND ...
 
-  set TARGET [WHERE] FAULTS...  attach if needed, replace the configuration
-  clear TARGET [WHERE]          pass everything (attachment and counters kept)
+  set TARGET [WHERE] FAULTS...  attach if needed, replace the configuration; prints
+                                the attachments (JSON), each with updated_mono_ns:
+                                CLOCK_MONOTONIC when its new configuration was in place
+  clear TARGET [WHERE]          pass everything (attachment and counters kept);
+                                --json: the attachments with updated_mono_ns
   reset TARGET [WHERE]          zero the counters
   show [TARGET|--all] [WHERE]   configuration and counters (--json: JSON)
   detach TARGET|--all [WHERE]   remove the program and its pins
@@ -155,7 +159,16 @@ class Tool {
   std::optional<State> state_;
   std::string bpffs_;
   bool json_ = false;
+  // CLOCK_MONOTONIC when each configuration update returned (set, clear):
+  // when the fault took effect, for timelines measured to the millisecond.
+  std::vector<uint64_t> updated_ns_;
 };
+
+uint64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
 
 Status Tool::parse_global(std::vector<std::string>& args) {
   std::vector<std::string> rest;
@@ -347,6 +360,7 @@ Status Tool::write_cfg(const Attachment& at, const mrc_fault_cfg& cfg, bool rese
     return make_error(errno, "resetting token buckets");
   if (bpf_map_update_elem(cfd.get(), &key, &cfg, BPF_ANY))
     return make_error(errno, "writing configuration");
+  updated_ns_.push_back(mono_ns());
   if (reset_counters) {
     UniqueFd sfd(bpf_obj_get((at.pin_dir + "/stats").c_str()));
     if (!sfd.valid()) return make_error(errno, "opening " + at.pin_dir + "/stats");
@@ -533,6 +547,12 @@ int Tool::main(int argc, char** argv) {
       if (cmd == "clear") {
         mrc_fault_cfg cfg{};
         if (auto s = write_cfg(at, cfg, false); !s) return fail(s.error());
+        if (json_)
+          out.push_back({{"link", at.link},
+                         {"dir", at.dir},
+                         {"ns", at.ns},
+                         {"ifname", at.ifname},
+                         {"updated_mono_ns", updated_ns_.back()}});
         continue;
       }
       UniqueFd sfd(bpf_obj_get((at.pin_dir + "/stats").c_str()));
@@ -548,13 +568,15 @@ int Tool::main(int argc, char** argv) {
   } else if (cmd != "show") {
     return fail(make_error(EINVAL, "unknown command '" + cmd + "'"));
   }
+  if (cmd == "clear" && json_) std::cout << out.dump(2) << "\n";
   if (cmd == "show" || cmd == "set") {
-    for (const auto& at : ats) {
-      auto j = read(at);
+    for (size_t i = 0; i < ats.size(); i++) {
+      auto j = read(ats[i]);
       if (!j) {
         if (cmd == "show" && !all && !target.empty()) return fail(j.error());
         continue;
       }
+      if (cmd == "set" && i < updated_ns_.size()) (*j)["updated_mono_ns"] = updated_ns_[i];
       out.push_back(*j);
     }
     if (json_ || cmd == "set") {

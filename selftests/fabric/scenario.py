@@ -66,15 +66,19 @@ def rate_bps(s, where):
 #   recover PCT                         recovery threshold (default 90%)
 #   capacity RATE                       reference for recovery (default: pre-fault median)
 #   workload NODE: COMMAND              started in NODE's namespace, in file order
+#   setup: COMMAND                      run (sh -c, calling namespaces) once the fabric
+#                                       is up, before the workloads; must succeed
+#   teardown: COMMAND                   run before the fabric goes down (also after errors)
 #   at TIME: ACTION                     timeline
 # ACTION:
 #   plane P blackhole|heal|down|up|unshape
 #   plane P loss PCT | shape RATE
 #   link NAME [fwd|rev|both] FAULT      NAME may be a glob (p*-l1-s0)
-#     FAULT: blackhole | loss PCT | corrupt PCT | dup PCT | trim RATE |
-#            ecn RATE | clear | down | up | shape RATE | unshape |
-#            flap PERIOD for TIME
+#     FAULT: blackhole | loss PCT | corrupt PCT | dup PCT |
+#            trim RATE [burst BYTES] | ecn RATE [burst BYTES] |
+#            clear | down | up | shape RATE | unshape | flap PERIOD for TIME
 #   exec NODE: COMMAND
+#   snapshot LABEL                      record the counters of every fault program
 
 PLANE_ACTIONS = {"blackhole": 0, "heal": 0, "down": 0, "up": 0, "unshape": 0, "loss": 1, "shape": 1}
 LINK_FAULTS = {"blackhole": 0, "clear": 0, "down": 0, "up": 0, "unshape": 0,
@@ -120,6 +124,11 @@ def parse_action(words, where):
             return a
         if f not in LINK_FAULTS:
             raise ScenarioError(f"{where}: unknown link fault '{f}' (one of {', '.join(LINK_FAULTS)}, flap)")
+        if f in ("trim", "ecn") and len(rest) == 4 and rest[2] == "burst":
+            if not rest[3].isdigit() or not 0 < int(rest[3]) <= 1 << 30:
+                raise ScenarioError(f"{where}: bad burst '{rest[3]}' (bytes, 1..2^30)")
+            a["burst"] = int(rest[3])
+            rest = rest[:2]
         if len(rest) != 1 + LINK_FAULTS[f]:
             raise ScenarioError(f"{where}: 'link NAME {f}' takes {LINK_FAULTS[f]} argument(s)")
         if f in ("loss", "corrupt", "dup"):
@@ -128,17 +137,21 @@ def parse_action(words, where):
             rate_bps(rest[1], where)
             a["rate"] = rest[1]
         return a
+    if kind == "snapshot":
+        if len(words) != 2 or not re.fullmatch(r"[A-Za-z0-9_.-]+", words[1]):
+            raise ScenarioError(f"{where}: want 'snapshot LABEL' (letters, digits, _ . -)")
+        return {"kind": "snapshot", "label": words[1]}
     if kind == "exec":
         m = re.fullmatch(r"exec\s+([A-Za-z0-9]+):\s*(.+)", " ".join(words))
         if not m:
             raise ScenarioError(f"{where}: want 'exec NODE: COMMAND'")
         return {"kind": "exec", "node": m.group(1), "command": m.group(2)}
-    raise ScenarioError(f"{where}: unknown action '{kind}' (plane, link or exec)")
+    raise ScenarioError(f"{where}: unknown action '{kind}' (plane, link, exec or snapshot)")
 
 
 def parse_scenario(path):
     sc = {"path": path, "topology": None, "duration": None, "sample": 0.01, "receiver": "B",
-          "recover": 90.0, "capacity": None, "workloads": [], "events": []}
+          "recover": 90.0, "capacity": None, "workloads": [], "events": [], "setup": [], "teardown": []}
     with open(path) as f:
         lines = f.readlines()
     for n, raw in enumerate(lines, 1):
@@ -178,6 +191,11 @@ def parse_scenario(path):
             if not m:
                 raise ScenarioError(f"{where}: want 'workload NODE: COMMAND'")
             sc["workloads"].append({"node": m.group(1), "template": m.group(2), "line": n})
+        elif key in ("setup", "teardown"):
+            m = re.fullmatch(r"(setup|teardown)\s*:\s*(.+)", line)
+            if not m:
+                raise ScenarioError(f"{where}: want '{key}: COMMAND'")
+            sc[key].append({"template": m.group(2), "line": n})
         elif key == "at":
             m = re.fullmatch(r"at\s+(\S+?)\s*:\s*(.+)", line)
             if not m:
@@ -189,7 +207,7 @@ def parse_scenario(path):
             sc["events"].append(ev)
         else:
             raise ScenarioError(f"{where}: unknown statement '{words[0]}' "
-                                "(topology, duration, sample, receiver, recover, capacity, workload, at)")
+                                "(topology, duration, sample, receiver, recover, capacity, workload, setup, teardown, at)")
     if sc["topology"] is None:
         raise ScenarioError(f"{path}: no topology line")
     if not sc["workloads"]:
@@ -233,6 +251,10 @@ class Runner:
         self.procs = []  # (name, Popen, logfile)
         self.sampler = None
         self.applied = []
+        self.snapshots = {}  # label -> {"t_s", "counters": mrc_fault show --all}
+        self.updates = []    # updated_mono_ns of the fault updates of the current event
+        self.setup_ran = False
+        self.t0 = None
         self.env = dict(os.environ)
         if build:
             self.env["MRC_BUILD_DIR"] = build
@@ -253,14 +275,24 @@ class Runner:
         return r.stdout
 
     def fault(self, *args):
-        cmd = [self.tool("mrc_fault"), "--state", self.state_path, *args]
+        """mrc_fault with the run's state; for set/clear, records when each
+        configuration update was in place (its updated_mono_ns)."""
+        cmd = [self.tool("mrc_fault"), "--state", self.state_path, "--json", *args]
         r = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
             raise ScenarioError(f"mrc_fault {' '.join(args)}: {r.stderr.strip()}")
+        try:
+            for a in json.loads(r.stdout or "[]"):
+                if isinstance(a, dict) and "updated_mono_ns" in a:
+                    self.updates.append(a["updated_mono_ns"])
+        except json.JSONDecodeError:
+            pass
 
     def substitute(self, template, where):
         st = self.st
         values = {"run": self.run, "duration": f"{self.sc['duration']:g}", "state": self.state_path,
+                  "dir": os.path.dirname(self.state_path), "out": os.path.abspath(self.out),
+                  "scndir": os.path.dirname(os.path.abspath(self.sc["path"])),
                   "build": self.build or "", "timeout": f"{self.sc['duration'] + 30:g}",
                   "planes": str(st["planes"])}
         for node, h in st["hosts"].items():
@@ -317,7 +349,8 @@ class Runner:
                 elif act in ("loss", "corrupt", "dup"):
                     self.fault("set", l, "--dir", d, f"--{act}", f"{e['pct']}%")
                 elif act in ("trim", "ecn"):
-                    self.fault("set", l, "--dir", d, f"--{act}-rate", e["rate"])
+                    burst = ["--" + act + "-burst", str(e["burst"])] if "burst" in e else []
+                    self.fault("set", l, "--dir", d, f"--{act}-rate", e["rate"], *burst)
                 elif act == "clear":
                     self.fault("clear", l, "--dir", d)
                 elif act in ("down", "up"):
@@ -328,10 +361,26 @@ class Runner:
                     self.fabric("unshape", self.run, l, d)
                 elif act == "flap":
                     self.fabric("flap", self.run, l, f"{e['period']}", f"{e['duration']}")
+        elif k == "snapshot":
+            self.snapshot(e["label"])
         elif k == "exec":
             cmd = self.substitute(e["command"], f"{self.sc['path']}:{e['line']}")
-            subprocess.run(["ip", "netns", "exec", self.st["hosts"][e["node"]]["ns"], "sh", "-c", cmd],
-                           env=self.env, timeout=30, capture_output=True)
+            r = subprocess.run(["ip", "netns", "exec", self.st["hosts"][e["node"]]["ns"], "sh", "-c", cmd],
+                               env=self.env, timeout=30, capture_output=True, text=True, errors="replace")
+            return {"exit": r.returncode, "output": (r.stdout + r.stderr)[-2000:]}
+
+    def snapshot(self, label):
+        """Counters of every attached fault program (mrc_fault show --all)."""
+        t = (time.monotonic_ns() - self.t0) / 1e9 if self.t0 else None
+        r = subprocess.run([self.tool("mrc_fault"), "--state", self.state_path, "--json", "show", "--all"],
+                           env=self.env, capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise ScenarioError(f"mrc_fault show --all: {r.stderr.strip()}")
+        try:
+            counters = json.loads(r.stdout or "[]")
+        except json.JSONDecodeError as e:
+            raise ScenarioError(f"mrc_fault show --all: {e}")
+        self.snapshots[label] = {"t_s": t, "counters": counters}
 
     def execute(self):
         sc = self.sc
@@ -344,9 +393,17 @@ class Runner:
         # Pre-attach the fault program where the timeline will need it, so an
         # event is one map update.
         pre = sorted({l for e in sc["events"] for l in self.fault_links(e)
-                      if e.get("action") in ("blackhole", "loss", "corrupt", "dup", "trim", "ecn")})
+                      if e.get("action") in ("blackhole", "loss", "corrupt", "dup", "trim", "ecn", "clear")})
         for l in pre:
             self.fault("set", l, "--dir", "both")
+        # Setup commands (e.g. daemons the workloads use), in the calling namespaces.
+        for s in sc["setup"]:
+            self.setup_ran = True
+            cmd = self.substitute(s["template"], f"{sc['path']}:{s['line']}")
+            r = subprocess.run(["sh", "-c", cmd], env=self.env, capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                raise ScenarioError(f"{sc['path']}:{s['line']}: setup failed (exit {r.returncode}): "
+                                    f"{(r.stderr or r.stdout).strip()}")
         # Per-plane counters: the receiver's ports (rx: delivered to it).
         recv = self.st["hosts"][sc["receiver"]]
         plane_if = {p["plane"]: p["ifname"] for p in recv["ports"]}
@@ -366,6 +423,7 @@ class Runner:
             if i + 1 < len(sc["workloads"]):
                 time.sleep(0.3)  # servers bind before clients connect (clients also retry)
         t0 = time.monotonic_ns()
+        self.t0 = t0
         for e in sc["events"]:
             due = t0 + int(e["t"] * 1e9)
             while True:
@@ -374,10 +432,15 @@ class Runner:
                     break
                 time.sleep(min(0.002, (due - now) / 1e9))
             t_start = time.monotonic_ns()
-            self.apply(e)
+            self.updates = []
+            extra = self.apply(e) or {}
             t_done = time.monotonic_ns()
+            if self.updates:
+                # when the fault programs had their new configuration
+                extra["t_effect_s"] = (min(self.updates) - t0) / 1e9
+                extra["t_effect_last_s"] = (max(self.updates) - t0) / 1e9
             self.applied.append({"t": e["t"], "line": e["line"], "action": e["text"],
-                                 "t_start_s": (t_start - t0) / 1e9, "t_applied_s": (t_done - t0) / 1e9})
+                                 "t_start_s": (t_start - t0) / 1e9, "t_applied_s": (t_done - t0) / 1e9, **extra})
         deadline = t0 + int((sc["duration"] + 30) * 1e9)
         for w, p, log, cmd in self.procs:
             left = max(0.1, (deadline - time.monotonic_ns()) / 1e9)
@@ -387,6 +450,8 @@ class Runner:
                 os.killpg(p.pid, signal.SIGTERM)
                 p.wait(timeout=5)
         t_end = time.monotonic_ns()
+        if pre:
+            self.snapshot("end")
         self.sampler.send_signal(signal.SIGTERM)
         self.sampler.wait(timeout=10)
         return t0, t_end, sample_path, plane_if
@@ -403,6 +468,13 @@ class Runner:
         if self.sampler and self.sampler.poll() is None:
             self.sampler.kill()
             self.sampler.wait()
+        if self.setup_ran:
+            for s in self.sc["teardown"]:
+                try:
+                    cmd = self.substitute(s["template"], f"{self.sc['path']}:{s['line']}")
+                    subprocess.run(["sh", "-c", cmd], env=self.env, capture_output=True, timeout=60)
+                except (ScenarioError, subprocess.TimeoutExpired):
+                    pass
         if self.run and not self.keep:
             self.fabric("down", self.run, check=False)
 
@@ -643,10 +715,21 @@ def main():
             else:
                 summaries.append({"node": w["node"], "command": cmd, "exit": p.returncode})
             if samples and not app_t:
-                # receiver samples: t_ms from its first connection (~t0)
-                app_t = [s["t_ms"] / 1000.0 for s in samples]
-                step = (samples[1]["t_ms"] - samples[0]["t_ms"]) / 1000.0 if len(samples) > 1 else sc["sample"]
-                app_v = [s["bytes"] * 8 / step / 1e9 for s in samples]
+                # receiver samples: mono_ns (CLOCK_MONOTONIC, the runner's
+                # clock) when the tool prints it, else t_ms from its first
+                # connection (~t0)
+                # and the rate over each sample's own interval (a late wake-up
+                # makes one interval longer and the next shorter)
+                if all("mono_ns" in s for s in samples):
+                    pairs = [(b, (b["mono_ns"] - a["mono_ns"]) / 1e9) for a, b in zip(samples, samples[1:])]
+                    pairs = [(s, dt) for s, dt in pairs if dt > 0]
+                    app_t = [(s["mono_ns"] - t0) / 1e9 for s, _ in pairs]
+                    app_v = [s["bytes"] * 8 / dt / 1e9 for s, dt in pairs]
+                else:
+                    app_t = [s["t_ms"] / 1000.0 for s in samples]
+                    steps = [(b["t_ms"] - a["t_ms"]) / 1000.0 for a, b in zip(samples, samples[1:])]
+                    step = statistics.median(steps) if steps else sc["sample"]
+                    app_v = [s["bytes"] * 8 / step / 1e9 for s in samples]
         events = analyse(sc, runner.applied, times, total, len(plane_if))
         app_events = analyse(sc, runner.applied, app_t, app_v, len(plane_if)) if app_t else []
         png = plot(out, times, plane_series, total, app_t, app_v, runner.applied)
@@ -656,10 +739,12 @@ def main():
             "run": runner.run,
             "topology": sc["topology"],
             "duration_s": sc["duration"],
+            "t0_mono_ns": t0,
             "sample_s": sc["sample"],
             "receiver": sc["receiver"],
             "faults": runner.applied,
             "workloads": summaries,
+            "fault_counters": runner.snapshots,
             "samples": {"t_s": [round(t, 4) for t in times],
                         "total_gbps": [round(v, 5) for v in total],
                         "planes_gbps": {str(p): [round(v, 5) for v in s] for p, s in plane_series.items()},

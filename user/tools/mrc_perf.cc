@@ -15,11 +15,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -65,36 +67,61 @@ struct Opts {
   uint32_t queues = 0;
   bool no_cc = false;
   bool counters = false;
+  uint32_t clients = 1;  // server: clients served at once
+  uint32_t slots = 0;    // message slots per QP (0: 2 x inflight)
+  std::vector<std::pair<std::string, std::string>> engine;  // --engine KEY=VALUE
+  std::string pin_dir = MRC_PIN_DIR_DEFAULT;
+  bool no_mrcd = false;
+  std::string ev_log;  // client: every EV state change, one JSON line each
 };
 
+FILE* g_ev_log = nullptr;
+
 [[noreturn]] void usage(int code) {
-  std::fprintf(code ? stderr : stdout,
-               "usage: mrc_perf server -d IF[,IF...] [options]\n"
-               "       mrc_perf client PEER -d IF[,IF...] [options]\n"
-               "  -d, --dev IFS        plane interfaces, in port order (required)\n"
-               "  -p, --port N         TCP port of the out-of-band exchange (18515)\n"
-               "  -B, --bind ADDR      server: address to listen on (0.0.0.0)\n"
-               "  -s, --size BYTES     message size (65536)\n"
-               "  -q, --qps N          QPs (1)\n"
-               "  -i, --imm            RDMA WRITE with immediate (default: RDMA WRITE)\n"
-               "  -D, --duration SEC   length of the run (5)\n"
-               "  -n, --iters N        messages per QP instead of a duration\n"
-               "  -t, --inflight N     messages outstanding per QP (16)\n"
-               "  -m, --mtu BYTES      path MTU (payload bytes per packet, 3392)\n"
-               "  -l, --lat            latency mode: WRITE-with-immediate ping-pong\n"
-               "  -j, --json           machine-readable output\n"
-               "  -v, --verify         check the data byte for byte\n"
-               "  -6, --ipv6           use the planes' IPv6 addresses\n"
-               "  -I, --interval SEC   report interval (1)\n"
-               "      --sample-ms MS   server: JSON line of received bytes every MS ms\n"
-               "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
-               "      --retry L,E      linear and exponential retries (7,7)\n"
-               "      --generic        attach XDP in generic mode\n"
-               "      --busy-poll      busy-polling sockets and engine\n"
-               "      --cpu N          pin the engine thread\n"
-               "      --queues N       rx queues per interface with a socket (all)\n"
-               "      --no-cc          congestion control off\n"
-               "      --counters       print engine, AF_XDP and XDP counters at the end\n");
+  std::fprintf(
+      code ? stderr : stdout,
+      "usage: mrc_perf server -d IF[,IF...] [options]\n"
+      "       mrc_perf client PEER -d IF[,IF...] [options]\n"
+      "  -d, --dev IFS        plane interfaces, in port order (required)\n"
+      "  -p, --port N         TCP port of the out-of-band exchange (18515)\n"
+      "  -B, --bind ADDR      server: address to listen on (0.0.0.0)\n"
+      "  -s, --size BYTES     message size (65536)\n"
+      "  -q, --qps N          QPs (1)\n"
+      "  -i, --imm            RDMA WRITE with immediate (default: RDMA WRITE)\n"
+      "  -D, --duration SEC   length of the run (5)\n"
+      "  -n, --iters N        messages per QP instead of a duration\n"
+      "  -t, --inflight N     messages outstanding per QP (16)\n"
+      "  -m, --mtu BYTES      path MTU (payload bytes per packet, 3392)\n"
+      "  -l, --lat            latency mode: WRITE-with-immediate ping-pong\n"
+      "  -j, --json           machine-readable output\n"
+      "  -v, --verify         check the data byte for byte\n"
+      "  -6, --ipv6           use the planes' IPv6 addresses\n"
+      "  -I, --interval SEC   report interval (1)\n"
+      "      --sample-ms MS   server: JSON line of received bytes every MS ms\n"
+      "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
+      "      --retry L,E      linear and exponential retries (7,7)\n"
+      "      --generic        attach XDP in generic mode\n"
+      "      --busy-poll      busy-polling sockets and engine\n"
+      "      --cpu N          pin the engine thread\n"
+      "      --queues N       rx queues per interface with a socket (all)\n"
+      "      --no-cc          congestion control off\n"
+      "      --counters       print engine, AF_XDP and XDP counters at the end\n"
+      "      --clients N      server: serve N clients at once (each with --qps QPs; 1)\n"
+      "      --slots N        message slots per QP in the target buffer (2 x inflight);\n"
+      "                       both sides must agree. With -i --verify every message is\n"
+      "                       checked on arrival; more slots leave the server more time\n"
+      "                       before the client reuses one (counted as imm_overwritten)\n"
+      "      --engine K=V     engine tunable (repeatable): probe_initial_us, probe_max_us,\n"
+      "                       probe_timeout_us, probe_successes, plane_suspect_losses,\n"
+      "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
+      "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
+      "                       cc_max_cwnd, cc_base_rtt_us, report_all_ev_events\n"
+      "      --pin-dir DIR    mrcd's pinned maps (" MRC_PIN_DIR_DEFAULT
+      "): with mrcd running the\n"
+      "                       device uses its XDP program instead of loading one\n"
+      "      --no-mrcd        always load our own XDP program\n"
+      "      --ev-log FILE    client: write every EV state change (time, EV, port, from, to,\n"
+      "                       reason) to FILE as JSON lines\n");
   std::exit(code);
 }
 
@@ -111,22 +138,55 @@ Opts parse(int argc, char** argv) {
   } else {
     usage(2);
   }
-  enum { kSample = 1000, kTimeout, kRetry, kGeneric, kBusy, kCpu, kQueues, kNoCc, kCounters };
-  static const option lo[] = {
-      {"dev", required_argument, nullptr, 'd'},     {"port", required_argument, nullptr, 'p'},
-      {"bind", required_argument, nullptr, 'B'},    {"size", required_argument, nullptr, 's'},
-      {"qps", required_argument, nullptr, 'q'},     {"imm", no_argument, nullptr, 'i'},
-      {"duration", required_argument, nullptr, 'D'}, {"iters", required_argument, nullptr, 'n'},
-      {"inflight", required_argument, nullptr, 't'}, {"mtu", required_argument, nullptr, 'm'},
-      {"lat", no_argument, nullptr, 'l'},           {"json", no_argument, nullptr, 'j'},
-      {"verify", no_argument, nullptr, 'v'},        {"ipv6", no_argument, nullptr, '6'},
-      {"interval", required_argument, nullptr, 'I'}, {"sample-ms", required_argument, nullptr, kSample},
-      {"timeout", required_argument, nullptr, kTimeout}, {"retry", required_argument, nullptr, kRetry},
-      {"generic", no_argument, nullptr, kGeneric},  {"busy-poll", no_argument, nullptr, kBusy},
-      {"cpu", required_argument, nullptr, kCpu},    {"queues", required_argument, nullptr, kQueues},
-      {"no-cc", no_argument, nullptr, kNoCc},       {"help", no_argument, nullptr, 'h'},
-      {"counters", no_argument, nullptr, kCounters},
-      {nullptr, 0, nullptr, 0}};
+  enum {
+    kSample = 1000,
+    kTimeout,
+    kRetry,
+    kGeneric,
+    kBusy,
+    kCpu,
+    kQueues,
+    kNoCc,
+    kCounters,
+    kClients,
+    kSlots,
+    kEngine,
+    kPinDir,
+    kNoMrcd,
+    kEvLog
+  };
+  static const option lo[] = {{"dev", required_argument, nullptr, 'd'},
+                              {"port", required_argument, nullptr, 'p'},
+                              {"bind", required_argument, nullptr, 'B'},
+                              {"size", required_argument, nullptr, 's'},
+                              {"qps", required_argument, nullptr, 'q'},
+                              {"imm", no_argument, nullptr, 'i'},
+                              {"duration", required_argument, nullptr, 'D'},
+                              {"iters", required_argument, nullptr, 'n'},
+                              {"inflight", required_argument, nullptr, 't'},
+                              {"mtu", required_argument, nullptr, 'm'},
+                              {"lat", no_argument, nullptr, 'l'},
+                              {"json", no_argument, nullptr, 'j'},
+                              {"verify", no_argument, nullptr, 'v'},
+                              {"ipv6", no_argument, nullptr, '6'},
+                              {"interval", required_argument, nullptr, 'I'},
+                              {"sample-ms", required_argument, nullptr, kSample},
+                              {"timeout", required_argument, nullptr, kTimeout},
+                              {"retry", required_argument, nullptr, kRetry},
+                              {"generic", no_argument, nullptr, kGeneric},
+                              {"busy-poll", no_argument, nullptr, kBusy},
+                              {"cpu", required_argument, nullptr, kCpu},
+                              {"queues", required_argument, nullptr, kQueues},
+                              {"no-cc", no_argument, nullptr, kNoCc},
+                              {"help", no_argument, nullptr, 'h'},
+                              {"counters", no_argument, nullptr, kCounters},
+                              {"clients", required_argument, nullptr, kClients},
+                              {"slots", required_argument, nullptr, kSlots},
+                              {"engine", required_argument, nullptr, kEngine},
+                              {"pin-dir", required_argument, nullptr, kPinDir},
+                              {"no-mrcd", no_argument, nullptr, kNoMrcd},
+                              {"ev-log", required_argument, nullptr, kEvLog},
+                              {nullptr, 0, nullptr, 0}};
   optind = o.server ? 2 : 3;
   int c;
   try {
@@ -167,6 +227,28 @@ Opts parse(int argc, char** argv) {
         case kQueues: o.queues = uint32_t(std::stoul(optarg)); break;
         case kNoCc: o.no_cc = true; break;
         case kCounters: o.counters = true; break;
+        case kClients:
+          o.clients = uint32_t(std::stoul(optarg));
+          break;
+        case kSlots:
+          o.slots = uint32_t(std::stoul(optarg));
+          break;
+        case kPinDir:
+          o.pin_dir = optarg;
+          break;
+        case kNoMrcd:
+          o.no_mrcd = true;
+          break;
+        case kEvLog:
+          o.ev_log = optarg;
+          break;
+        case kEngine: {
+          std::string kv = optarg;
+          auto eq = kv.find('=');
+          if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--engine KEY=VALUE");
+          o.engine.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+          break;
+        }
         case 'h': usage(0);
         default: usage(2);
       }
@@ -181,8 +263,17 @@ Opts parse(int argc, char** argv) {
   }
   if (o.lat) o.imm = true, o.qps = 1, o.inflight = 1;
   if (!o.size && !o.lat) o.size = 1;
-  if (o.qps == 0 || o.inflight == 0) {
-    std::fprintf(stderr, "mrc_perf: --qps and --inflight must be at least 1\n");
+  if (o.qps == 0 || o.inflight == 0 || o.clients == 0) {
+    std::fprintf(stderr, "mrc_perf: --qps, --inflight and --clients must be at least 1\n");
+    std::exit(2);
+  }
+  if (o.lat && o.clients > 1) {
+    std::fprintf(stderr, "mrc_perf: --lat serves one client\n");
+    std::exit(2);
+  }
+  if (!o.slots) o.slots = o.inflight * 2;
+  if (o.slots < o.inflight) {
+    std::fprintf(stderr, "mrc_perf: --slots must be at least --inflight\n");
     std::exit(2);
   }
   return o;
@@ -250,10 +341,72 @@ struct Side {
   uint32_t pd = 0;
 };
 
-Side open_side(const Opts& o) {
+// --engine KEY=VALUE: protocol tunables of core::EngineConfig (times in us).
+void apply_engine(core::EngineConfig& e,
+                  const std::vector<std::pair<std::string, std::string>>& kvs) {
+  for (const auto& [k, v] : kvs) {
+    uint64_t n = 0;
+    try {
+      size_t used = 0;
+      n = std::stoull(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "mrc_perf: --engine %s: '%s' is not a number\n", k.c_str(), v.c_str());
+      std::exit(2);
+    }
+    const core::Time us = n * 1000;
+    if (k == "probe_initial_us")
+      e.paths.probe_initial = us;
+    else if (k == "probe_max_us")
+      e.paths.probe_max = us;
+    else if (k == "probe_timeout_us")
+      e.paths.probe_timeout = us;
+    else if (k == "probe_successes")
+      e.paths.probe_successes = uint32_t(n);
+    else if (k == "plane_suspect_losses")
+      e.paths.plane_suspect_losses = uint32_t(n);
+    else if (k == "min_reorder_us")
+      e.min_reorder = us;
+    else if (k == "min_rto_us")
+      e.min_rto = us;
+    else if (k == "sack_bytes")
+      e.sack_bytes = uint32_t(n);
+    else if (k == "sack_delay_us")
+      e.sack_delay = us;
+    else if (k == "evs_per_port")
+      e.auto_evs_per_port = uint32_t(n);
+    else if (k == "active_per_port")
+      e.auto_active_per_port = uint32_t(n);
+    else if (k == "cc_target_delay_us")
+      e.default_cc.nscc.target_delay = uint32_t(us);
+    else if (k == "cc_max_cwnd")
+      e.default_cc.nscc.max_cwnd = uint32_t(n);
+    else if (k == "cc_base_rtt_us")
+      e.default_cc.nscc.base_rtt = uint32_t(us);
+    else if (k == "report_all_ev_events")
+      e.report_all_ev_events = n != 0;
+    else {
+      std::fprintf(stderr, "mrc_perf: unknown --engine key '%s' (mrc_perf --help lists them)\n",
+                   k.c_str());
+      std::exit(2);
+    }
+  }
+}
+
+// Receives posted per QP for WRITE-with-immediate. MRC has no RNR: a WriteIMM
+// that finds no posted receive is fatal to the QP, and the client completes
+// its messages without waiting for this application to repost, so the depth
+// is what lets the server fall behind (descheduled on a busy host) without
+// failing: at least one receive per slot.
+uint32_t recv_depth(const Opts& o) { return std::max<uint32_t>({o.inflight * 4, o.slots, 16}); }
+
+Side open_side(const Opts& o, uint32_t nqps) {
   Side s;
   DeviceOptions d;
+  apply_engine(d.engine, o.engine);
   d.interfaces = o.devs;
+  d.pin_dir = o.pin_dir;
+  d.use_mrcd = !o.no_mrcd;
   d.force_generic = o.generic;
   d.busy_poll = o.busy_poll;
   d.engine_cpu = o.cpu;
@@ -267,10 +420,10 @@ Side open_side(const Opts& o) {
   }
   s.ch = must(s.ctx->create_comp_channel(), "create_comp_channel");
   s.cq = must(s.ctx->create_cq(65536, s.ch.get()), "create_cq");
-  for (uint32_t i = 0; i < o.qps; i++) {
+  for (uint32_t i = 0; i < nqps; i++) {
     QpInitAttr ia;
     ia.cap.max_send_wr = std::max<uint32_t>(o.inflight * 2, 16);
-    ia.cap.max_recv_wr = std::max<uint32_t>(o.inflight * 4, 16);
+    ia.cap.max_recv_wr = recv_depth(o);
     ia.cap.max_send_sge = 1;
     ia.pd = s.pd;
     s.qps.push_back(must(s.ctx->create_qp(ia, *s.cq, *s.cq), "create_qp"));
@@ -354,12 +507,24 @@ uint64_t ev_changes(Side& s) {
   EvEvent ev[256];
   uint64_t total = 0;
   size_t n;
-  while ((n = s.ctx->poll_ev_events(ev)) > 0) total += n;
+  while ((n = s.ctx->poll_ev_events(ev)) > 0) {
+    total += n;
+    if (g_ev_log)
+      for (size_t i = 0; i < n; i++)
+        std::fprintf(g_ev_log,
+                     "{\"t_ns\":%" PRIu64
+                     ",\"qpn\":%u,\"ev\":\"%08x\",\"port\":%u,\"from\":\"%s\",\"to\":\"%s\","
+                     "\"reason\":\"%s\",\"dropped_before\":%u}\n",
+                     ev[i].time, ev[i].qpn, ev[i].ev, ev[i].port, core::to_string(ev[i].from),
+                     core::to_string(ev[i].to), core::to_string(ev[i].reason), ev[i].drop_count);
+  }
   return total;
 }
 
 struct Totals {
   uint64_t bytes = 0, msgs = 0, rtx = 0, timeouts = 0, ev_changes = 0;
+  uint64_t ev_skips = 0, assumed_bad = 0, readmitted = 0, plane_suspects = 0, tlp = 0, spurious = 0,
+           trims = 0;
   std::vector<uint64_t> plane_bytes;
 };
 
@@ -371,6 +536,13 @@ Totals qp_totals(Side& s) {
     if (!st) continue;
     t.rtx += st->tx_rtx_pkts;
     t.timeouts += st->timeouts;
+    t.ev_skips += st->ev_skips;
+    t.assumed_bad += st->ev_assumed_bad;
+    t.readmitted += st->ev_readmitted;
+    t.plane_suspects += st->plane_suspects;
+    t.tlp += st->tlp_probes;
+    t.spurious += st->spurious_rtx;
+    t.trims += st->rx_nacks;
     for (size_t p = 0; p < t.plane_bytes.size(); p++)
       t.plane_bytes[p] += st->plane_tx_bytes[p + 1] + st->plane_rx_bytes[p + 1];
   }
@@ -386,36 +558,34 @@ std::string planes_json(const std::vector<uint64_t>& v) {
 // ---------------------------------------------------------------------------
 // Server
 
+// One connected client: its exchange socket, its QPs (indexes into Side::qps)
+// and its part of the target buffer.
+struct Client {
+  int fd = -1;
+  uint32_t first_qp = 0;
+  std::vector<QpEndpoint> theirs;
+  bool done = false;
+  uint64_t imm_ok = 0, imm_bad = 0, imm_overwritten = 0;
+  uint64_t checked = 0, bad_slots = 0;
+};
+
 int run_server(const Opts& o) {
-  Side s = open_side(o);
-  const uint32_t slots = o.inflight * 2;
+  const uint32_t nqps = o.qps * o.clients;
+  const uint32_t slots = o.slots;
   const size_t per_qp = size_t(slots) * std::max<uint32_t>(o.size, 1);
-  Buffer buf(per_qp * o.qps);
+  // The buffer outlives the device: until the Context is gone its engine
+  // thread may still place arriving data in it (an interrupted run).
+  Buffer buf(per_qp * nqps);
+  Side s = open_side(o, nqps);
   MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
   ConnectOptions co = conn_opts(o);
   int lfd = must(tcp_listen(o.bind, o.port), "listen");
-  if (!o.json) std::fprintf(stderr, "mrc_perf: waiting for a client on port %u\n", o.port);
-  int fd = must(tcp_accept(lfd, 600'000), "accept");
-  std::vector<QpEndpoint> ours;
-  for (uint32_t i = 0; i < o.qps; i++) {
-    QpEndpoint e = describe(*s.ctx, *s.qps[i], 0x1000 * (i + 1), co, co.max_wimm, co.mpr);
-    e.addr = uint64_t(uintptr_t(buf.p + i * per_qp));
-    e.len = per_qp;
-    e.rkey = mr.rkey;
-    ours.push_back(e);
-  }
-  auto theirs = must(exchange_endpoints(fd, ours), "exchange");
-  if (theirs.size() != o.qps) die("exchange", make_error(EPROTO, "the client has a different QP count"));
-  for (uint32_t i = 0; i < o.qps; i++) must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co), "connect QP");
-  // WRITE-with-immediate needs posted receives (MRC has no RNR).
-  if (o.imm)
-    for (auto& q : s.qps)
-      for (uint32_t k = 0; k < o.inflight * 4; k++) must(q->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
-  must(send_line(fd, "go"), "handshake");
+  if (!o.json)
+    std::fprintf(stderr, "mrc_perf: waiting for %u client(s) on port %u\n", o.clients, o.port);
 
   std::atomic<bool> done{false};
   std::thread sampler;
-  if (o.sample_ms) {
+  auto start_sampler = [&] {
     sampler = std::thread([&] {
       auto t0 = Clock::now();
       uint64_t last = 0;
@@ -433,48 +603,141 @@ int run_server(const Opts& o) {
         }
         std::vector<uint64_t> dp(planes.size());
         for (size_t p = 0; p < planes.size(); p++) dp[p] = planes[p] - (lastp.empty() ? 0 : lastp[p]);
-        auto t = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-        std::printf("{\"t_ms\":%lld,\"bytes\":%" PRIu64 ",\"total\":%" PRIu64 ",\"planes\":%s}\n", (long long)t,
-                    total - last, total, planes_json(dp).c_str());
+        const auto now = Clock::now();
+        auto t = std::chrono::duration_cast<std::chrono::milliseconds>(now - t0).count();
+        // mono_ns: CLOCK_MONOTONIC (steady_clock), so a runner can align the
+        // samples with its own timeline.
+        std::printf(
+            "{\"t_ms\":%lld,\"mono_ns\":%lld,\"bytes\":%" PRIu64 ",\"total\":%" PRIu64
+            ",\"planes\":%s}\n",
+            (long long)t,
+            (long long)std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch())
+                .count(),
+            total - last, total, planes_json(dp).c_str());
         std::fflush(stdout);
         last = total;
         lastp = planes;
       }
     });
+  };
+  auto finish = [&](int rc) {
+    done = true;
+    if (sampler.joinable()) sampler.join();
+    return rc;
+  };
+  // Errors unwind through here (die throws): the sampler stops first.
+  struct StopSampler {
+    std::function<int(int)> f;
+    ~StopSampler() { f(0); }
+  } stop_sampler{finish};
+
+  // Clients connect one after the other; the first ones already send while
+  // later ones connect (RDMA WRITEs need nothing from this thread).
+  std::vector<Client> cl(o.clients);
+  for (uint32_t c = 0; c < o.clients; c++) {
+    Client& k = cl[c];
+    auto fd = tcp_accept(lfd, 600'000);
+    if (!fd) {
+      finish(0);
+      die("accept", fd.error());
+    }
+    k.fd = *fd;
+    k.first_qp = c * o.qps;
+    std::vector<QpEndpoint> ours;
+    for (uint32_t i = 0; i < o.qps; i++) {
+      const uint32_t qi = k.first_qp + i;
+      QpEndpoint e = describe(*s.ctx, *s.qps[qi], 0x1000 * (qi + 1), co, co.max_wimm, co.mpr);
+      e.addr = uint64_t(uintptr_t(buf.p + qi * per_qp));
+      e.len = per_qp;
+      e.rkey = mr.rkey;
+      ours.push_back(e);
+    }
+    k.theirs = must(exchange_endpoints(k.fd, ours), "exchange");
+    if (k.theirs.size() != o.qps)
+      die("exchange", make_error(EPROTO, "the client has a different QP count"));
+    for (uint32_t i = 0; i < o.qps; i++)
+      must(connect_qp(*s.ctx, *s.qps[k.first_qp + i], ours[i].psn, k.theirs[i], co), "connect QP");
+    // WRITE-with-immediate needs posted receives (MRC has no RNR).
+    if (o.imm)
+      for (uint32_t i = 0; i < o.qps; i++)
+        for (uint32_t n = 0; n < recv_depth(o); n++)
+          must(s.qps[k.first_qp + i]->post_recv(RecvWr{n, nullptr, 0}), "post_recv");
+    must(send_line(k.fd, "go"), "handshake");
+    if (c == 0 && o.sample_ms) start_sampler();
   }
 
-  // Serve: latency echo, or count (and check) WriteIMM arrivals.
+  // Serve: latency echo, or count (and check) WriteIMM arrivals, until every
+  // client has reported its last messages.
   std::vector<Wc> wcv(256);
-  uint64_t imm_ok = 0, imm_bad = 0, imm_overwritten = 0;
   uint64_t echo_k = 0;
-  const uint64_t raddr = theirs[0].addr;
-  while (true) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 0) > 0 || g_stop.load()) break;  // the client's "done"
+  uint32_t remaining = o.clients;
+  std::vector<pollfd> pf(o.clients);
+  while (remaining) {
+    if (g_stop.load()) return finish(130);
+    for (uint32_t c = 0; c < o.clients; c++) pf[c] = {cl[c].done ? -1 : cl[c].fd, POLLIN, 0};
+    if (poll(pf.data(), pf.size(), 0) > 0) {
+      for (uint32_t c = 0; c < o.clients; c++) {
+        if (!(pf[c].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        // The client reports the last message written to every slot: its
+        // data is complete (the client saw every WRITE acknowledged).
+        Client& k = cl[c];
+        auto lr = recv_line(k.fd, 30'000);
+        if (!lr) {
+          dump_counters(s);
+          finish(0);
+          die("waiting for the client's result", lr.error());
+        }
+        if (o.verify && !o.lat) {
+          std::istringstream in(*lr);
+          std::string w;
+          in >> w;  // "done"
+          for (uint32_t i = 0; i < o.qps; i++)
+            for (uint32_t sl = 0; sl < slots; sl++) {
+              long long m;
+              if (!(in >> m)) break;
+              if (m < 0) continue;
+              k.checked++;
+              const size_t qi = k.first_qp + i;
+              if (!check(buf.p + qi * per_qp + sl * size_t(o.size), o.size, uint64_t(m)))
+                k.bad_slots++;
+            }
+        }
+        const bool ok = k.bad_slots == 0 && k.imm_bad == 0;
+        char res[256];
+        std::snprintf(res, sizeof res,
+                      "result %s slots=%" PRIu64 " bad_slots=%" PRIu64 " imm_ok=%" PRIu64
+                      " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64,
+                      ok ? "ok" : "fail", k.checked, k.bad_slots, k.imm_ok, k.imm_bad,
+                      k.imm_overwritten);
+        must(send_line(k.fd, res), "sending the result");
+        k.done = true;
+        remaining--;
+      }
+      if (!remaining) break;
+    }
     size_t n = wait_wc(s, wcv, 50);
     for (size_t i = 0; i < n; i++) {
       const Wc& w = wcv[i];
       if (w.status != core::kWcSuccess) {
         std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num, core::to_string(w.status));
         dump_counters(s);
-        done = true;
-        if (sampler.joinable()) sampler.join();
-        return 1;
+        return finish(1);
       }
       if (w.opcode != WcOpcode::kRecvRdmaWithImm) continue;
       uint32_t qi = 0;
-      while (qi < o.qps && s.qps[qi]->qpn() != w.qp_num) qi++;
-      if (qi == o.qps) continue;
+      while (qi < nqps && s.qps[qi]->qpn() != w.qp_num) qi++;
+      if (qi == nqps) continue;
+      Client& k = cl[qi / o.qps];
       must(s.qps[qi]->post_recv(RecvWr{w.wr_id, nullptr, 0}), "post_recv");
-      const uint64_t k = w.imm_data;
-      const uint8_t* slot = buf.p + qi * per_qp + (k % slots) * o.size;
+      const uint64_t m = w.imm_data;
+      const uint8_t* slot = buf.p + qi * per_qp + (m % slots) * o.size;
       if (o.verify && o.size) {
-        if (check(slot, o.size, k))
-          imm_ok++;
-        else if (!check(slot, std::min<uint32_t>(o.size, 8), k))
-          imm_overwritten++;  // the client already reused the slot (header changed)
+        if (check(slot, o.size, m))
+          k.imm_ok++;
+        else if (!check(slot, std::min<uint32_t>(o.size, 8), m))
+          k.imm_overwritten++;  // the client already reused the slot (header changed)
         else
-          imm_bad++;
+          k.imm_bad++;
       }
       if (o.lat) {
         // Echo the same size back into the client's buffer.
@@ -486,58 +749,38 @@ int run_server(const Opts& o) {
         if (echo_k % 64 == 0) wr.send_flags = core::kSendSignaled;
         wr.sg_list = o.size ? &sg : nullptr;
         wr.num_sge = o.size ? 1 : 0;
-        wr.remote_addr = raddr;
-        wr.rkey = theirs[0].rkey;
+        wr.remote_addr = k.theirs[0].addr;
+        wr.rkey = k.theirs[0].rkey;
         wr.imm_data = w.imm_data;
         must(s.qps[0]->post_send(wr), "post_send");
       }
     }
   }
-  // The client reports the last message written to every slot.
-  if (g_stop.load()) {
-    done = true;
-    if (sampler.joinable()) sampler.join();
-    return 130;
+  finish(0);
+  uint64_t checked = 0, bad_slots = 0, imm_ok = 0, imm_bad = 0, imm_overwritten = 0;
+  for (const Client& k : cl) {
+    checked += k.checked;
+    bad_slots += k.bad_slots;
+    imm_ok += k.imm_ok;
+    imm_bad += k.imm_bad;
+    imm_overwritten += k.imm_overwritten;
   }
-  auto lr = recv_line(fd, 30'000);
-  if (!lr) {
-    dump_counters(s);
-    die("waiting for the client's result", lr.error());
-  }
-  auto line = *lr;
-  uint64_t bad_slots = 0, checked = 0;
-  if (o.verify && !o.lat) {
-    std::istringstream in(line);
-    std::string w;
-    in >> w;  // "done"
-    for (uint32_t qi = 0; qi < o.qps; qi++)
-      for (uint32_t sl = 0; sl < slots; sl++) {
-        long long k;
-        if (!(in >> k)) break;
-        if (k < 0) continue;
-        checked++;
-        if (!check(buf.p + qi * per_qp + sl * size_t(o.size), o.size, uint64_t(k))) bad_slots++;
-      }
-  }
-  done = true;
-  if (sampler.joinable()) sampler.join();
   const bool ok = bad_slots == 0 && imm_bad == 0;
-  char res[256];
-  std::snprintf(res, sizeof res, "result %s slots=%" PRIu64 " bad_slots=%" PRIu64 " imm_ok=%" PRIu64
-                " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64,
-                ok ? "ok" : "fail", checked, bad_slots, imm_ok, imm_bad, imm_overwritten);
-  must(send_line(fd, res), "sending the result");
   if (o.counters) dump_counters(s);
   Totals t = qp_totals(s);
   uint64_t rx = 0;
   for (auto& q : s.qps) rx += q->stats() ? q->stats()->rx_data_bytes : 0;
   if (o.json)
-    std::printf("{\"summary\":{\"role\":\"server\",\"rx_bytes\":%" PRIu64 ",\"verify\":\"%s\",\"bad_slots\":%" PRIu64
-                ",\"imm_bad\":%" PRIu64 ",\"planes\":%s}}\n",
-                rx, o.verify ? (ok ? "ok" : "fail") : "off", bad_slots, imm_bad, planes_json(t.plane_bytes).c_str());
+    std::printf("{\"summary\":{\"role\":\"server\",\"clients\":%u,\"rx_bytes\":%" PRIu64
+                ",\"verify\":\"%s\",\"slots_checked\":%" PRIu64 ",\"bad_slots\":%" PRIu64
+                ",\"imm_ok\":%" PRIu64 ",\"imm_bad\":%" PRIu64 ",\"imm_overwritten\":%" PRIu64
+                ",\"planes\":%s}}\n",
+                o.clients, rx, o.verify ? (ok ? "ok" : "fail") : "off", checked, bad_slots, imm_ok,
+                imm_bad, imm_overwritten, planes_json(t.plane_bytes).c_str());
   else
-    std::printf("server: received %.1f MB; verification %s\n", double(rx) / 1e6, o.verify ? (ok ? "passed" : "FAILED") : "off");
-  close(fd);
+    std::printf("server: received %.1f MB from %u client(s); verification %s\n", double(rx) / 1e6,
+                o.clients, o.verify ? (ok ? "passed" : "FAILED") : "off");
+  for (Client& k : cl) close(k.fd);
   close(lfd);
   return ok ? 0 : 3;
 }
@@ -552,10 +795,20 @@ double pct(std::vector<double>& v, double p) {
 }
 
 int run_client(const Opts& o) {
-  Side s = open_side(o);
-  const uint32_t slots = o.inflight * 2;
+  struct EvLog {
+    ~EvLog() {
+      if (g_ev_log) std::fclose(g_ev_log);
+      g_ev_log = nullptr;
+    }
+  } ev_log_closer;
+  if (!o.ev_log.empty() && !(g_ev_log = std::fopen(o.ev_log.c_str(), "w"))) {
+    std::fprintf(stderr, "mrc_perf: %s: %s\n", o.ev_log.c_str(), std::strerror(errno));
+    return 2;
+  }
+  const uint32_t slots = o.slots;
   const size_t per_qp = size_t(slots) * std::max<uint32_t>(o.size, 1);
-  Buffer buf(per_qp * o.qps);
+  Buffer buf(per_qp * o.qps);  // outlives the device (see run_server)
+  Side s = open_side(o, o.qps);
   MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
   ConnectOptions co = conn_opts(o);
   int fd = must(tcp_connect(o.peer, o.port, 30'000), "connecting to the server");
@@ -569,6 +822,12 @@ int run_client(const Opts& o) {
   }
   auto theirs = must(exchange_endpoints(fd, ours), "exchange");
   if (theirs.size() != o.qps) die("exchange", make_error(EPROTO, "the server has a different QP count"));
+  for (const auto& t : theirs)
+    if (t.len < per_qp)
+      die("exchange",
+          make_error(EPROTO,
+                     "the server's buffer is smaller than ours (give both sides the same "
+                     "--size, --inflight and --slots)"));
   for (uint32_t i = 0; i < o.qps; i++) must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co), "connect QP");
   if (o.lat)
     for (uint32_t k = 0; k < 64; k++) must(s.qps[0]->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
@@ -715,17 +974,28 @@ int run_client(const Opts& o) {
   } else {
     const uint64_t evc = prev.ev_changes + ev_changes(s);
     if (o.json)
-      std::printf("{\"summary\":{\"mode\":\"bw\",\"op\":\"%s\",\"size\":%u,\"qps\":%u,\"seconds\":%.3f,\"bytes\":%" PRIu64
-                  ",\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"ev_changes\":%" PRIu64
-                  ",\"planes\":%s,\"verify\":\"%s\"}}\n",
-                  o.imm ? "write_imm" : "write", o.size, o.qps, secs, bytes, double(bytes) * 8 / secs / 1e9,
-                  double(completed) / secs, t.rtx, t.timeouts, evc, planes_json(t.plane_bytes).c_str(),
-                  o.verify ? (verified ? "ok" : "fail") : "off");
+      std::printf(
+          "{\"summary\":{\"mode\":\"bw\",\"op\":\"%s\",\"size\":%u,\"qps\":%u,\"seconds\":%.3f,"
+          "\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64
+          ",\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"timeouts\":%" PRIu64
+          ",\"ev_changes\":%" PRIu64 ",\"ev_skips\":%" PRIu64 ",\"ev_assumed_bad\":%" PRIu64
+          ",\"ev_readmitted\":%" PRIu64 ",\"plane_suspects\":%" PRIu64 ",\"tlp\":%" PRIu64
+          ",\"spurious_rtx\":%" PRIu64 ",\"nacks\":%" PRIu64
+          ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"}}\n",
+          o.imm ? "write_imm" : "write", o.size, o.qps, secs, bytes, completed,
+          double(bytes) * 8 / secs / 1e9, double(completed) / secs, t.rtx, t.timeouts, evc,
+          t.ev_skips, t.assumed_bad, t.readmitted, t.plane_suspects, t.tlp, t.spurious, t.trims,
+          planes_json(t.plane_bytes).c_str(), o.verify ? (verified ? "ok" : "fail") : "off",
+          verdict.c_str());
     else {
       std::printf("total: %.3f Gbit/s, %.0f msg/s, %.1f MB in %.2f s; retransmissions %" PRIu64 ", ACK timeouts %" PRIu64
                   ", EV state changes %" PRIu64 "\n",
                   double(bytes) * 8 / secs / 1e9, double(completed) / secs, double(bytes) / 1e6, secs, t.rtx,
                   t.timeouts, evc);
+      std::printf("EVs: %" PRIu64 " assumed bad (retired), %" PRIu64
+                  " readmitted by probes, %" PRIu64 " skipped (ECN/trim); plane suspicions %" PRIu64
+                  "\n",
+                  t.assumed_bad, t.readmitted, t.ev_skips, t.plane_suspects);
       std::printf("per plane (MB):");
       for (size_t p = 0; p < t.plane_bytes.size(); p++) std::printf(" %s=%.1f", o.devs[p].c_str(), double(t.plane_bytes[p]) / 1e6);
       std::printf("\n");
