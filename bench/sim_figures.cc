@@ -1,13 +1,14 @@
 // The engine's resilience figures on the simulated fabric (Documentation/design.md):
 //   1. one plane blackholed mid-transfer: longest gap between completions and
 //      the time until goodput is back at 3/4 of nominal;
-//   2. 1% random loss on one plane: goodput as a fraction of lossless;
+//   2. random loss (--loss, 1%) on one plane: goodput as a fraction of lossless;
 //   3. 20% loss on one spine path: how soon its EVs leave the active set.
 // Deterministic: the same flags give the same numbers.
 //
 //   sim_figures [--planes 4] [--paths 32] [--gbps 10] [--msg 262144] [--depth 16]
 //               [--mtu 4096] [--seed 1] [--json]
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -28,6 +29,8 @@ struct Opts {
   double gbps = 10;
   uint32_t msg = 256 * 1024, depth = 16, mtu = 4096;
   uint64_t seed = 1;
+  double loss = 0.01;       // figure 2: end-to-end loss on one plane
+  double latency_us = 2;    // per link (three links a way)
   bool json = false;
 };
 
@@ -43,7 +46,7 @@ class Stream {
     co.net.seed = o.seed;
     co.net.ecmp_seed = o.seed;
     for (sim::LinkParams* lp : {&co.net.uplink, &co.net.spine, &co.net.downlink}) {
-      lp->latency = 2 * kUs;
+      lp->latency = Time(o.latency_us * double(kUs));
       lp->rate_bps = uint64_t(o.gbps * 1e9);
       lp->queue_bytes = 1 << 20;
     }
@@ -181,9 +184,11 @@ int main(int argc, char** argv) {
     else if (a == "--depth") o.depth = uint32_t(std::stoul(val()));
     else if (a == "--mtu") o.mtu = uint32_t(std::stoul(val()));
     else if (a == "--seed") o.seed = std::stoull(val());
+    else if (a == "--loss") o.loss = std::stod(val()) / 100;
+    else if (a == "--latency-us") o.latency_us = std::stod(val());
     else if (a == "--json") o.json = true;
     else {
-      std::fprintf(stderr, "usage: %s [--planes N] [--paths M] [--gbps G] [--msg B] [--depth D] [--mtu B] [--seed S] [--json]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--planes N] [--paths M] [--gbps G] [--msg B] [--depth D] [--mtu B] [--seed S] [--loss PCT] [--latency-us US] [--json]\n", argv[0]);
       return 2;
     }
   }
@@ -215,8 +220,20 @@ int main(int argc, char** argv) {
         break;
       }
     if (s.corrupt) std::fprintf(stderr, "figure 1: data verification FAILED\n");
+    if (getenv("SIMDBG")) {
+      auto st = *s.c().engine(0).qp_stats(s.qpn());
+      std::fprintf(stderr, "fig1: timeouts %llu tlp %llu rtx %llu sack %llu nack %llu to %llu suspects %llu bad %llu spurious %llu\n",
+                   (unsigned long long)st.timeouts, (unsigned long long)st.tlp_probes, (unsigned long long)st.tx_rtx_pkts,
+                   (unsigned long long)st.rtx_sack, (unsigned long long)st.rtx_nack, (unsigned long long)st.rtx_timeout,
+                   (unsigned long long)st.plane_suspects, (unsigned long long)st.ev_assumed_bad, (unsigned long long)st.spurious_rtx);
+      Time prev = 0;
+      for (Time t : s.completions) {
+        if (t >= fault && prev && t - std::max(prev, fault) > 200 * kUs) std::fprintf(stderr, "  gap %.1f us at %.3f ms\n", double(t - std::max(prev, fault)) / 1e3, double(std::max(prev, fault) - fault) / 1e6);
+        prev = t;
+      }
+    }
   }
-  // 2. 1% random loss on one plane.
+  // 2. Random loss on one plane.
   double f2_clean, f2_lossy;
   uint64_t f2_bad = 0, f2_readmit = 0;
   {
@@ -224,7 +241,8 @@ int main(int argc, char** argv) {
     std::vector<double> bins;
     s.run_to(20 * kMs, bin, &bins);
     f2_clean = mean(bins, 50, bins.size());
-    plane_fault(s.c(), 1, [](sim::LinkParams& p) { p.loss = 0.01 / 3; });  // three links: ~1% end to end
+    const double l = 1 - std::cbrt(1 - o.loss);  // three links: o.loss end to end
+    plane_fault(s.c(), 1, [l](sim::LinkParams& p) { p.loss = l; });
     size_t pre = bins.size();
     s.run_to(80 * kMs, bin, &bins);
     f2_lossy = mean(bins, pre + 50, bins.size());
@@ -291,9 +309,9 @@ int main(int argc, char** argv) {
     std::printf("1. plane blackholed mid-transfer: goodput %.2f -> %.2f Gbit/s; lowest 100us bin %.2f Gbit/s;\n"
                 "   longest gap between completions %.1f us; back at 3/4 of pre-fault goodput after %.0f us\n",
                 f1_before, f1_after, f1_min_bin, f1_gap_us, f1_recover_us);
-    std::printf("2. 1%% random loss on one plane: goodput %.2f of lossless (%.2f vs %.2f Gbit/s); "
+    std::printf("2. %.1f%% random loss on one plane: goodput %.2f of lossless (%.2f vs %.2f Gbit/s); "
                 "%llu EVs assumed bad, %llu readmitted\n",
-                f2_lossy / f2_clean, f2_lossy, f2_clean, (unsigned long long)f2_bad, (unsigned long long)f2_readmit);
+                o.loss * 100, f2_lossy / f2_clean, f2_lossy, f2_clean, (unsigned long long)f2_bad, (unsigned long long)f2_readmit);
     std::printf("3. 20%% loss on one path: %u active EVs hash onto it, %zu left the active set; after %.1f us (median), %.1f us (max)\n",
                 f3_evs, f3_us.size(), f3_med, f3_max);
   }

@@ -1005,7 +1005,9 @@ void Engine::fill_l2l3(codec::Packet& pk, const Qp& q, uint8_t port, uint32_t ev
   codec::ev_apply(ev, q.fmt, pk.ip, pk.udp);
 }
 
-bool Engine::emit_ctrl(const Ctrl& c, TxSink& sink, Time now) {
+bool Engine::emit_ctrl(const Ctrl& queued, TxSink& sink, Time now) {
+  const Ctrl& c = queued;
+  bool then_oldest = false;
   codec::Packet pk;
   pk.ip.dscp = c.dscp ? c.dscp : cfg_.codec.dscp.control;
   Qp* q = nullptr;
@@ -1057,12 +1059,10 @@ bool Engine::emit_ctrl(const Ctrl& c, TxSink& sink, Time now) {
         const uint32_t cack = q->rwin.cack();
         pk.bth.psn = cack;
         // A trigger more than 63 PSNs past the cumulative point leaves the
-        // oldest PSNs out of its bitmap: every other such SACK reports them
-        // instead, so the requester hears about old holes and new arrivals.
-        const bool far = codec::psn_diff(c.psn, q->rwin.next_expected()) > 63;
-        const bool oldest = far && !q->sack_low;
-        q->sack_low = oldest;
-        auto s = q->rwin.sack(c.psn, oldest);
+        // oldest PSNs out of its bitmap: a second SACK reports them, so the
+        // requester hears about old holes and new arrivals alike.
+        then_oldest = codec::psn_diff(c.psn, q->rwin.next_expected()) > 63;
+        auto s = q->rwin.sack(c.psn);
         pk.seth.verdict = c.code;
         pk.seth.probe_resp = c.probe_resp;
         int32_t off = codec::psn_diff(c.psn, cack);
@@ -1122,6 +1122,24 @@ bool Engine::emit_ctrl(const Ctrl& c, TxSink& sink, Time now) {
   sink.commit(c.port, uint32_t(n));
   stats_.tx_frames++;
   stats_.tx_bytes += n;
+  if (then_oldest) {
+    // Right behind it, the same SACK with the bitmap from cack + 1; the
+    // verdict and the RTT sample went with the first. A full port loses it.
+    auto s = q->rwin.sack(c.psn, true);
+    pk.seth.sack_offset = s.sack_offset;
+    pk.seth.sack_bitmap = s.bitmap;
+    pk.seth.verdict = MRC_MP_NONE;
+    pk.seth.cc_flags = 0;
+    pk.cc.tx_ts_echo = 0;
+    buf = sink.alloc(c.port, &cap);
+    if (!buf) return true;
+    n = codec::build(pk, {buf, cap});
+    sink.commit(c.port, uint32_t(n));
+    if (!n) return true;
+    q->stats.tx_sacks++;
+    stats_.tx_frames++;
+    stats_.tx_bytes += n;
+  }
   return true;
 }
 

@@ -224,7 +224,7 @@ class Engine {
 
   // frames
   void fill_l2l3(codec::Packet& pk, const Qp& qp, uint8_t port, uint32_t ev) const;
-  bool emit_ctrl(const Ctrl& c, TxSink& sink, Time now);
+  bool emit_ctrl(const Ctrl& queued, TxSink& sink, Time now);
 
   EngineConfig cfg_;
   Rng rng_;

@@ -168,7 +168,6 @@ struct Engine::Qp {
   uint32_t unacked_bytes = 0;
   Time sack_deadline = kNever;
   bool first_rx = true;
-  bool sack_low = false;
   bool sack_due = false;  // owes a SACK at the end of the rx() burst  // the last far-ahead SACK reported the oldest PSNs
   Trigger last;
   uint32_t rev_ev[kMaxPorts + 1] = {};

@@ -1088,29 +1088,44 @@ TEST(Conformance, C49_SackBitmapReportsGapPattern) {
   EXPECT_TRUE(f.same(0, 12 * 256));
 }
 
-TEST(Conformance, C49_FarTriggersAlternateWithTheOldestPsns) {
+TEST(Conformance, C49_FarTriggersAreFollowedByTheOldestPsns) {
   // A trigger more than 63 PSNs past the cumulative point leaves the oldest
-  // PSNs out of a trigger-based bitmap; every other such SACK reports them.
+  // PSNs out of a trigger-based bitmap: a second SACK, based at cack + 1 and
+  // with no verdict or timestamp echo, reports them.
   PairOptions o;
   o.mtu = 256;
   o.cfg.sack_bytes = 1024;
   Fixture f(256 * 256, o);
-  int far = 0, oldest = 0;
+  struct S {
+    uint32_t trig;
+    int16_t off;
+    uint8_t verdict;
+    uint16_t echo;
+    bool far;
+  };
+  std::vector<S> sacks;
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
     Hook h;
     if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn == 3) h.extra_delay = 200'000;
-    if (from == 1 && k.bth.opcode == MRC_OP_SACK && !k.seth.probe_resp && k.seth.ack_psn_offset > 64) {
-      far++;
-      if (k.seth.sack_offset == 1) oldest++;
-    }
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK && !k.seth.probe_resp)
+      sacks.push_back({codec::psn_add(k.seth.cack_psn, k.seth.ack_psn_offset), k.seth.sack_offset, k.seth.verdict,
+                       k.cc.tx_ts_echo, k.seth.ack_psn_offset > 64});
     return h;
   };
   ASSERT_TRUE(f.write(1, 0, 256 * 256).ok());
   ASSERT_TRUE(f.wait_sends(1));
-  EXPECT_GE(far, 16);
-  EXPECT_GE(oldest, far / 2);
-  EXPECT_LE(oldest, far / 2 + 1);
+  int pairs = 0;
+  for (size_t i = 0; i < sacks.size(); i++) {
+    if (!sacks[i].far || sacks[i].off == 1) continue;
+    ASSERT_LT(i + 1, sacks.size());
+    EXPECT_EQ(sacks[i + 1].trig, sacks[i].trig);
+    EXPECT_EQ(sacks[i + 1].off, 1) << "the second SACK starts at cack + 1";
+    EXPECT_EQ(sacks[i + 1].verdict, MRC_MP_NONE);
+    EXPECT_EQ(sacks[i + 1].echo, 0u);
+    pairs++;
+  }
+  EXPECT_GE(pairs, 8);
   EXPECT_TRUE(f.same(0, 256 * 256));
 }
 
