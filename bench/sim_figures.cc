@@ -31,6 +31,8 @@ struct Opts {
   uint64_t seed = 1;
   double loss = 0.01;       // figure 2: end-to-end loss on one plane
   double latency_us = 2;    // per link (three links a way)
+  double jitter_us = 0;     // host downlinks: extra delay, uniform (a busy receiver)
+  uint32_t cc_base_us = 0, cc_target_us = 0;  // NSCC (0: learned / derived)
   bool json = false;
 };
 
@@ -47,10 +49,13 @@ class Stream {
     co.net.ecmp_seed = o.seed;
     for (sim::LinkParams* lp : {&co.net.uplink, &co.net.spine, &co.net.downlink}) {
       lp->latency = Time(o.latency_us * double(kUs));
+      if (lp == &co.net.downlink) lp->jitter = Time(o.jitter_us * double(kUs));
       lp->rate_bps = uint64_t(o.gbps * 1e9);
       lp->queue_bytes = 1 << 20;
     }
     co.engine.seed = o.seed;
+    co.engine.default_cc.nscc.base_rtt = o.cc_base_us * 1000;
+    co.engine.default_cc.nscc.target_delay = o.cc_target_us * 1000;
     c_ = std::make_unique<sim::Cluster>(co);
     for (uint32_t h = 0; h < 2; h++) {
       pd_[h] = *c_->engine(h).create_pd();
@@ -186,9 +191,12 @@ int main(int argc, char** argv) {
     else if (a == "--seed") o.seed = std::stoull(val());
     else if (a == "--loss") o.loss = std::stod(val()) / 100;
     else if (a == "--latency-us") o.latency_us = std::stod(val());
+    else if (a == "--jitter-us") o.jitter_us = std::stod(val());
+    else if (a == "--cc-base-us") o.cc_base_us = uint32_t(std::stoul(val()));
+    else if (a == "--cc-target-us") o.cc_target_us = uint32_t(std::stoul(val()));
     else if (a == "--json") o.json = true;
     else {
-      std::fprintf(stderr, "usage: %s [--planes N] [--paths M] [--gbps G] [--msg B] [--depth D] [--mtu B] [--seed S] [--loss PCT] [--latency-us US] [--json]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--planes N] [--paths M] [--gbps G] [--msg B] [--depth D] [--mtu B] [--seed S] [--loss PCT] [--latency-us US] [--jitter-us US] [--cc-base-us US] [--cc-target-us US] [--json]\n", argv[0]);
       return 2;
     }
   }
