@@ -8,34 +8,11 @@
 #include <cstddef>
 #include <utility>
 
+#include "mrc/unique_fd.hpp"
+
 namespace mrc::xdp {
 
-// Owns one file descriptor; closes it on destruction. -1 = empty.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    if (this != &o) reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  explicit operator bool() const { return valid(); }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
+using mrc::UniqueFd;  // owns one file descriptor (mrc/unique_fd.hpp)
 
 // Owns one mmap'ed region; munmaps it on destruction.
 class MmapArea {
