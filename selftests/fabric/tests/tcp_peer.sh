@@ -35,9 +35,13 @@ read -r -a w1 <<<"$(wire_tx)"
 t_eq "mptcp: data verified" "$(summary verify)" ok
 tot=0
 for p in 0 1 2 3; do tot=$((tot + w1[p] - w0[p])); done
+# The default MPTCP scheduler fills the lowest-RTT subflow first, so under CPU
+# contention a plane may carry only ~1%: the check is that every plane's
+# subflow carried data (0.2% of a 2 s transfer is megabytes, far beyond the
+# handshake), not an even split.
 for p in 0 1 2 3; do
 	t_range "mptcp: share of plane $p (one subflow per plane)" \
-		"$(awk -v a=$((w1[p] - w0[p])) -v t=$tot 'BEGIN { printf "%.3f", a / t }')" 0.05 0.6
+		"$(awk -v a=$((w1[p] - w0[p])) -v t=$tot 'BEGIN { printf "%.4f", a / t }')" 0.002 0.9
 done
 n=$(grep -c t_ms "$T_TMP/srv.json")
 t_range "mptcp: 10 ms samples in 2 s" "$n" 150 230
