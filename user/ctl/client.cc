@@ -333,11 +333,24 @@ void EngineSync::sync(core::Time now) {
 void EngineSync::poll(core::Time now) {
   const uint64_t g = c_.generation();
   if (g != gen_) {
+    // The first sync (construction) is followed by the first periodic
+    // publication anyway.
+    change_pending_ = gen_ != ~uint64_t(0);
     gen_ = g;
     sync(now);
   }
-  if (now >= next_publish_) {
+  bool due = now >= next_publish_;
+  if (change_pending_ &&
+      (!last_change_publish_ || now - last_change_publish_ >= o_.change_publish_gap)) {
+    // mrcd (and whoever watches its `ev show` / `qp show`) sees the counters
+    // as they stood when the change took effect, not a stats_interval later.
+    due = true;
+    last_change_publish_ = now ? now : 1;
+  }
+  if (due) {
+    change_pending_ = false;
     if (!publish(now)) ctr_.publish_errors++;
+    ctr_.publications++;
     next_publish_ = now + o_.stats_interval;
   }
 }

@@ -113,6 +113,10 @@ class EngineSync {
   struct Options {
     uint32_t dev = 0;                           // device index within the process
     core::Time stats_interval = 1'000'000'000;  // ns between report publications
+    // After applying a controller change the reports are published at once
+    // (the counters as they stood when the change took effect), at most
+    // once per this many ns; changes closer together are published together.
+    core::Time change_publish_gap = 20'000'000;
   };
   EngineSync(Client& c, core::Engine& e, Options o);
   EngineSync(Client& c, core::Engine& e) : EngineSync(c, e, Options{}) {}
@@ -124,7 +128,8 @@ class EngineSync {
   Status use_cc_profile(uint64_t id);
 
   // Applies controller changes (one load when there are none) and publishes
-  // reports every stats_interval. Call from the engine's thread.
+  // reports every stats_interval, and right after a change was applied
+  // (change_publish_gap). Call from the engine's thread.
   void poll(core::Time now);
   // EV events the application polled from the engine (Engine::poll_ev_events).
   void forward(std::span<const core::EvEvent> evs);
@@ -135,7 +140,7 @@ class EngineSync {
 
   struct Counters {
     uint64_t syncs = 0, reinstalls = 0, denied_changes = 0, port_changes = 0;
-    uint64_t events_pushed = 0, events_dropped = 0, publish_errors = 0;
+    uint64_t events_pushed = 0, events_dropped = 0, publish_errors = 0, publications = 0;
   };
   const Counters& counters() const { return ctr_; }
 
@@ -148,6 +153,8 @@ class EngineSync {
   uint64_t gen_ = ~uint64_t(0);
   uint32_t down_ = 0;
   core::Time next_publish_ = 0;
+  core::Time last_change_publish_ = 0;
+  bool change_pending_ = false;  // a change applied, its publication not yet made
   struct Installed {
     uint64_t changes = 0;
     std::map<std::pair<uint32_t, uint8_t>, bool> denied;  // (wire, port) -> denied

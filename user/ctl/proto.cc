@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -283,6 +284,49 @@ json ev_entry_json(size_t index, const mrc_ctl_ev_entry& e) {
               {"state", ev_state_name(e.state)}};
 }
 
+std::map<EvCounterKey, EvCounterSum> sum_evstats(const EvStatList& list) {
+  std::map<EvCounterKey, EvCounterSum> m;
+  for (const auto& [k, v] : list) {
+    EvCounterSum& c = m[{k.profile_id, k.wire, k.port}];
+    mrc_ctl_evstat& s = c.s;
+    s.update_ns = std::max(s.update_ns, v.update_ns);
+    s.tx_pkts += v.tx_pkts;
+    s.acked += v.acked;
+    s.lost += v.lost;
+    s.ecn += v.ecn;
+    s.trims += v.trims;
+    s.probes_ok += v.probes_ok;
+    s.probes_failed += v.probes_failed;
+    s.rtt_sum_ns += v.rtt_sum_ns;
+    s.rtt_samples += v.rtt_samples;
+    if (v.rtt_min_ns && (!s.rtt_min_ns || v.rtt_min_ns < s.rtt_min_ns)) s.rtt_min_ns = v.rtt_min_ns;
+    s.rtt_last_ns = std::max(s.rtt_last_ns, v.rtt_last_ns);
+    s.qps += v.qps;
+    s.qps_bad += v.qps_bad;
+    c.reports++;
+  }
+  return m;
+}
+
+json ev_counters_json(const EvCounterSum& c, uint64_t now_ns) {
+  const mrc_ctl_evstat& s = c.s;
+  return json{{"tx_pkts", s.tx_pkts},
+              {"acked", s.acked},
+              {"lost", s.lost},
+              {"ecn", s.ecn},
+              {"trims", s.trims},
+              {"probes_ok", s.probes_ok},
+              {"probes_failed", s.probes_failed},
+              {"rtt_min_ns", s.rtt_min_ns},
+              {"rtt_last_ns", s.rtt_last_ns},
+              {"rtt_avg_ns", s.rtt_samples ? s.rtt_sum_ns / s.rtt_samples : 0},
+              {"qps", s.qps},
+              {"qps_bad", s.qps_bad},
+              {"reports", c.reports},
+              {"update_ns", s.update_ns},
+              {"age_ms", now_ns > s.update_ns ? (now_ns - s.update_ns) / 1000000 : 0}};
+}
+
 json evp_json(const Controller& c, const mrc_ctl_evp& p, bool with_evs) {
   json mask = json::array();
   if (p.event_mask & kEvGood) mask.push_back("good");
@@ -383,6 +427,7 @@ json qp_json(const mrc_ctl_qp_key& k, const mrc_ctl_qp_report& r, uint64_t now_n
                 {"cwnd_bytes", r.cwnd_bytes},
                 {"inflight_bytes", r.inflight_bytes},
                 {"srtt_ns", r.srtt_ns}}},
+              {"update_ns", r.update_ns},
               {"age_ms", now_ns > r.update_ns ? (now_ns - r.update_ns) / 1000000 : 0}};
 }
 

@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "ctl/controller.hpp"
 #include "ctl/types.hpp"
@@ -55,6 +57,17 @@ json device_json(const Controller& c);
 json fmt_json(const mrc_ctl_fmt& f);
 json evp_json(const Controller& c, const mrc_ctl_evp& p, bool with_evs);
 json ev_entry_json(size_t index, const mrc_ctl_ev_entry& e);
+// The per-EV counters applications publish (mrc_ctl_evstat), summed over the
+// reporting processes per (profile, wire, port): counts add up, rtt_min_ns is
+// the smallest, rtt_last_ns and update_ns the largest.
+struct EvCounterSum {
+  mrc_ctl_evstat s{};
+  uint32_t reports = 0;  // processes whose report was summed
+};
+using EvCounterKey = std::tuple<uint64_t, uint32_t, uint8_t>;  // profile, wire, port
+std::map<EvCounterKey, EvCounterSum> sum_evstats(const EvStatList& list);
+// The "counters" object of `ev show` (age_ms relative to now_ns, CLOCK_MONOTONIC).
+json ev_counters_json(const EvCounterSum& c, uint64_t now_ns);
 json cc_json(const Controller& c, const mrc_ctl_cc& p);
 json qp_json(const mrc_ctl_qp_key& k, const mrc_ctl_qp_report& r, uint64_t now_ns);
 json event_json(const EvEvent& e);

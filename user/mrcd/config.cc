@@ -225,6 +225,8 @@ Result<Config> load_config(const std::string& path) {
     MRC_TRY(r.integer("plane_restore_rounds", &p.plane_restore_rounds, 1, 1000));
     MRC_TRY(r.number("max_denied_fraction", &p.max_denied_fraction, 0.0, 1.0));
     MRC_TRY(r.integer("restore_backoff_ms", &p.restore_backoff_ms, 0, 3600000));
+    MRC_TRY(r.number("probe_loss_threshold", &p.probe_loss_threshold, 0.0, 1.0));
+    MRC_TRY(r.integer("probe_loss_window", &p.probe_loss_window, 1, 64));
     MRC_TRY(r.done());
   }
   if (const toml::node* n = root.get("plane")) {

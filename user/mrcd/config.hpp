@@ -40,6 +40,12 @@ struct PolicyCfg {
   uint32_t plane_restore_rounds = 3;
   double max_denied_fraction = 0.5;    // of a profile's EVs the policy may deny
   uint32_t restore_backoff_ms = 2000;  // a re-denied EV waits this much longer (doubling)
+  // mrcd's own EV probes: an EV whose last probe_loss_window probes (counted
+  // only in rounds where its plane answered) lost at least this fraction is
+  // denied. Catches lossy paths the data path already routes around (their
+  // EVs carry too little traffic for the counters). 0 = off.
+  double probe_loss_threshold = 0.2;
+  uint32_t probe_loss_window = 20;  // probes per verdict (1..64)
 };
 
 struct Config {

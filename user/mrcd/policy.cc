@@ -54,6 +54,32 @@ Ev Policy::ev_of(const Key& k) const {
   return v;
 }
 
+bool Policy::denied_now(const Key& k) const {
+  for (const auto& e : c_.ev_entries(k.profile))
+    if (e.populated && e.wire == k.wire && e.port == k.port && e.state == kEvDenied) return true;
+  return false;
+}
+
+void Policy::deny_ev(const Key& k, EvTrack& t, const std::string& why, ctl::Time now) {
+  if (t.denied_by_us || denied_now(k)) return;
+  Decision d{now, "deny_ev", k.profile, ev_of(k), k.wire, k.port, why};
+  std::string sup;
+  if (set_state(k, kEvDenied, d.reason, now, &sup)) {
+    t.denied_by_us = true;
+    t.good_probes = 0;
+    t.probe_bits = 0, t.probe_n = 0;
+    t.allow_after = now + ctl::Time(cfg_.restore_backoff_ms) * 1'000'000ull *
+                              (1ull << std::min<uint32_t>(t.denials, 10));
+    t.denials++;
+    decide(d);
+  } else {
+    d.action = "suppressed";
+    d.reason = "deny (" + d.reason + ") suppressed: " + sup;
+    if (!t.suppress_logged) decide(d);
+    t.suppress_logged = true;
+  }
+}
+
 bool Policy::set_state(const Key& k, uint32_t state, const std::string& why, ctl::Time now,
                        std::string* suppressed) {
   (void)why;
@@ -134,8 +160,7 @@ void Policy::on_event(const EvEvent& e, ctl::Time now) {
 void Policy::on_counters(const EvStatList& stats, ctl::Time now) {
   if (!cfg_.enabled) return;
   struct Sum {
-    uint64_t tx = 0, lost = 0, trims = 0;
-    uint32_t rtt = 0;
+    uint64_t tx = 0, lost = 0, trims = 0, rtt_sum = 0, rtt_samples = 0;
   };
   std::map<Key, Sum> sum;
   for (const auto& [k, v] : stats) {
@@ -143,12 +168,23 @@ void Policy::on_counters(const EvStatList& stats, ctl::Time now) {
     s.tx += v.tx_pkts;
     s.lost += v.lost;
     s.trims += v.trims;
-    s.rtt = std::max(s.rtt, v.rtt_last_ns);
+    s.rtt_sum += v.rtt_sum_ns;
+    s.rtt_samples += v.rtt_samples;
   }
-  std::map<uint8_t, std::vector<uint32_t>> rtts;
-  for (const auto& [k, s] : sum)
-    if (s.rtt) rtts[k.port].push_back(s.rtt);
-  std::map<uint8_t, uint32_t> median;
+  // RTT of each EV over this interval: only EVs with new samples. A last
+  // sample that is not renewed (an EV that no longer carries traffic) is no
+  // evidence about the path now.
+  std::map<Key, uint64_t> rtt;
+  for (const auto& [k, s] : sum) {
+    auto it = ev_.find(k);
+    if (it == ev_.end() || !it->second.have_snapshot) continue;
+    const EvTrack& t = it->second;
+    if (s.rtt_samples > t.rtt_samples && s.rtt_sum >= t.rtt_sum)
+      rtt[k] = (s.rtt_sum - t.rtt_sum) / (s.rtt_samples - t.rtt_samples);
+  }
+  std::map<uint8_t, std::vector<uint64_t>> rtts;
+  for (const auto& [k, r] : rtt) rtts[k.port].push_back(r);
+  std::map<uint8_t, uint64_t> median;
   for (auto& [port, v] : rtts) {
     if (v.size() < 3) continue;
     std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
@@ -156,17 +192,24 @@ void Policy::on_counters(const EvStatList& stats, ctl::Time now) {
   }
   for (const auto& [k, s] : sum) {
     EvTrack& t = ev_[k];
-    if (!t.have_snapshot || s.tx < t.tx || s.lost < t.lost || s.trims < t.trims) {
-      t.tx = s.tx, t.lost = s.lost, t.trims = s.trims, t.have_snapshot = true;
+    if (!t.have_snapshot || s.tx < t.tx || s.lost < t.lost || s.trims < t.trims ||
+        s.rtt_samples < t.rtt_samples) {
+      t.tx = s.tx, t.lost = s.lost, t.trims = s.trims;
+      t.rtt_sum = s.rtt_sum, t.rtt_samples = s.rtt_samples;
+      t.have_snapshot = true;
       continue;
     }
+    t.rtt_sum = s.rtt_sum, t.rtt_samples = s.rtt_samples;
     const uint64_t dtx = s.tx - t.tx, dl = s.lost - t.lost, dt = s.trims - t.trims;
-    t.tx = s.tx, t.lost = s.lost, t.trims = s.trims;
     std::string why;
     bool verdict = false;
     if (dtx >= cfg_.min_packets) {
       verdict = true;
+      t.tx = s.tx, t.lost = s.lost, t.trims = s.trims;
       double lr = double(dl) / double(dtx), tr = double(dt) / double(dtx);
+      MRCD_DEBUG("policy: profile %llu ev 0x%08x port %u: %llu sent, %llu lost, %llu trimmed",
+                 (unsigned long long)k.profile, k.wire, k.port, (unsigned long long)dtx,
+                 (unsigned long long)dl, (unsigned long long)dt);
       if (lr >= cfg_.loss_threshold)
         why = "loss " + pct(lr) + " (" + std::to_string(dl) + " of " + std::to_string(dtx) +
               " packets)";
@@ -175,10 +218,11 @@ void Policy::on_counters(const EvStatList& stats, ctl::Time now) {
               " packets)";
     }
     auto m = median.find(k.port);
-    if (why.empty() && m != median.end() && s.rtt > 0) {
+    auto r = rtt.find(k);
+    if (why.empty() && m != median.end() && r != rtt.end()) {
       verdict = true;
-      if (double(s.rtt) > cfg_.rtt_factor * double(m->second))
-        why = "RTT " + std::to_string(s.rtt) + " ns > " + std::to_string(cfg_.rtt_factor) +
+      if (double(r->second) > cfg_.rtt_factor * double(m->second))
+        why = "RTT " + std::to_string(r->second) + " ns > " + std::to_string(cfg_.rtt_factor) +
               " x plane median " + std::to_string(m->second) + " ns";
     }
     if (!verdict) continue;  // no evidence this interval: keep the count
@@ -189,28 +233,8 @@ void Policy::on_counters(const EvStatList& stats, ctl::Time now) {
     }
     t.degraded++;
     if (t.denied_by_us || t.degraded < cfg_.bad_intervals) continue;
-    Decision d{now,
-               "deny_ev",
-               k.profile,
-               ev_of(k),
-               k.wire,
-               k.port,
-               why + ", degraded " + std::to_string(t.degraded) + " intervals in a row"};
-    std::string sup;
-    if (set_state(k, kEvDenied, d.reason, now, &sup)) {
-      t.denied_by_us = true;
-      t.good_probes = 0;
-      t.allow_after = now + ctl::Time(cfg_.restore_backoff_ms) * 1'000'000ull *
-                                (1ull << std::min<uint32_t>(t.denials, 10));
-      t.denials++;
-      decide(d);
-    } else {
-      d.action = "suppressed";
-      d.reason = "deny (" + d.reason + ") suppressed: " + sup;
-      if (!t.suppress_logged) decide(d);
-      t.suppress_logged = true;
-      t.degraded = 0;
-    }
+    deny_ev(k, t, why + ", degraded " + std::to_string(t.degraded) + " intervals in a row", now);
+    if (!t.denied_by_us) t.degraded = 0;
   }
 }
 
@@ -218,14 +242,47 @@ void Policy::on_probe(const PolicyProbe& p, bool ok, uint32_t rtt_ns, ctl::Time 
   (void)rtt_ns;
   (void)now;
   if (!p.profile) return;
-  auto it = ev_.find(Key{p.profile, p.wire, p.port});
-  if (it == ev_.end() || !it->second.denied_by_us) return;
-  it->second.good_probes = ok ? it->second.good_probes + 1 : 0;
+  const Key k{p.profile, p.wire, p.port};
+  EvTrack& t = ev_[k];
+  if (t.denied_by_us) t.good_probes = ok ? t.good_probes + 1 : 0;
+  // Judged when the plane's round is complete (on_plane_round).
+  round_[p.port].push_back({k, ok});
 }
 
 void Policy::on_plane_round(uint8_t port, bool any_ok, ctl::Time now) {
+  std::vector<std::pair<Key, bool>> probes;
+  if (auto it = round_.find(port); it != round_.end()) {
+    probes = std::move(it->second);
+    round_.erase(it);
+  }
   if (!cfg_.enabled) return;
   PlaneTrack& pt = planes_[port];
+  // Path loss of single EVs: a probe lost while other probes of the same
+  // plane were answered in the same round says the EV's path drops packets
+  // (a round with nothing answered is the plane's business, below).
+  const uint32_t win = std::min<uint32_t>(cfg_.probe_loss_window, 64);
+  if (cfg_.probe_loss_threshold > 0 && win && !pt.denied) {
+    for (const auto& [k, ok] : probes) {
+      if (!ok && !any_ok) continue;
+      EvTrack& t = ev_[k];
+      if (t.denied_by_us) continue;  // its probes count toward the restore
+      t.probe_bits = (t.probe_bits << 1) | (ok ? 0u : 1u);
+      if (win < 64) t.probe_bits &= (1ull << win) - 1;
+      t.probe_n = std::min(t.probe_n + 1, win);
+      if (t.probe_n < win) continue;
+      const uint32_t lost = uint32_t(__builtin_popcountll(t.probe_bits));
+      if (double(lost) < cfg_.probe_loss_threshold * double(win)) {
+        t.suppress_logged = false;
+        continue;
+      }
+      deny_ev(k, t,
+              "probe loss " + pct(double(lost) / double(win)) + " (" + std::to_string(lost) +
+                  " of the last " + std::to_string(win) +
+                  " EV probes unanswered while the plane answered)",
+              now);
+      if (!t.denied_by_us) t.probe_bits = 0, t.probe_n = 0;  // suppressed: a new window
+    }
+  }
   if (!pt.denied) {
     pt.failed_rounds = any_ok ? 0 : pt.failed_rounds + 1;
     if (any_ok) pt.suppress_logged = false;
@@ -302,32 +359,16 @@ void Policy::on_plane_round(uint8_t port, bool any_ok, ctl::Time now) {
 void Policy::evaluate(ctl::Time now) {
   if (!cfg_.enabled) return;
   for (auto& [k, t] : ev_) {
+    // Events are stamped when they are ingested, which may be after the
+    // `now` of this evaluation: a hold that has not started yet is 0.
+    const ctl::Time held = t.bad_since && now > t.bad_since ? now - t.bad_since : 0;
     if (!t.denied_by_us && t.bad_since && cfg_.bad_hold_ms &&
-        now - t.bad_since >= ctl::Time(cfg_.bad_hold_ms) * 1'000'000ull) {
-      Decision d{now,
-                 "deny_ev",
-                 k.profile,
-                 ev_of(k),
-                 k.wire,
-                 k.port,
-                 "held ASSUMED_BAD by a QP for " + std::to_string((now - t.bad_since) / 1'000'000) +
-                     " ms"};
-      std::string sup;
-      if (set_state(k, kEvDenied, d.reason, now, &sup)) {
-        t.denied_by_us = true;
-        t.good_probes = 0;
-        t.allow_after = now + ctl::Time(cfg_.restore_backoff_ms) * 1'000'000ull *
-                                  (1ull << std::min<uint32_t>(t.denials, 10));
-        t.denials++;
-        t.bad_since = 0;
-        decide(d);
-      } else {
-        d.action = "suppressed";
-        d.reason = "deny (" + d.reason + ") suppressed: " + sup;
-        if (!t.suppress_logged) decide(d);
-        t.suppress_logged = true;
-        t.bad_since = now;  // try again after another hold period
-      }
+        held >= ctl::Time(cfg_.bad_hold_ms) * 1'000'000ull) {
+      deny_ev(k, t, "held ASSUMED_BAD by a QP for " + std::to_string(held / 1'000'000) + " ms",
+              now);
+      // Denied: no data-path state any more; suppressed (or denied by
+      // someone else): try again after another hold period.
+      t.bad_since = t.denied_by_us ? 0 : now;
       continue;
     }
     if (t.denied_by_us && t.good_probes >= cfg_.restore_probes && now >= t.allow_after) {
@@ -346,6 +387,7 @@ void Policy::evaluate(ctl::Time now) {
       t.denied_by_us = false;
       t.good_probes = 0;
       t.degraded = 0;
+      t.probe_bits = 0, t.probe_n = 0;    // judged afresh once back in use
       if (!p || !still_denied) continue;  // someone else allowed (or removed) it
       if (set_state(k, kEvGood, d.reason, now, &sup)) decide(d);
     }
@@ -369,14 +411,19 @@ std::vector<PolicyProbe> Policy::plan(
     for (uint64_t id : c_.ev_profile_ids())
       for (const auto& e : c_.ev_entries(id))
         if (e.populated && e.port == port) cand.push_back({id, &e});
+    // (No EV twice in a round: at most every EV of the plane once.)
+    const uint32_t n = cand.empty()
+                           ? probe_.evs_per_plane
+                           : std::min<uint32_t>(probe_.evs_per_plane, uint32_t(cand.size()));
     for (const codec::IpAddr& dst : peers) {
-      for (uint32_t i = 0; i < probe_.evs_per_plane; i++) {
+      for (uint32_t i = 0; i < n; i++) {
         PolicyProbe pp;
         pp.port = port;
         pp.dst = dst;
         if (!cand.empty()) {
           const auto& [id, e] = cand[(rr_ + i) % cand.size()];
           const mrc_ctl_evp* p = c_.ev_record(id);
+          pp.profile = id;  // its outcome is evidence about this EV
           pp.wire = e->wire;
           pp.fmt_mode = p && p->fmt_mode ? p->fmt_mode : uint32_t(kFmtStev);
         } else {

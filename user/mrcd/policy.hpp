@@ -9,7 +9,9 @@
 //                  its plane) for bad_intervals consecutive intervals is denied
 //   on_probe()     results of mrcd's EV probes: an EV this policy denied is
 //                  allowed after restore_probes consecutive successes (and its
-//                  back-off); a plane whose probes all fail for
+//                  back-off); an EV whose probes are lost (probe_loss_threshold
+//                  of the last probe_loss_window, counted in rounds where its
+//                  plane answered) is denied; a plane whose probes all fail for
 //                  plane_fail_rounds rounds has all its EVs denied, and is
 //                  allowed again after plane_restore_rounds good rounds
 //
@@ -90,11 +92,20 @@ class Policy {
     uint32_t degraded = 0;    // consecutive degraded intervals
     bool denied_by_us = false;
     uint32_t good_probes = 0;
-    uint32_t denials = 0;                  // how often we denied it (back-off exponent)
-    ctl::Time allow_after = 0;             // back-off
-    uint64_t tx = 0, lost = 0, trims = 0;  // last counter snapshot (summed over processes)
+    uint32_t denials = 0;       // how often we denied it (back-off exponent)
+    ctl::Time allow_after = 0;  // back-off
+    // Counter snapshot (summed over processes) the next verdict is measured
+    // from: it advances only when a verdict was possible (min_packets sent),
+    // so an EV that carries a few packets per interval (a backup the engine
+    // promotes now and then) is judged once its packets add up.
+    uint64_t tx = 0, lost = 0, trims = 0;
+    uint64_t rtt_sum = 0, rtt_samples = 0;  // advance every interval
     bool have_snapshot = false;
     bool suppress_logged = false;  // one "suppressed" decision per episode
+    // Outcomes of the EV's latest probes (bit i: probe i back lost), counted
+    // only in rounds where its plane answered; at most probe_loss_window.
+    uint64_t probe_bits = 0;
+    uint32_t probe_n = 0;
   };
   struct PlaneTrack {
     uint32_t failed_rounds = 0, good_rounds = 0;
@@ -104,6 +115,11 @@ class Policy {
   };
 
   void decide(Decision d);
+  // Denies EV k on the policy's own account (back-off, counters, decision),
+  // or logs the suppression once per episode. An EV someone else denied is
+  // left alone (the policy never takes ownership of an operator's DENY).
+  void deny_ev(const Key& k, EvTrack& t, const std::string& why, ctl::Time now);
+  bool denied_now(const Key& k) const;
   // Sets the state of the EV(s) (profile, wire, port); returns false with
   // a suppression reason when the floor forbids a deny.
   bool set_state(const Key& k, uint32_t state, const std::string& why, ctl::Time now,
@@ -115,6 +131,7 @@ class Policy {
   ctl::Controller& c_;
   std::map<Key, EvTrack> ev_;
   std::map<uint8_t, PlaneTrack> planes_;
+  std::map<uint8_t, std::vector<std::pair<Key, bool>>> round_;  // probes of the open round
   std::deque<Decision> log_;
   Counters ctr_;
   uint32_t rr_ = 0;  // rotates the plane-health EV sample

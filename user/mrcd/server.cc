@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -620,10 +621,17 @@ json Server::run(Conn* conn, const PeerCred& cred, const std::string& op, const 
     if (!port) return fail(evp_obj(**pid), port.error());
     json a = json::array();
     auto arr = C.ev_entries(**pid);
+    // What the applications using the profile published about each EV.
+    std::map<proto::EvCounterKey, proto::EvCounterSum> sums;
+    if (auto st = C.store().list_evstats()) sums = proto::sum_evstats(*st);
+    const Time now = mono_ns();
     for (size_t i = 0; i < arr.size(); i++) {
       json e = proto::ev_entry_json(i, arr[i]);
       if (*filt && e["state"] != **filt) continue;
       if (*port && arr[i].port != **port) continue;
+      auto it =
+          arr[i].populated ? sums.find({**pid, arr[i].wire, uint8_t(arr[i].port)}) : sums.end();
+      e["counters"] = it == sums.end() ? json(nullptr) : proto::ev_counters_json(it->second, now);
       a.push_back(e);
     }
     return ok_rsp(id, json{{"profile", **pid}, {"mode", ev_mode_name(p->mode)}, {"evs", a}});
@@ -685,8 +693,16 @@ json Server::run(Conn* conn, const PeerCred& cred, const std::string& op, const 
     }
     a.ev_op.entries = entries;
     a.ev_op.entry_count = int(entries.size());
+    // When the change was committed (CLOCK_MONOTONIC): time_ns just before
+    // the call, done_ns after it, so no engine can have applied the change
+    // before time_ns; and the generation applications see from then on.
+    // What a measurement of the data path's reaction starts from.
+    const Time t_call = mono_ns();
     Status s = C.modify_ev_profile(**pid, a, kEvpAttrEvOp);
-    json result = {{"requested", entries.size()}};
+    json result = {{"requested", entries.size()},
+                   {"time_ns", t_call},
+                   {"done_ns", mono_ns()},
+                   {"gen", read_gen(C.store().dev())}};
     if (const mrc_ctl_evp* p = C.ev_record(**pid))
       result["profile"] = proto::evp_json(C, *p, false);
     if (!s) return fail(obj, s.error(), result);

@@ -290,10 +290,20 @@ void show_fmt(const json& f) {
 }
 
 void show_evs(const json& evs) {
-  for (const json& e : evs)
-    std::printf("    [%4s] %-16s port %-2s wire %-10s %s\n", str(e["index"]).c_str(),
+  for (const json& e : evs) {
+    std::printf("    [%4s] %-16s port %-2s wire %-10s %-11s", str(e["index"]).c_str(),
                 str(e["ev"]).c_str(), str(e["port"]).c_str(), str(e["wire"]).c_str(),
                 str(e["state"]).c_str());
+    // ev show: what the applications published about the EV.
+    if (e.contains("counters") && e["counters"].is_object()) {
+      const json& c = e["counters"];
+      auto f = [&c](const char* k) { return str(c.value(k, json())); };  // "-" if absent
+      std::printf(" tx %s lost %s trims %s ecn %s rtt %s ns qps %s (bad %s)", f("tx_pkts").c_str(),
+                  f("lost").c_str(), f("trims").c_str(), f("ecn").c_str(), f("rtt_last_ns").c_str(),
+                  f("qps").c_str(), f("qps_bad").c_str());
+    }
+    std::printf("\n");
+  }
 }
 
 void show_evp(const json& p) {
@@ -683,7 +693,8 @@ std::vector<Cmd> commands() {
   c.push_back({"ev",
                "show",
                "ev show PROFILE [state good|assumed_bad|denied|unpopulated] [port N]",
-               "the EV array of a profile with each EV's state",
+               "the EV array of a profile with each EV's state and the counters applications "
+               "published for it",
                {{"state", Kind::kStr, "state", "only EVs in this state"},
                 {"port", Kind::kNum, "port", "only EVs on this port"}},
                1,

@@ -232,6 +232,73 @@ TEST_F(ClientTest, DeniedEvsAreLeftAndAllowedEvsReturn) {
   }
 }
 
+// A controller change the engine applied is published at once (the counters
+// as they stood when the change took effect), not a stats_interval later;
+// changes closer together than change_publish_gap share one publication.
+TEST_F(ClientTest, ChangesArePublishedWhenApplied) {
+  online();
+  Synced s(store, two_planes());
+  s.sync[0] = std::make_unique<EngineSync>(s.client, s.pair.e(0),
+                                           EngineSync::Options{0, 60'000'000'000ull, 20'000'000});
+  for (int i = 0; i < 2; i++) {
+    ASSERT_TRUE(s.sync[i]->use_ev_profile(kEvp));
+    ASSERT_TRUE(s.sync[i]->use_cc_profile(kCc));
+  }
+  s.qps = s.pair.connect();
+  s.transfer(256 * 1024, 1);
+  const uint64_t pubs = s.sync[0]->counters().publications;
+  ASSERT_GE(pubs, 1u);  // the first poll publishes
+  auto ev_tx = [&](uint32_t wire, uint8_t port, uint64_t* update_ns) -> uint64_t {
+    auto l = store.list_evstats();
+    for (const auto& [k, v] : *l)
+      if (k.dev == 0 && k.profile_id == kEvp && k.wire == wire && k.port == port) {
+        if (update_ns) *update_ns = v.update_ns;
+        return v.tx_pkts;
+      }
+    ADD_FAILURE() << "no report of EV " << wire;
+    return 0;
+  };
+  auto qp_denied = [&]() -> uint32_t {
+    auto l = store.list_qps();
+    for (const auto& [k, v] : *l)
+      if (k.dev == 0) return v.ev_denied;
+    return 99;
+  };
+  // Nothing changed: no publication for a minute of stats_interval.
+  s.pair.now += 1'000'000;
+  s.poll();
+  EXPECT_EQ(s.sync[0]->counters().publications, pubs);
+  const uint64_t tx_before = s.pair.e(0).qp_evs(s.qps.first)->at(0).stats.tx_pkts;
+
+  ASSERT_TRUE(deny(wire_ev(1, 0), true));
+  s.pair.now += 1'000'000;
+  s.poll();
+  EXPECT_EQ(s.sync[0]->counters().publications, pubs + 1);
+  uint64_t upd = 0;
+  EXPECT_EQ(ev_tx(wire_of(1, 0), 1, &upd), tx_before);
+  EXPECT_EQ(upd, s.pair.now);
+  EXPECT_EQ(qp_denied(), 1u);
+
+  // A second change 1 ms later waits for the gap, then is published.
+  ASSERT_TRUE(deny(wire_ev(2, 0), true));
+  s.pair.now += 1'000'000;
+  s.poll();
+  EXPECT_EQ(s.sync[0]->counters().publications, pubs + 1);
+  EXPECT_EQ(qp_denied(), 1u);
+  s.pair.now += 19'000'000;
+  s.poll();
+  EXPECT_EQ(s.sync[0]->counters().publications, pubs + 2);
+  EXPECT_EQ(qp_denied(), 2u);
+  // Traffic after the deny does not touch the denied EVs' counters.
+  s.transfer(256 * 1024, 2);
+  ASSERT_TRUE(deny(wire_ev(2, 0), false));
+  s.pair.now += 20'000'000;
+  s.poll();
+  EXPECT_EQ(s.sync[0]->counters().publications, pubs + 3);
+  EXPECT_EQ(ev_tx(wire_of(1, 0), 1, nullptr), tx_before);
+  EXPECT_EQ(qp_denied(), 1u);
+}
+
 TEST_F(ClientTest, EngineReportsReachTheController) {
   online();
   Synced s(store, two_planes());

@@ -44,6 +44,8 @@ TEST_F(ConfigTest, BadFilesNameFileLineAndReason) {
       {"x = [\n", ":1:"},
       {"[probe]\nwhat = 1\n", ":2: unknown key probe.what"},
       {"whatever = 1\n", ":1: unknown section or key whatever"},
+      {"[policy]\nprobe_loss_window = 65\n", ":2: policy.probe_loss_window = 65 is outside 1..64"},
+      {"[policy]\nprobe_loss_threshold = -0.1\n", ":2: policy.probe_loss_threshold"},
   };
   for (const Case& c : cases) {
     auto r = load_config(write(c.text));
@@ -55,6 +57,17 @@ TEST_F(ConfigTest, BadFilesNameFileLineAndReason) {
   auto missing = load_config("/nonexistent/mrcd.toml");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("/nonexistent/mrcd.toml"), std::string::npos);
+}
+
+TEST_F(ConfigTest, ProbeLossKeys) {
+  auto r = load_config(write("[policy]\nprobe_loss_threshold = 0.3\nprobe_loss_window = 12\n"));
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_DOUBLE_EQ(r->policy.probe_loss_threshold, 0.3);
+  EXPECT_EQ(r->policy.probe_loss_window, 12u);
+  auto d = load_config(write("[policy]\n"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_DOUBLE_EQ(d->policy.probe_loss_threshold, 0.2);
+  EXPECT_EQ(d->policy.probe_loss_window, 20u);
 }
 
 TEST_F(ConfigTest, FileAndFlags) {

@@ -225,5 +225,181 @@ TEST_F(PolicyTest, ARedeniedEvWaitsLonger) {
   EXPECT_EQ(state(1, 2), kEvGood);
 }
 
+// Regression: events are stamped when mrcd ingests them, after the `now` its
+// tick evaluates with; the hold must not wrap around (it used to read
+// "held ASSUMED_BAD by a QP for 18446744073709 ms" and deny at once).
+TEST_F(PolicyTest, AnEventStampedAfterTheEvaluationIsNotHeldYet) {
+  alive.insert(100);
+  mrc_ctl_ev_report r{};
+  r.profile_id = 5;
+  r.pid = 100;
+  r.qpn = 1;
+  r.wire = wire(3, 2);
+  r.port = 3;
+  r.to = MRC_CTL_ENGINE_ASSUMED_BAD;
+  ASSERT_TRUE(store.record_push(r));
+  ASSERT_TRUE(ctl.ingest_reports());  // on_event(now)
+  policy->evaluate(now - 1);          // the tick's earlier clock
+  policy->evaluate(now);
+  policy->evaluate(now + 499 * kMs);
+  EXPECT_EQ(state(3, 2), kEvAssumedBad);
+  EXPECT_TRUE(decisions.empty());
+  policy->evaluate(now + 500 * kMs);
+  EXPECT_EQ(state(3, 2), kEvDenied);
+}
+
+// An EV's RTT counts only when it has new samples: a last RTT that is never
+// renewed (the EV stopped carrying traffic after one slow sample) does not
+// make it an outlier interval after interval.
+TEST_F(PolicyTest, StaleRttIsNoEvidence) {
+  auto rtt_counters = [&](uint64_t round, uint64_t slow_samples) {
+    EvStatList l;
+    for (uint8_t p = 1; p <= 4; p++)
+      for (uint8_t i = 1; i <= 2; i++) {
+        mrc_ctl_evstat_key k{};
+        k.profile_id = 5;
+        k.pid = 100;
+        k.wire = wire(p, i);
+        k.port = p;
+        mrc_ctl_evstat v{};
+        const bool slow = p == 1 && i == 1;
+        // Fast EVs: 100 samples of 100 us per round. The slow one: 30 ms
+        // samples, `slow_samples` in total (no longer growing = stale).
+        v.rtt_samples = slow ? slow_samples : 100 * round;
+        v.rtt_sum_ns = slow ? slow_samples * 30'000'000 : 100 * round * 100'000;
+        v.rtt_last_ns = slow ? 30'000'000 : 100'000;
+        l.push_back({k, v});
+      }
+    // The plane needs three EVs with fresh samples for a median: port 1 has
+    // two, so give it a third reporter of the fast EV under another pid.
+    mrc_ctl_evstat_key k{};
+    k.profile_id = 5;
+    k.pid = 101;
+    k.wire = wire(1, 3);
+    k.port = 1;
+    mrc_ctl_evstat v{};
+    v.rtt_samples = 100 * round;
+    v.rtt_sum_ns = 100 * round * 100'000;
+    l.push_back({k, v});
+    policy->on_counters(l, now);
+  };
+  rtt_counters(1, 1);
+  for (uint64_t r = 2; r <= 8; r++) {
+    now += 1000 * kMs;
+    rtt_counters(r, 1);  // the slow sample is never renewed
+  }
+  EXPECT_EQ(state(1, 1), kEvGood);
+  EXPECT_TRUE(decisions.empty());
+  // Fresh slow samples, interval after interval: an outlier.
+  for (uint64_t r = 9; r <= 11; r++) {
+    now += 1000 * kMs;
+    rtt_counters(r, r);
+  }
+  EXPECT_EQ(state(1, 1), kEvDenied);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_NE(decisions[0].reason.find("RTT 30000000 ns"), std::string::npos) << decisions[0].reason;
+}
+
+// An EV carrying fewer than min_packets per interval (a backup the engine
+// promotes for a moment, retired at its first loss) is judged once its
+// packets add up: the snapshot only advances with a verdict.
+TEST_F(PolicyTest, FewPacketsPerIntervalAddUpToAVerdict) {
+  const uint32_t bad = wire(2, 2);
+  auto few = [&](uint64_t round) {
+    EvStatList l;
+    mrc_ctl_evstat_key k{};
+    k.profile_id = 5;
+    k.pid = 100;
+    k.wire = bad;
+    k.port = 2;
+    mrc_ctl_evstat v{};
+    v.tx_pkts = 30 * round;  // 30 packets per interval, 6 of them lost (20%)
+    v.lost = 6 * round;
+    l.push_back({k, v});
+    policy->on_counters(l, now);
+  };
+  few(0);
+  for (uint64_t r = 1; r <= 11; r++) {
+    now += 1000 * kMs;
+    few(r);
+    // min_packets 100: a verdict every 4th interval (120 packets, 24 lost).
+    EXPECT_EQ(state(2, 2), kEvGood) << r;
+  }
+  now += 1000 * kMs;
+  few(12);  // the third verdict
+  EXPECT_EQ(state(2, 2), kEvDenied);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_NE(decisions[0].reason.find("loss 20.0% (24 of 120 packets)"), std::string::npos)
+      << decisions[0].reason;
+}
+
+// mrcd's own probes find a lossy path that carries no traffic (the data path
+// retired its EVs at the first loss): probes of one EV lost while the other
+// EVs of its plane answer, probe_loss_threshold of probe_loss_window.
+TEST_F(PolicyTest, EvProbesLostWhileThePlaneAnswersDenyTheEv) {
+  cfg.probe_loss_threshold = 0.2;
+  cfg.probe_loss_window = 10;
+  cfg.restore_backoff_ms = 1000;
+  cfg.plane_fail_rounds = 1000;  // keep the plane logic out of this
+  policy = std::make_unique<Policy>(cfg, ProbeCfg{}, ctl);
+  policy->on_decision = [this](const Decision& d) { decisions.push_back(d); };
+  // An operator denied EV (4,1): its lost probes never make it the policy's.
+  std::vector<EvOpEntry> m = {{ev({0, 4, 0, 1}, 4), {}, kEvDenied, 0}};
+  ASSERT_TRUE(ev_op(5, kEvOpModifyEvState, m));
+  auto round = [&](uint8_t port, bool first_ok, bool second_ok) {
+    policy->on_probe(probe_of(port, 1), first_ok, 100, now);
+    policy->on_probe(probe_of(port, 2), second_ok, 100, now);
+    policy->on_plane_round(port, first_ok || second_ok, now);
+    now += 100 * kMs;
+  };
+  // Rounds where nothing of plane 2 answered are no evidence about one EV.
+  for (int r = 0; r < 20; r++) round(2, false, false);
+  EXPECT_EQ(state(2, 1), kEvGood);
+  EXPECT_TRUE(decisions.empty());
+  // One lost probe in ten: below 20%.
+  for (int r = 0; r < 10; r++) round(2, r != 3, true);
+  EXPECT_EQ(state(2, 1), kEvGood);
+  // Another one: two of the last ten (r = 3's and this one), denied.
+  round(2, false, true);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(state(2, 1), kEvDenied);
+  EXPECT_EQ(decisions[0].action, "deny_ev");
+  EXPECT_NE(decisions[0].reason.find("probe loss 20.0% (2 of the last 10 EV probes"),
+            std::string::npos)
+      << decisions[0].reason;
+  EXPECT_EQ(state(2, 2), kEvGood);
+  // Its probes now count toward the restore: back-off first, then 3 in a row.
+  for (int r = 0; r < 3; r++) round(2, true, true);
+  policy->evaluate(now);
+  EXPECT_EQ(state(2, 1), kEvDenied) << "back-off 1 s";
+  now += 1000 * kMs;
+  policy->evaluate(now);
+  EXPECT_EQ(state(2, 1), kEvGood);
+  EXPECT_EQ(decisions.back().action, "allow_ev");
+  // The operator's EV: every probe lost while its plane answers, still the operator's.
+  for (int r = 0; r < 30; r++) round(4, false, true);
+  EXPECT_EQ(state(4, 1), kEvDenied);
+  policy->evaluate(now + 60'000 * kMs);
+  EXPECT_EQ(state(4, 1), kEvDenied);
+  for (const auto& d : decisions) EXPECT_NE(d.port, 4) << d.action << " " << d.reason;
+}
+
+// The rotating plane-health sample names the EV it probes (its outcome is
+// evidence about that EV) and never probes an EV twice in a round.
+TEST_F(PolicyTest, PlanProbesEachEvOfAPlaneAtMostOncePerRound) {
+  ProbeCfg pc;
+  pc.evs_per_plane = 8;  // more than the two EVs of the plane
+  policy = std::make_unique<Policy>(cfg, pc, ctl);
+  auto plan = policy->plan({{3, {codec::IpAddr::v4(198, 18, 3, 2)}}});
+  ASSERT_EQ(plan.size(), 2u);
+  std::set<uint32_t> wires;
+  for (const auto& p : plan) {
+    EXPECT_EQ(p.profile, 5u);
+    EXPECT_EQ(p.port, 3);
+    wires.insert(p.wire);
+  }
+  EXPECT_EQ(wires, (std::set<uint32_t>{wire(3, 1), wire(3, 2)}));
+}
+
 }  // namespace
 }  // namespace mrc::testing

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <thread>
 
+#include "ctl/ep.hpp"
 #include "ctl_fixture.hpp"
 #include "mrcd/server.hpp"
 
@@ -237,6 +238,85 @@ TEST_F(ServerTest, ErrorsNameTheObjectAndTheReason) {
                      {"args", {{"profile", 5}, {"evs", {"zz@1"}}, {"state", "denied"}}}});
   EXPECT_EQ((*r)["error"]["errno"], EINVAL);
   EXPECT_NE((*r)["error"]["message"].get<std::string>().find("HEXBYTES@PORT"), std::string::npos);
+}
+
+// `ev show` carries what applications published per EV (summed over the
+// reporting processes); `ev deny|allow` says when the change was committed.
+TEST_F(ServerTest, EvShowCarriesPublishedCountersAndEvSetItsCommitTime) {
+  PeerCred admin{getpid(), 0, 0, true};
+  ASSERT_TRUE(fmt(13, {16, 16}));
+  ASSERT_TRUE(evp_offline(5, kEvModeExp, 13, 4,
+                          {{16, 0, 0, 0xffff, 0xffff}, {16, 0, 0, 0xffff, 0xffff}}, 1));
+  ASSERT_TRUE(populate(5, {ev({0, 0, 0xc0, 1}, 1), ev({0, 0, 0xc0, 2}, 1), ev({0, 0, 0xc0, 3}, 2),
+                           ev({0, 0, 0xc0, 4}, 2)}));
+  ASSERT_TRUE(set_state(5, kProfileOnline));
+  // Two processes report EV 0x0000c001 on port 1; nobody reports the others.
+  const uint64_t now = mono_ns();
+  mrc_ctl_evstat a{};
+  a.update_ns = now - 5'000'000;
+  a.tx_pkts = 100, a.acked = 90, a.lost = 2, a.trims = 1, a.ecn = 3, a.probes_ok = 4;
+  a.rtt_sum_ns = 3000, a.rtt_samples = 3, a.rtt_min_ns = 800, a.rtt_last_ns = 1000;
+  a.qps = 1, a.qps_bad = 1;
+  mrc_ctl_evstat b = a;
+  b.update_ns = now - 1'000'000;
+  b.tx_pkts = 50, b.lost = 0, b.rtt_min_ns = 600, b.rtt_last_ns = 2000, b.rtt_sum_ns = 1000,
+  b.rtt_samples = 1, b.qps = 2, b.qps_bad = 0;
+  ASSERT_TRUE(store.put_evstat({5, 101, 0, 0xc001, 1, {}}, a));
+  ASSERT_TRUE(store.put_evstat({5, 102, 0, 0xc001, 1, {}}, b));
+  ASSERT_TRUE(store.put_evstat({6, 101, 0, 0xc002, 1, {}}, a));  // another profile
+  auto r = srv->dispatch(-1, admin, {{"id", 1}, {"op", "ev.show"}, {"args", {{"profile", 5}}}});
+  ASSERT_TRUE(r && (*r)["ok"].get<bool>()) << r->dump();
+  const json& evs = (*r)["result"]["evs"];
+  ASSERT_EQ(evs.size(), 4u);
+  const json& c = evs[0]["counters"];
+  ASSERT_TRUE(c.is_object()) << evs.dump();
+  EXPECT_EQ(c["tx_pkts"], 150);
+  EXPECT_EQ(c["acked"], 180);
+  EXPECT_EQ(c["lost"], 2);
+  EXPECT_EQ(c["trims"], 2);
+  EXPECT_EQ(c["ecn"], 6);
+  EXPECT_EQ(c["probes_ok"], 8);
+  EXPECT_EQ(c["rtt_min_ns"], 600);
+  EXPECT_EQ(c["rtt_last_ns"], 2000);
+  EXPECT_EQ(c["rtt_avg_ns"], 1000);
+  EXPECT_EQ(c["qps"], 3);
+  EXPECT_EQ(c["qps_bad"], 1);
+  EXPECT_EQ(c["reports"], 2);
+  EXPECT_EQ(c["update_ns"], b.update_ns);
+  EXPECT_GE(c["age_ms"].get<uint64_t>(), 1u);
+  EXPECT_TRUE(evs[1]["counters"].is_null());  // 0xc002 is reported for profile 6 only
+  EXPECT_TRUE(evs[2]["counters"].is_null());
+  // The filters still apply.
+  r = srv->dispatch(-1, admin,
+                    {{"id", 2}, {"op", "ev.show"}, {"args", {{"profile", 5}, {"port", 2}}}});
+  ASSERT_EQ((*r)["result"]["evs"].size(), 2u);
+  EXPECT_TRUE((*r)["result"]["evs"][0]["counters"].is_null());
+
+  const uint64_t gen = read_gen(store.dev());
+  const uint64_t before = mono_ns();
+  r = srv->dispatch(-1, admin,
+                    {{"id", 3},
+                     {"op", "ev.set"},
+                     {"args", {{"profile", 5}, {"evs", {"0000c001@1"}}, {"state", "denied"}}}});
+  const uint64_t after = mono_ns();
+  ASSERT_TRUE(r && (*r)["ok"].get<bool>()) << r->dump();
+  EXPECT_EQ((*r)["result"]["gen"], read_gen(store.dev()));
+  EXPECT_GT((*r)["result"]["gen"].get<uint64_t>(), gen);
+  EXPECT_GE((*r)["result"]["time_ns"].get<uint64_t>(), before);
+  EXPECT_LE((*r)["result"]["time_ns"].get<uint64_t>(), (*r)["result"]["done_ns"].get<uint64_t>());
+  EXPECT_LE((*r)["result"]["done_ns"].get<uint64_t>(), after);
+  EXPECT_EQ((*r)["result"]["profile"]["denied"], 1);
+  r = srv->dispatch(-1, admin, {{"id", 4}, {"op", "ev.show"}, {"args", {{"profile", 5}}}});
+  EXPECT_EQ((*r)["result"]["evs"][0]["state"], "denied");
+  EXPECT_EQ((*r)["result"]["evs"][0]["counters"]["tx_pkts"], 150);
+
+  // `qp show` objects carry the publication time next to its age.
+  mrc_ctl_qp_report q{};
+  q.update_ns = now - 2'000'000;
+  q.state = 3;
+  const json qj = proto::qp_json({101, 0, 7}, q, now);
+  EXPECT_EQ(qj["update_ns"], q.update_ns);
+  EXPECT_EQ(qj["age_ms"], 2);
 }
 
 }  // namespace
