@@ -4,18 +4,22 @@
 //                   [--sample-ms 10] [--timeout S] [--forever]
 //   tcp_peer client --connect ADDR [--port P] [--mode tcp|tcp-multi|mptcp]
 //                   [--flows N] [--duration S | --bytes N] [--verify]
-//                   [--pingpong --msg-size B --iters N] [--sample-ms 10]
+//                   [--bind ADDR] [--sport P[,P...]]
+//                   [--pingpong --msg-size B (--iters N | --duration S)] [--sample-ms 10]
 //   --cc ALGO sets TCP_CONGESTION on every socket (e.g. cubic; default: the
 //   namespace's default, bbr on the project machines).
 //
 // The receiver (server) prints goodput samples as JSON lines
 //   {"t_ms":10,"mono_ns":...,"bytes":1250000,"total":1250000}
 // (bytes received in that interval, t_ms since the first connection, mono_ns
-// the CLOCK_MONOTONIC time the interval really ended), and a
+// the CLOCK_MONOTONIC time the interval really ended; with several flows
+// also "flows":[bytes of flow 0, flow 1, ...] in that interval), and a
 // closing {"summary":{...}}. The client prints the same for what it sent
 // ("dir":"tx"). --verify fills the stream with a per-flow pattern that the
-// server checks byte for byte. --pingpong measures round trips of
-// --msg-size byte messages and prints p50/p99/p99.9 in microseconds.
+// server checks byte for byte. --sport binds flow i to source port P[i]
+// (an ECMP route then hashes each flow to a known next hop). --pingpong
+// measures round trips of --msg-size byte messages (--iters of them, or as
+// many as fit in --duration) and prints p50/p99/p99.9 in microseconds.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -26,6 +30,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cinttypes>
@@ -44,6 +49,7 @@ namespace {
 
 constexpr uint32_t kMagic = 0x4d524350;  // "MRCP"
 constexpr size_t kBuf = 256 * 1024;
+constexpr size_t kMaxFlowStats = 64;  // flows with their own sample counter
 
 struct Hello {
   uint32_t magic;
@@ -62,6 +68,8 @@ struct Opts {
   uint64_t bytes = 0;
   bool verify = false, pingpong = false, forever = false;
   uint32_t msg_size = 64, iters = 1000;
+  bool iters_set = false;
+  std::vector<uint16_t> sports;  // client: source port of flow i
   unsigned sample_ms = 10;
   double timeout = 120;
 };
@@ -154,13 +162,18 @@ bool write_full(int fd, const void* p, size_t n, uint64_t deadline) {
   return true;
 }
 
-// Prints {"t_ms","bytes","total"} every sample_ms from counter until stop.
+using FlowCounters = std::array<std::atomic<uint64_t>, kMaxFlowStats>;
+
+// Prints {"t_ms","bytes","total"} every sample_ms from counter until stop
+// (and "flows": the interval's bytes of each flow, when there are several).
 class Sampler {
  public:
   Sampler(const std::atomic<uint64_t>& c, unsigned ms, const char* dir)
       : c_(c), ms_(ms), dir_(dir) {}
-  void start(uint64_t t0) {
+  void start(uint64_t t0, const FlowCounters* flows = nullptr, size_t nflows = 0) {
     t0_ = t0;
+    flows_ = flows;
+    nflows_ = std::min(nflows, kMaxFlowStats);
     th_ = std::thread([this] { run(); });
   }
   void stop() {
@@ -171,6 +184,8 @@ class Sampler {
  private:
   void run() {
     uint64_t next = t0_, prev = 0;
+    std::vector<uint64_t> fprev(nflows_, 0);
+    std::string fl;
     while (!stop_) {
       next += uint64_t(ms_) * 1000000ull;
       timespec ts{time_t(next / 1000000000ull), long(next % 1000000000ull)};
@@ -180,9 +195,19 @@ class Sampler {
       // The wake-up may be late: the real end of the interval.
       clock_gettime(CLOCK_MONOTONIC, &now);
       const uint64_t mono = uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
+      fl.clear();
+      if (flows_ && nflows_ > 1) {
+        fl = ",\"flows\":[";
+        for (size_t f = 0; f < nflows_; f++) {
+          const uint64_t v = (*flows_)[f].load(std::memory_order_relaxed);
+          fl += (f ? "," : "") + std::to_string(v - fprev[f]);
+          fprev[f] = v;
+        }
+        fl += "]";
+      }
       std::printf("{\"t_ms\":%" PRIu64 ",\"mono_ns\":%" PRIu64 ",\"bytes\":%" PRIu64
-                  ",\"total\":%" PRIu64 "%s}\n",
-                  uint64_t((next - t0_) / 1000000ull), mono, total - prev, total, dir_);
+                  ",\"total\":%" PRIu64 "%s%s}\n",
+                  uint64_t((next - t0_) / 1000000ull), mono, total - prev, total, fl.c_str(), dir_);
       std::fflush(stdout);
       prev = total;
     }
@@ -190,6 +215,8 @@ class Sampler {
   const std::atomic<uint64_t>& c_;
   unsigned ms_;
   const char* dir_;
+  const FlowCounters* flows_ = nullptr;
+  size_t nflows_ = 0;
   uint64_t t0_ = 0;
   std::atomic<bool> stop_{false};
   std::thread th_;
@@ -226,6 +253,7 @@ int server(const Opts& o) {
   int rc = 0;
   do {
     std::atomic<uint64_t> received{0};
+    FlowCounters flow_rx{};
     std::atomic<int> done{0}, errors{0};
     std::atomic<uint64_t> verify_fail{0};
     Sampler sampler(received, o.sample_ms, "");
@@ -256,7 +284,7 @@ int server(const Opts& o) {
         pingpong = h.pingpong;
         verify = h.verify;
         t0 = now_ns();
-        if (!pingpong) sampler.start(t0);
+        if (!pingpong) sampler.start(t0, &flow_rx, flows);
       }
       accepted++;
       th.emplace_back([&, fd, h] {
@@ -283,6 +311,7 @@ int server(const Opts& o) {
             }
             off += uint64_t(r);
             received.fetch_add(uint64_t(r), std::memory_order_relaxed);
+            flow_rx[h.flow % kMaxFlowStats].fetch_add(uint64_t(r), std::memory_order_relaxed);
           }
         }
         {
@@ -326,11 +355,20 @@ int client(const Opts& o) {
       std::fprintf(stderr, "tcp_peer: socket(%s): %s\n", o.mode.c_str(), std::strerror(errno));
       return 1;
     }
-    if (!o.bind_addr.empty()) {
+    const uint16_t sport = o.sports.empty() ? 0 : o.sports[size_t(f)];
+    if (!o.bind_addr.empty() || sport) {
       sockaddr_storage bs{};
       socklen_t bl = 0;
-      if (!resolve(o.bind_addr, 0, bs, bl) || bind(fd, reinterpret_cast<sockaddr*>(&bs), bl) != 0) {
-        std::fprintf(stderr, "tcp_peer: bind %s: %s\n", o.bind_addr.c_str(), std::strerror(errno));
+      // no address: the wildcard of the destination's family (the route
+      // picks the source address)
+      const std::string ba =
+          !o.bind_addr.empty() ? o.bind_addr : (ss.ss_family == AF_INET6 ? "::" : "0.0.0.0");
+      int one = 1;
+      // a source port of an earlier run may still be in TIME_WAIT
+      if (sport) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+      if (!resolve(ba, sport, bs, bl) || bind(fd, reinterpret_cast<sockaddr*>(&bs), bl) != 0) {
+        std::fprintf(stderr, "tcp_peer: bind %s port %u: %s\n", ba.c_str(), sport,
+                     std::strerror(errno));
         return 1;
       }
     }
@@ -360,9 +398,12 @@ int client(const Opts& o) {
   if (o.pingpong) {
     std::vector<uint8_t> buf(o.msg_size, 0x5a), in(o.msg_size);
     std::vector<double> us;
-    us.reserve(o.iters);
     const uint64_t deadline = t0 + uint64_t(o.timeout * 1e9);
-    for (uint32_t i = 0; i < o.iters && now_ns() < deadline; i++) {
+    // --duration: as many round trips as fit (at most --iters when given)
+    const uint64_t stop = o.duration > 0 ? std::min(deadline, t0 + uint64_t(o.duration * 1e9)) : deadline;
+    const uint32_t iters = o.duration > 0 && !o.iters_set ? UINT32_MAX : o.iters;
+    if (o.duration <= 0) us.reserve(o.iters);
+    for (uint32_t i = 0; i < iters && now_ns() < stop; i++) {
       uint64_t a = now_ns();
       if (!write_full(fds[0], buf.data(), buf.size(), deadline) ||
           !read_full(fds[0], in.data(), in.size(), deadline))
@@ -382,7 +423,7 @@ int client(const Opts& o) {
         "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"min_us\":%.1f,\"max_us\":%.1f}}\n",
         o.mode.c_str(), o.msg_size, us.size(), pct(0.5), pct(0.99), pct(0.999), us.front(),
         us.back());
-    return us.size() == o.iters ? 0 : 1;
+    return (o.duration > 0 || us.size() == o.iters) ? 0 : 1;
   }
   std::atomic<uint64_t> sent{0};
   std::atomic<int> errors{0};
@@ -443,8 +484,9 @@ int usage() {
       "N]\n"
       "                       [--timeout S] [--forever] [--cc ALGO]\n"
       "       tcp_peer client --connect ADDR [--port P] [--mode tcp|tcp-multi|mptcp] [--flows N]\n"
-      "                       [--duration S | --bytes N] [--verify] [--bind ADDR] [--sample-ms N]\n"
-      "                       [--pingpong --msg-size B --iters N] [--timeout S] [--cc ALGO]\n");
+      "                       [--duration S | --bytes N] [--verify] [--bind ADDR] [--sport P[,P...]]\n"
+      "                       [--sample-ms N] [--pingpong --msg-size B (--iters N | --duration S)]\n"
+      "                       [--timeout S] [--cc ALGO]\n");
   return 2;
 }
 
@@ -485,6 +527,20 @@ int main(int argc, char** argv) {
       o.msg_size = uint32_t(std::strtoul(v, nullptr, 10));
     } else if (a == "--iters") {
       o.iters = uint32_t(std::strtoul(v, nullptr, 10));
+      o.iters_set = true;
+    } else if (a == "--sport") {
+      // comma-separated source ports, one per flow
+      std::string list = v;
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        const size_t comma = std::min(list.find(',', pos), list.size());
+        const std::string item = list.substr(pos, comma - pos);
+        char* end = nullptr;
+        const unsigned long port = std::strtoul(item.c_str(), &end, 10);
+        if (item.empty() || *end || port == 0 || port > 65535) return usage();
+        o.sports.push_back(uint16_t(port));
+        pos = comma + 1;
+      }
     } else if (a == "--sample-ms") {
       o.sample_ms = unsigned(std::strtoul(v, nullptr, 10));
     } else if (a == "--cc") {
@@ -498,6 +554,13 @@ int main(int argc, char** argv) {
   if (o.mode != "tcp" && o.mode != "tcp-multi" && o.mode != "mptcp") return usage();
   if (o.sample_ms == 0 || o.msg_size == 0) return usage();
   if (o.role == "client" && o.connect_addr.empty()) return usage();
+  if (!o.sports.empty()) {
+    const size_t flows = o.pingpong ? 1 : (o.mode == "tcp-multi" ? size_t(std::max(1, o.flows)) : 1);
+    if (o.sports.size() != flows) {
+      std::fprintf(stderr, "tcp_peer: --sport needs one port per flow (%zu)\n", flows);
+      return 2;
+    }
+  }
   if (o.role == "client" && !o.pingpong && o.duration <= 0 && o.bytes == 0) o.duration = 5;
   return o.role == "server" ? server(o) : client(o);
 }

@@ -73,7 +73,8 @@ fabric_ensure_bpffs() {
 #
 # Parameters (key=value): planes, leaves, spines, hosts, mtu, shape (tbf rate
 # on every host port, e.g. 1gbit), burst, latency, ipv6 (on|off), run (id),
-# mptcp (CLIENT:SERVER, e.g. A:B).
+# mptcp (CLIENT:SERVER, e.g. A:B), ecmp (on|off, direct: an address per host
+# reached over every plane).
 
 _fabric_mac() { # index -> MAC, unique per run
 	printf '02:%s:00:%02x:%02x' "$_F_MACPFX" $(($1 >> 8 & 255)) $(($1 & 255))
@@ -218,6 +219,35 @@ _fabric_build_direct() {
 		_fabric_port A "$p" "$ia" "$_F_LAST_MA" "198.18.$p.1" "fd00:0:0:$p::1" "" "198.18.$p.2" "fd00:0:0:$p::2" 24 64 "$_F_LAST_MB" "p$p"
 		_fabric_port B "$p" "$ib" "$_F_LAST_MB" "198.18.$p.2" "fd00:0:0:$p::2" "" "198.18.$p.1" "fd00:0:0:$p::1" 24 64 "$_F_LAST_MA" "p$p"
 	done
+	[ "$_F_ECMP" = on ] && _fabric_ecmp_direct
+	return 0
+}
+
+# ecmp=on (direct): each host gets an address on lo (A 198.19.255.1/32 and
+# fd00:ff::1/128, B .2 and ::2) and reaches the other's through one route
+# with a nexthop per plane, its own ECMP address as source. The namespaces
+# hash on L4 (fib_multipath_hash_policy=1), so the 5-tuple picks the plane in
+# each direction: plain TCP flows spread over the planes like flows over an
+# ECMP fabric. `ip route get ADDR from SRC ipproto tcp sport S dport D` in a
+# host shows the plane a flow takes.
+_fabric_ecmp_addr4() { echo "198.19.255.$1"; }
+_fabric_ecmp_addr6() { echo "fd00:ff::$1"; }
+_fabric_ecmp_direct() {
+	local me mi pi p nh4 nh6
+	for me in A B; do
+		if [ $me = A ]; then mi=1 pi=2; else mi=2 pi=1; fi
+		nh4="" nh6=""
+		for ((p = 0; p < _F_PLANES; p++)); do
+			nh4+=" nexthop via 198.18.$p.$pi dev ${me,,}$p-$_F_RUN weight 1"
+			nh6+=" nexthop via fd00:0:0:$p::$pi dev ${me,,}$p-$_F_RUN weight 1"
+		done
+		_fabric_cfg "$me" "addr replace $(_fabric_ecmp_addr4 $mi)/32 dev lo"
+		_fabric_route "$me" "route replace $(_fabric_ecmp_addr4 $pi)/32 src $(_fabric_ecmp_addr4 $mi)$nh4"
+		if [ "$_F_V6" = on ]; then
+			_fabric_cfg "$me" "addr replace $(_fabric_ecmp_addr6 $mi)/128 dev lo nodad"
+			_fabric_route "$me" "route replace $(_fabric_ecmp_addr6 $pi)/128 src $(_fabric_ecmp_addr6 $mi)$nh6"
+		fi
+	done
 }
 
 # clos: per plane p, leaves l and spines s. Host h hangs off leaf h % L.
@@ -297,6 +327,7 @@ _fabric_parse_params() { # key=value...
 		wire) _F_WIRE=$v ;;
 		offload) _F_OFFLOAD=$v ;;
 		xdp_pass) _F_XDPPASS=$v ;;
+		ecmp) _F_ECMP=$v ;;
 		*) fabric_err "unknown parameter '$k'"; return 2 ;;
 		esac
 	done
@@ -338,6 +369,11 @@ _fabric_validate() {
 	case "$_F_WIRE" in on | off) ;; *) fabric_err "wire must be on or off"; return 2 ;; esac
 	case "$_F_OFFLOAD" in on | off) ;; *) fabric_err "offload must be on or off"; return 2 ;; esac
 	case "$_F_XDPPASS" in on | off) ;; *) fabric_err "xdp_pass must be on or off"; return 2 ;; esac
+	case "$_F_ECMP" in on | off) ;; *) fabric_err "ecmp must be on or off"; return 2 ;; esac
+	if [ "$_F_ECMP" = on ] && [ "$_F_TOPO" != direct ]; then
+		fabric_err "ecmp=on is for the direct topology (a clos plane routes only its own addresses)"
+		return 2
+	fi
 	if [ -d "$(fabric_dir "$_F_RUN")" ] || ip netns list | grep -q "^$FABRIC_NS_PREFIX-$_F_RUN-"; then
 		fabric_err "run id $_F_RUN is in use"
 		return 2
@@ -355,6 +391,7 @@ _fabric_write_state() {
 		printf '  "ipv6": %s,\n  "shape": "%s",\n  "wire": %s,\n  "offload": %s,\n' "$([ "$_F_V6" = on ] && echo true || echo false)" "$_F_SHAPE" \
 			"$([ "$_F_TOPO" = direct ] && [ "$_F_WIRE" = on ] && echo true || echo false)" "$([ "$_F_OFFLOAD" = on ] && echo true || echo false)"
 		printf '  "xdp_pass": %s,\n' "$([ "$_F_XDPPASS" = on ] && echo true || echo false)"
+		printf '  "ecmp": %s,\n' "$([ "$_F_ECMP" = on ] && echo true || echo false)"
 		# TCP congestion control the hosts inherit (tcp_peer --cc overrides per socket)
 		printf '  "tcp_cc": "%s",\n' "$(cat /proc/sys/net/ipv4/tcp_congestion_control)"
 		printf '  "dir": "%s",\n  "bpffs": "%s",\n  "created": %s,\n' "$dir" "$FABRIC_BPFFS/mrc-fabric/$_F_RUN" "$(date +%s)"
@@ -378,7 +415,13 @@ _fabric_write_state() {
 				[ -n "$ports" ] && ports+=$',\n'
 				ports+="        ${rec#*|}"
 			done
-			printf '    "%s": {\n      "ns": "%s",\n      "ports": [\n%s\n      ]\n    }' "$node" "$(fabric_ns "$_F_RUN" "$node")" "$ports"
+			local e4="" e6=""
+			if [ "$_F_ECMP" = on ]; then
+				e4=$(_fabric_ecmp_addr4 $((i + 1)))
+				[ "$_F_V6" = on ] && e6=$(_fabric_ecmp_addr6 $((i + 1)))
+			fi
+			printf '    "%s": {\n      "ns": "%s",\n      "ecmp_ipv4": "%s",\n      "ecmp_ipv6": "%s",\n      "ports": [\n%s\n      ]\n    }' \
+				"$node" "$(fabric_ns "$_F_RUN" "$node")" "$e4" "$e6" "$ports"
 		done
 		printf '\n  },\n  "links": [\n'
 		first=1
@@ -437,7 +480,7 @@ _fabric_xdp_pass() { # RUN
 # fabric_up [direct|clos] [key=value...] [--file F]  -> prints the run id
 fabric_up() {
 	_F_TOPO=direct _F_PLANES=4 _F_LEAVES=2 _F_SPINES=2 _F_HOSTS=2 _F_MTU=3500
-	_F_SHAPE="" _F_BURST="" _F_LATENCY="" _F_V6=on _F_MPTCP="" _F_WIRE=on _F_OFFLOAD=off _F_XDPPASS=on
+	_F_SHAPE="" _F_BURST="" _F_LATENCY="" _F_V6=on _F_MPTCP="" _F_WIRE=on _F_OFFLOAD=off _F_XDPPASS=on _F_ECMP=off
 	_F_RUN=$(fabric_new_run_id)
 	local args=()
 	while [ $# -gt 0 ]; do
