@@ -33,6 +33,9 @@ struct Opts {
   double latency_us = 2;    // per link (three links a way)
   double jitter_us = 0;     // host downlinks: extra delay, uniform (a busy receiver)
   uint32_t cc_base_us = 0, cc_target_us = 0;  // NSCC (0: learned / derived)
+  uint32_t queue_kb = 1024;  // per link queue (a shaper's buffer)
+  uint32_t timeout = 10;     // QP ACK timeout exponent (1.024 us x 2^timeout)
+  uint32_t lossy_ms = 60;    // figure 2: how long the loss lasts
   bool json = false;
 };
 
@@ -51,7 +54,7 @@ class Stream {
       lp->latency = Time(o.latency_us * double(kUs));
       if (lp == &co.net.downlink) lp->jitter = Time(o.jitter_us * double(kUs));
       lp->rate_bps = uint64_t(o.gbps * 1e9);
-      lp->queue_bytes = 1 << 20;
+      lp->queue_bytes = o.queue_kb * 1024;
     }
     co.engine.seed = o.seed;
     co.engine.default_cc.nscc.base_rtt = o.cc_base_us * 1000;
@@ -82,7 +85,7 @@ class Stream {
       a.qp_state = QpState::kRts;
       a.mpr = 16;
       a.max_wimm = 64;
-      a.timeout = 10;
+      a.timeout = uint8_t(o.timeout);
       a.retry_linear = 7;
       a.retry_exp = 25;
       ok(e.modify_qp(qp_[h], a, kQpState | kQpSqPsn, kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout));
@@ -194,9 +197,12 @@ int main(int argc, char** argv) {
     else if (a == "--jitter-us") o.jitter_us = std::stod(val());
     else if (a == "--cc-base-us") o.cc_base_us = uint32_t(std::stoul(val()));
     else if (a == "--cc-target-us") o.cc_target_us = uint32_t(std::stoul(val()));
+    else if (a == "--queue-kb") o.queue_kb = uint32_t(std::stoul(val()));
+    else if (a == "--timeout") o.timeout = uint32_t(std::stoul(val()));
+    else if (a == "--lossy-ms") o.lossy_ms = uint32_t(std::stoul(val()));
     else if (a == "--json") o.json = true;
     else {
-      std::fprintf(stderr, "usage: %s [--planes N] [--paths M] [--gbps G] [--msg B] [--depth D] [--mtu B] [--seed S] [--loss PCT] [--latency-us US] [--jitter-us US] [--cc-base-us US] [--cc-target-us US] [--json]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--planes N] [--paths M] [--gbps G] [--msg B] [--depth D] [--mtu B] [--seed S] [--loss PCT] [--latency-us US] [--jitter-us US] [--cc-base-us US] [--cc-target-us US] [--queue-kb KB] [--timeout EXP] [--lossy-ms MS] [--json]\n", argv[0]);
       return 2;
     }
   }
@@ -212,6 +218,27 @@ int main(int argc, char** argv) {
     s.run_to(fault, bin, &bins);
     size_t pre = bins.size();
     plane_fault(s.c(), 1, [](sim::LinkParams& p) { p.blackhole = true; });
+    if (getenv("SIMDBG")) {
+      // What the sender does in the first 12 ms: every 250 us its counters,
+      // and every EV state change.
+      EvEvent drain[1024];
+      while (s.c().engine(0).poll_ev_events(drain)) {
+      }
+      for (Time t = fault + 250 * kUs; t <= fault + 12 * kMs; t += 250 * kUs) {
+        s.run_to(t, 250 * kUs, &bins);
+        auto st = *s.c().engine(0).qp_stats(s.qpn());
+        std::fprintf(stderr, "t+%5.2f ms: done %llu KB cwnd %llu inflight %llu srtt %llu us rtx %llu (sack %llu) tlp %llu to %llu bad %llu\n",
+                     double(t - fault) / 1e6, (unsigned long long)(s.bytes_done >> 10), (unsigned long long)st.cwnd_bytes,
+                     (unsigned long long)st.inflight_bytes, (unsigned long long)(st.srtt_ns / 1000),
+                     (unsigned long long)st.tx_rtx_pkts, (unsigned long long)st.rtx_sack, (unsigned long long)st.tlp_probes,
+                     (unsigned long long)st.timeouts, (unsigned long long)st.ev_assumed_bad);
+        size_t n = s.c().engine(0).poll_ev_events(drain);
+        for (size_t i = 0; i < n; i++)
+          std::fprintf(stderr, "    ev %05x port %u %u->%u reason %u at +%.3f ms\n", drain[i].ev, drain[i].port,
+                       unsigned(drain[i].from), unsigned(drain[i].to), unsigned(drain[i].reason),
+                       double(drain[i].time - fault) / 1e6);
+      }
+    }
     s.run_to(fault + 40 * kMs, bin, &bins);
     f1_before = mean(bins, pre - 50, pre);
     f1_after = mean(bins, bins.size() - 100, bins.size());
@@ -252,9 +279,18 @@ int main(int argc, char** argv) {
     const double l = 1 - std::cbrt(1 - o.loss);  // three links: o.loss end to end
     plane_fault(s.c(), 1, [l](sim::LinkParams& p) { p.loss = l; });
     size_t pre = bins.size();
-    s.run_to(80 * kMs, bin, &bins);
+    s.run_to((20 + o.lossy_ms) * kMs, bin, &bins);
     f2_lossy = mean(bins, pre + 50, bins.size());
     auto st = *s.c().engine(0).qp_stats(s.qpn());
+    if (getenv("SIMDBG")) {
+      size_t empty = 0;
+      for (size_t i = pre; i < bins.size(); i++) empty += bins[i] == 0;
+      std::fprintf(stderr, "fig2: timeouts %llu tlp %llu rtx %llu sack %llu nack %llu to %llu suspects %llu bad %llu spurious %llu srtt %llu us; empty 100us bins %zu of %zu\n",
+                   (unsigned long long)st.timeouts, (unsigned long long)st.tlp_probes, (unsigned long long)st.tx_rtx_pkts,
+                   (unsigned long long)st.rtx_sack, (unsigned long long)st.rtx_nack, (unsigned long long)st.rtx_timeout,
+                   (unsigned long long)st.plane_suspects, (unsigned long long)st.ev_assumed_bad, (unsigned long long)st.spurious_rtx,
+                   (unsigned long long)(st.srtt_ns / 1000), empty, bins.size() - pre);
+    }
     f2_bad = st.ev_assumed_bad;
     f2_readmit = st.ev_readmitted;
     if (s.corrupt) std::fprintf(stderr, "figure 2: data verification FAILED\n");

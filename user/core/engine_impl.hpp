@@ -150,6 +150,9 @@ struct Engine::Qp {
   Time latest_port[kMaxPorts + 1] = {};  // ... per plane
   uint32_t plane_losses[kMaxPorts + 1] = {};  // silent losses since the last delivery
   Time plane_heard[kMaxPorts + 1] = {};      // when a delivery on the plane was last reported
+  Time port_srtt[kMaxPorts + 1] = {};  // RTT of each plane (its queues differ from the others')
+  Time port_rttvar[kMaxPorts + 1] = {};
+  Time rack_due = kNever;    // a packet's plane RTT will have passed: judge again (RACK timer)
   uint32_t rtx_hint = 0;     // no lost PSN below this one
   Time last_send = 0;
   bool tlp_pending = false;  // send a tail-loss probe

@@ -44,6 +44,7 @@ Time Engine::qp_deadline(const Qp& q) const {
     Time to = ack_timeout(q);
     if (to != kNever) t = std::min(t, q.last_progress + to);
     t = std::min(t, tlp_due(q));
+    t = std::min(t, q.rack_due);
   }
   if (q.paths.bad_count()) t = std::min(t, std::max(q.probe_check, Time(1)));
   if (!q.probe_queue.empty() || q.tlp_pending) t = std::min<Time>(t, 1);
@@ -102,6 +103,49 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   }
 }
 
+// How long after its transmission a packet must have been acknowledged: the
+// RTT of the slowest plane (each plane's own queues) and four times its
+// variation, plus half of it or the reordering window if larger (the
+// smoothed variation understates the tail a shaper's queue gives single
+// packets), plus what spurious retransmissions taught us. The same for every
+// plane, so losses are judged in transmission order. With nothing sent
+// later delivered it proves nothing. A plane without an RTT sample yet has
+// no such deadline (kNever): the others' RTTs say nothing about its queues.
+Time Engine::rack_wait(const Qp& q, uint8_t port) const {
+  if (port > kMaxPorts || !q.port_srtt[port]) return kNever;
+  Time w = 0, slowest = 0;
+  for (uint32_t p = 0; p <= kMaxPorts; p++) {
+    if (!q.port_srtt[p]) continue;
+    w = std::max(w, q.port_srtt[p] + 4 * q.port_rttvar[p]);
+    slowest = std::max(slowest, q.port_srtt[p]);
+  }
+  return w + std::max(slowest / 2, q.reo_wnd) + q.reo_extra;
+}
+
+// The RACK timer: packets that SACKs reported missing, with something sent
+// after them delivered, were not yet overdue by their plane's RTT. When the
+// SACKs stop (every message in flight, the sender has nothing new to send,
+// e.g. the losses of a plane that just failed) nothing else would judge
+// them before a tail-loss probe. Judges every such packet now overdue and
+// re-arms for the next one.
+void Engine::rack_timer(Qp& q, Time now) {
+  q.rack_due = kNever;
+  if (!q.latest_delivered) return;
+  for (uint32_t psn = q.una; psn != q.next_psn; psn = codec::psn_add(psn, 1)) {
+    TxPkt& t = q.pkt(psn);
+    if ((t.flags & (kTxSacked | kTxLost)) || t.sent >= q.latest_delivered) continue;
+    const Time wait = rack_wait(q, t.port);
+    if (wait == kNever) continue;
+    const Time due = t.sent + wait;
+    if (now >= due) {
+      q.stats.rtx_sack++;
+      mark_lost(q, psn, true, EvEventReason::kSilentLoss, now);
+    } else {
+      q.rack_due = std::min(q.rack_due, due);
+    }
+  }
+}
+
 void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
   // Each EV is one FIFO path and each plane one set of queues, so a packet is
   // lost when a packet sent on its plane more than reo_wnd later was already
@@ -125,7 +169,14 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
     if (q.latest_port[t.port] > t.sent + q.reo_wnd || q.latest_delivered > t.sent + cross) {
       q.stats.rtx_sack++;
       mark_lost(q, psn, true, EvEventReason::kSilentLoss, now);
+      continue;
     }
+    // Something sent after it arrived: overdue once its plane's RTT passed.
+    // The RACK timer judges it then, together with every other overdue
+    // packet, oldest first.
+    const Time wait = rack_wait(q, t.port);
+    if (q.latest_delivered > t.sent && wait != kNever)
+      q.rack_due = std::min(q.rack_due, t.sent + wait);
   }
 }
 
@@ -244,6 +295,18 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
         q.srtt = (7 * q.srtt + rtt) / 8;
       }
       q.min_rtt = q.min_rtt ? std::min(q.min_rtt, rtt) : rtt;
+      if (t.port <= kMaxPorts) {
+        Time& ps = q.port_srtt[t.port];
+        Time& pv = q.port_rttvar[t.port];
+        if (!ps) {
+          ps = rtt;
+          pv = rtt / 2;
+        } else {
+          Time dev = rtt > ps ? rtt - ps : ps - rtt;
+          pv = (3 * pv + dev) / 4;
+          ps = (7 * ps + rtt) / 8;
+        }
+      }
       // Paths differ in delay: the window covers the RTT spread the sprayed
       // packets see, plus what spurious retransmissions taught us.
       Time w = std::max({cfg_.min_reorder, q.min_rtt / 4, 2 * q.rttvar, q.reo_extra});
@@ -282,6 +345,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
     if (q.tlp_port <= kMaxPorts) q.latest_port[q.tlp_port] = std::max(q.latest_port[q.tlp_port], q.tlp_sent);
   }
   rack(q, base, codec::psn_add(base, 64), now);
+  if (now >= q.rack_due) rack_timer(q, now);
   if ((q.attr.cap_flags & kQpCapDynamicMpr) && s.mpr)
     q.mpr_eff = uint32_t(std::min(q.attr.mpr, s.mpr)) * 128;
   q.cc.on_ack(newly, rtt, ecn, q.inflight, now);
@@ -361,6 +425,7 @@ void Engine::requester_timers(Qp& q, Time now) {
       if (bytes) q.cc.on_timeout(q.attr.path_mtu);
       q.last_progress = now;
     }
+    if (now >= q.rack_due) rack_timer(q, now);
     if (now >= tlp_due(q)) {
       if (q.tlp_outstanding) {
         q.tlp_outstanding = false;
@@ -477,7 +542,10 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   stats_.tx_frames++;
   stats_.tx_bytes += n;
   if (q.una == q.next_psn || q.inflight == 0) q.last_progress = std::max(q.last_progress, now);
-  t.sent = now;
+  // Transmission times are unique and in transmission order (a driver hands
+  // a whole batch the same `now`): "sent after it" must mean what it says.
+  const Time stamp = q.last_send >= now ? q.last_send + 1 : now;
+  t.sent = stamp;
   t.ts = pk.tseth.tx_ts;
   if (!rtx) {
     t.ts_first = t.ts;
@@ -487,7 +555,7 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   t.port = e.port;
   if (t.tx_count < 255) t.tx_count++;
   q.inflight += t.len;
-  q.last_send = now;
+  q.last_send = stamp;
   auto& es = q.paths.at(uint32_t(ev_idx)).stats;
   es.tx_pkts++;
   es.tx_bytes += t.len;
@@ -543,8 +611,13 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
       q.rtx_hint = psn;
       TxPkt& t = q.pkt(psn);
       if (q.inflight && q.inflight + t.len > cwnd) return false;
-      // A fresh EV, never the one the packet was last sent (or NACKed) on.
-      int idx = q.paths.next(ports, t.ev);
+      // A fresh EV, never the one the packet was last sent (or NACKed) on;
+      // after a silent loss, on another plane if one can take it (the loss
+      // may be its plane failing: a second loss there costs another RTT).
+      int idx = -1;
+      if (!(t.flags & kTxNacked) && (ports & ~(1u << t.port)))
+        idx = q.paths.next(ports & ~(1u << t.port), t.ev);
+      if (idx < 0) idx = q.paths.next(ports, t.ev);
       if (idx < 0) return false;
       if (t.tx_count >= 64 && q.attr.retry_exp < 25) {
         to_error(q, kWcRetryExcErr);

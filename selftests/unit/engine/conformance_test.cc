@@ -597,7 +597,7 @@ TEST(Conformance, C33_OnlyMissingPsnsRetransmittedOldestFirst) {
   ASSERT_TRUE(f.wait_sends(1));
   EXPECT_EQ(std::set<uint32_t>(rtx.begin(), rtx.end()), lose);
   EXPECT_EQ(rtx.size(), lose.size()) << "a PSN was retransmitted twice";
-  EXPECT_TRUE(std::is_sorted(rtx.begin(), rtx.end()));
+  EXPECT_TRUE(std::is_sorted(rtx.begin(), rtx.end())) << ::testing::PrintToString(rtx);
   EXPECT_TRUE(f.same(0, 256 * 1024));
 }
 
@@ -738,6 +738,44 @@ TEST(Conformance, C36_UnansweredTailLossProbeIsFollowedByAnother) {
   EXPECT_GE(st.tlp_probes, 2u);
   EXPECT_LT(f.p.now, Time(2'000'000)) << "recovered by the ACK timeout, not by probes";
   EXPECT_TRUE(f.same(0, 64 * 1024));
+}
+
+TEST(Conformance, C36_LossesOfAFailedPlaneAreJudgedByItsRttNotAProbe) {
+  // Every packet of a message leaves at once (unshaped planes), then the
+  // sender has nothing new to send. Plane 2 fails under it: the SACKs of the
+  // other planes stop coming after one RTT and nothing sent later is ever
+  // delivered, so the send-time rules cannot judge plane 2's packets. They
+  // are overdue by plane 2's own RTT (the RACK timer), retransmitted on other
+  // planes, and the message completes with no tail-loss probe and no ACK
+  // timeout, within two RTTs and a margin.
+  PairOptions o;
+  o.latency = 20'000;
+  o.gbps = 100;    // a 1 KiB packet takes 80 ns: the message leaves in ~0.3 us
+  o.timeout = 14;  // 16.8 ms: far beyond what this may take
+  Fixture f(2 << 20, o);
+  bool dead = false;
+  f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>&, Time) {
+    Hook h;
+    h.drop = dead && from == 0 && port == 2;
+    return h;
+  };
+  ASSERT_TRUE(f.write(1, 0, 1 << 20).ok());  // RTT samples on every plane
+  ASSERT_TRUE(f.wait_sends(1));
+  const auto before = *f.p.e(0).qp_stats(f.q0);
+  dead = true;
+  const Time t0 = f.p.now;
+  ASSERT_TRUE(f.write(2, 1 << 20, 128 << 10).ok());
+  ASSERT_TRUE(f.wait_sends(2));
+  const Time took = f.p.now - t0;
+  EXPECT_EQ(f.swc[1].status, kWcSuccess);
+  EXPECT_TRUE(f.same(0, (1 << 20) + (128 << 10)));
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.tlp_probes, before.tlp_probes);
+  EXPECT_EQ(st.timeouts, before.timeouts);
+  EXPECT_GT(st.tx_rtx_pkts, before.tx_rtx_pkts);
+  // Two RTTs and the margin of the RTT's variation (the old way, a probe
+  // after 2 SRTT + the reordering window, took 250 us here).
+  EXPECT_LT(took, Time(200'000)) << took << " ns";
 }
 
 TEST(Conformance, C37_NackUnexpEventErrorsQpImmediately) {

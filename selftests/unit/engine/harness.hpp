@@ -198,6 +198,9 @@ class Pair {
     while (now <= stop) {
       if (done()) return true;
       pump();
+      // What this step delivered may be what we wait for: do not jump to
+      // the next deadline first (time would be overstated).
+      if (done()) return true;
       Time next = stop + 1;
       if (!flight.empty()) next = std::min(next, flight.begin()->first);
       for (int i = 0; i < 2; i++) {
