@@ -487,6 +487,10 @@ void Engine::enter_rts(Qp& q) {
   uint32_t w = uint32_t(q.attr.mpr) * 128;
   uint32_t n = 64;
   while (n < w) n <<= 1;
+  // The send window starts small and doubles as the PSNs in flight need it
+  // (up to MPR x 128): an idle QP costs 2 KiB here, not MPR x 4 KiB.
+  q.win_max = n;
+  n = std::min<uint32_t>(n, 64);
   q.win.assign(n, TxPkt{});
   q.win_mask = n - 1;
   q.mpr_eff = w;

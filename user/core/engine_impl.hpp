@@ -136,6 +136,7 @@ struct Engine::Qp {
   uint32_t una = 0;       // oldest PSN not cumulatively acked
   std::vector<TxPkt> win;
   uint32_t win_mask = 0;
+  uint32_t win_max = 0;   // the window's size at MPR x 128 outstanding PSNs
   uint32_t mpr_eff = 0;   // PSNs allowed beyond the cumulative ack
   uint64_t inflight = 0;  // bytes sent and not sacked/acked/lost
   uint32_t lost = 0;      // packets queued for retransmission
@@ -197,6 +198,16 @@ struct Engine::Qp {
     if (t.port <= kMaxPorts) latest_port[t.port] = std::max(latest_port[t.port], t.sent);
   }
   TxPkt& pkt(uint32_t psn) { return win[psn & win_mask]; }
+  // Doubles the send window (rare: at most log2(MPR x 128 / 64) times per
+  // QP); the PSNs in flight move to their slots under the new mask.
+  void grow_win() {
+    const uint32_t n = uint32_t(win.size()) * 2;
+    std::vector<TxPkt> w(n);
+    for (uint32_t psn = una; psn != next_psn; psn = codec::psn_add(psn, 1))
+      w[psn & (n - 1)] = win[psn & win_mask];
+    win.swap(w);
+    win_mask = n - 1;
+  }
   uint32_t outstanding() const { return uint32_t(codec::psn_diff(next_psn, una)); }
 };
 

@@ -644,6 +644,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
     }
   }
   if (uint32_t(codec::psn_diff(q.next_psn, q.una)) >= q.mpr_eff) return false;  // MPR window
+  if (q.outstanding() + 1 > q.win.size() && q.win.size() < q.win_max) q.grow_win();
   const uint32_t mtu = q.attr.path_mtu;
   const uint32_t off = w.sent * mtu;
   const uint32_t len = std::min(mtu, w.len - std::min(w.len, off));
