@@ -50,6 +50,15 @@ constexpr uint32_t api_version(uint32_t major, uint32_t minor, uint32_t sub) {
 constexpr uint32_t kApiVersion = api_version(1, 0, 1);
 constexpr uint32_t kVendorApiVersion = api_version(0, 1, 0);
 
+// How the engine thread sends frames (Documentation/xdp-tx.md).
+enum class TxBackend : uint8_t {
+  kXsk,   // AF_XDP TX rings (copy mode on veth: every frame becomes an skb)
+  kLive,  // XDP live frames (xdp::LiveTx): open() fails if the kernel or the
+          // privileges do not allow it
+  kAuto,  // live frames where they work, else AF_XDP (the reason: tx_note())
+};
+const char* to_string(TxBackend b);
+
 struct DeviceOptions {
   // Plane interfaces, in port order: the first is port 1.
   std::vector<std::string> interfaces;
@@ -67,6 +76,17 @@ struct DeviceOptions {
   bool force_generic = false;  // attach XDP in generic (SKB) mode
   codec::DscpClasses dscp;
   core::EngineConfig engine;   // protocol tunables (ports/addresses are filled in)
+  // TX backend. Live frames take frames up to LiveTx::max_frame() (3408 bytes
+  // on 6.18): QPs' path_mtu is then clamped to PortInfo::max_path_mtu (3264).
+  // The receive side is AF_XDP either way.
+  TxBackend tx = TxBackend::kXsk;
+  uint32_t live_tx_slots = 1024;   // LiveTx frame slots (4 KiB each), power of two
+  uint32_t live_tx_submit = 64;    // frames per BPF_PROG_TEST_RUN (at most; the end
+                                   // of an engine iteration submits the rest)
+  // An engine iteration that ends with fewer frames than this sends them
+  // through AF_XDP instead (copied): a live submit has a fixed cost of about
+  // 10-15 us (the kernel builds a page pool per call). 0 = always live.
+  uint32_t live_tx_min = 16;
 };
 
 // What the device found and chose, per plane port.
@@ -81,6 +101,11 @@ struct PortInfo {
   bool link_up = false;
   std::string xdp_mode;  // "native", "generic" ...
   std::string xsk_mode;  // "copy" or "zero-copy"
+  std::string tx;        // TX backend: "xsk" or "live"
+  // Largest path_mtu whose frames this port can send (live frames: the
+  // kernel's frame limit); 0 = no limit beyond the interface MTU. QPs'
+  // path_mtu is clamped to the smallest over the ports.
+  uint32_t max_path_mtu = 0;
 };
 
 // An endpoint's address on one plane (the RoCEv2 GID of that port).
@@ -235,6 +260,16 @@ class Context {
     uint64_t rx_dropped, rx_invalid, tx_invalid, rx_ring_full, fill_empty, tx_ring_empty;
   };
   XskStats xsk_stats() const;
+  // The TX backend in use, and why it is not the one asked for (kAuto that
+  // fell back to AF_XDP; empty otherwise).
+  TxBackend tx_backend() const;
+  std::string tx_note() const;
+  // Live-frames TX counters (xdp::LiveTxCounters; zeros with AF_XDP TX).
+  struct LiveTxStats {
+    uint64_t submits, frames, bytes, redirected, prog_errors, submit_errors, lost, ring_full;
+    uint64_t xmit_sent, xmit_drops, redirect_err, submit_ns;
+  };
+  LiveTxStats live_tx_stats() const;
   size_t poll_ev_events(std::span<EvEvent> out);
 
   struct Impl;

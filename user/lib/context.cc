@@ -1,5 +1,7 @@
 // libmrc's Context: one engine thread per device runs the sans-I/O engine
-// over the AF_XDP sockets of every plane interface.
+// over the AF_XDP sockets of every plane interface. It sends through their
+// TX rings or, with TxBackend::kLive, as XDP live frames (xdp::LiveTx,
+// Documentation/xdp-tx.md); it always receives from the sockets.
 //
 //   application threads --post rings (lock-free)--> engine thread --> engine
 //   engine thread --CQ rings (lock-free)--> application threads (poll_cq)
@@ -27,12 +29,17 @@
 #include "lib/mpmc.hpp"
 #include "lib/neigh.hpp"
 #include "mrc/mrc.hpp"
+#include "codec/packet.hpp"
 #include "xdp/device.hpp"
+#include "xdp/live_tx.hpp"
 
 namespace mrc {
 namespace {
 
 constexpr size_t kBurst = 64;
+// Live-frames slots reserved per port at a time (what an iteration does not
+// use goes back at its end).
+constexpr uint32_t kLiveReserve = 16;
 
 core::Time mono_ns() {
   timespec ts;
@@ -70,7 +77,26 @@ void wake(int fd) {
   (void)!write(fd, &one, sizeof one);
 }
 
+// Bytes of a data packet besides its payload, at most: Ethernet, IPv6, UDP,
+// BTH, the largest extension headers of a WRITE (RETH, TSETH, ImmDt) and the
+// ICRC. A live frame of path_mtu + this must fit LiveTx::max_frame(port).
+uint32_t max_frame_overhead() {
+  uint32_t ext = 0;
+  for (unsigned op = MRC_OP_WRITE_FIRST; op <= MRC_OP_WRITE_ONLY_IMM; op++)
+    ext = std::max(ext, codec::ext_header_len(uint8_t(op), true));
+  return 14u + 40u + 8u + uint32_t(sizeof(mrc_bth)) + ext + MRC_ICRC_LEN;
+}
+
 }  // namespace
+
+const char* to_string(TxBackend b) {
+  switch (b) {
+    case TxBackend::kXsk: return "xsk";
+    case TxBackend::kLive: return "live";
+    case TxBackend::kAuto: return "auto";
+  }
+  return "?";
+}
 
 struct ChannelState {
   lib::MpmcQueue<Cq*> fired{4096};
@@ -86,6 +112,9 @@ struct Context::Impl {
   std::unique_ptr<core::Engine> eng;
   std::vector<PortInfo> ports;      // index = port - 1
   std::vector<uint16_t> tx_socket;  // per port index: the socket that sends
+  xdp::LiveTx live;                 // the live-frames TX backend, if in use
+  std::string tx_note;              // why kAuto fell back to AF_XDP
+  uint32_t max_path_mtu = 0;        // QPs' path_mtu is clamped to it (0: no clamp)
   // Plane port numbers: ours (1-based, in interface order) unless mrcd owns
   // the device, then mrcd's. idx[port] = index in `ports`, -1 if absent.
   std::array<int, core::kMaxPorts + 1> idx;
@@ -116,33 +145,60 @@ struct Context::Impl {
       uint32_t committed = 0;
     };
     std::vector<PortTx> ports;
-    explicit Sink(Impl& i) : im(i), ports(i.ports.size()) {}
+    // Live frames: slots reserved per port in small bursts; committed frames
+    // are staged (in send order) and go out every live_submit frames as one
+    // BPF_PROG_TEST_RUN. At the end of an iteration fewer than live_min
+    // staged frames are copied to the AF_XDP TX rings instead: a live submit
+    // has a fixed cost (the kernel builds a page pool per call, ~10-15 us)
+    // that a handful of ACKs should not pay.
+    struct LivePort {
+      std::array<xdp::LiveTxFrame, kLiveReserve> frames;
+      uint32_t reserved = 0, used = 0;
+    };
+    std::vector<LivePort> lports;
+    std::vector<xdp::LiveTxFrame> staged;  // capacity live_submit, made once
+    uint32_t nstaged = 0;
+    xdp::LiveTx* live = nullptr;
+    uint32_t live_submit = kBurst, live_min = 0;
+    explicit Sink(Impl& i)
+        : im(i), ports(i.ports.size()), lports(i.live ? i.ports.size() : 0),
+          live(i.live ? &i.live : nullptr),
+          live_submit(std::max<uint32_t>(1, std::min(i.opts.live_tx_submit, i.opts.live_tx_slots / 2))),
+          live_min(std::min(i.opts.live_tx_min, live_submit)) {
+      if (live) staged.resize(live_submit);
+    }
     uint8_t* alloc(uint8_t port, uint32_t* cap) override {
       const int i = port <= core::kMaxPorts ? im.idx[port] : -1;
       if (i < 0) return nullptr;
-      PortTx& p = ports[size_t(i)];
-      if (p.used == p.reserved) {
-        if (p.committed == kBurst) flush_port(size_t(i));
-        xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[size_t(i)]];
-        p.reserved = s.tx_reserve({p.frames.data(), kBurst - p.committed});
-        p.used = 0;
-        if (!p.reserved) return nullptr;
-      }
-      xdp::TxFrame& f = p.frames[p.used];
-      *cap = f.room;
-      return f.data;
+      if (live) return live_alloc(uint16_t(i), cap);
+      xdp::TxFrame* f = xsk_alloc(size_t(i));
+      if (!f) return nullptr;
+      *cap = f->room;
+      return f->data;
     }
     void commit(uint8_t port, uint32_t len) override {
       const size_t i = size_t(im.idx[port]);
+      if (live) return live_commit(i, len);
       PortTx& p = ports[i];
       xdp::TxFrame f = p.frames[p.used++];
-      xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[i]];
       if (!len) {
-        s.tx_cancel({&f, 1});
+        im.dev.sockets()[im.tx_socket[i]].tx_cancel({&f, 1});
         return;
       }
       f.len = len;
       p.out[p.committed++] = f;
+    }
+    // The next reserved AF_XDP frame of port i (nullptr: TX ring full).
+    xdp::TxFrame* xsk_alloc(size_t i) {
+      PortTx& p = ports[i];
+      if (p.used == p.reserved) {
+        if (p.committed == kBurst) flush_port(i);
+        xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[i]];
+        p.reserved = s.tx_reserve({p.frames.data(), kBurst - p.committed});
+        p.used = 0;
+        if (!p.reserved) return nullptr;
+      }
+      return &p.frames[p.used];
     }
     void flush_port(size_t i) {
       PortTx& p = ports[i];
@@ -150,7 +206,72 @@ struct Context::Impl {
       if (p.committed) s.tx_submit({p.out.data(), p.committed}, true);
       p.committed = 0;
     }
+    uint8_t* live_alloc(uint16_t i, uint32_t* cap) {
+      LivePort& p = lports[i];
+      if (p.used == p.reserved) {
+        p.used = 0;
+        p.reserved = live->reserve(i, p.frames);
+        if (!p.reserved && nstaged) {  // every slot staged or reserved
+          live_send();
+          p.reserved = live->reserve(i, p.frames);
+        }
+        if (!p.reserved) return nullptr;
+      }
+      xdp::LiveTxFrame& f = p.frames[p.used];
+      *cap = f.room;
+      return f.data;
+    }
+    void live_commit(size_t i, uint32_t len) {
+      LivePort& p = lports[i];
+      xdp::LiveTxFrame& f = p.frames[p.used++];
+      if (!len) {
+        live->cancel({&f, 1});
+        return;
+      }
+      f.len = len;
+      staged[nstaged++] = f;
+      if (nstaged == live_submit) live_send();
+    }
+    // Errors are counted by LiveTx (submit_errors, lost) and the frames not
+    // sent are losses the engine recovers from.
+    void live_send() {
+      live->commit({staged.data(), nstaged});
+      nstaged = 0;
+      (void)live->submit();
+    }
+    // A few staged frames: copied into AF_XDP frames of their ports (in
+    // order), their slots returned; what does not fit goes out live.
+    void live_to_xsk() {
+      uint32_t k = 0;
+      for (; k < nstaged; k++) {
+        const xdp::LiveTxFrame& lf = staged[k];
+        xdp::TxFrame* f = xsk_alloc(lf.port);
+        if (!f || f->room < lf.len) break;
+        std::memcpy(f->data, lf.data, lf.len);
+        PortTx& p = ports[lf.port];
+        xdp::TxFrame out = p.frames[p.used++];
+        out.len = lf.len;
+        p.out[p.committed++] = out;
+      }
+      live->cancel({staged.data(), k});
+      if (k < nstaged) {
+        std::memmove(staged.data(), staged.data() + k, (nstaged - k) * sizeof(staged[0]));
+        nstaged -= k;
+        live_send();
+      }
+      nstaged = 0;
+    }
     void finish() {
+      if (live) {
+        for (LivePort& p : lports) {
+          if (p.used < p.reserved) live->cancel({p.frames.data() + p.used, p.reserved - p.used});
+          p.used = p.reserved = 0;
+        }
+        if (nstaged >= live_min)
+          live_send();
+        else if (nstaged)
+          live_to_xsk();
+      }
       for (size_t i = 0; i < ports.size(); i++) {
         PortTx& p = ports[i];
         xdp::XskSocket& s = im.dev.sockets()[im.tx_socket[i]];
@@ -288,6 +409,8 @@ struct Context::Impl {
     auto r = dev.process_link_events();
     if (!r.ok() || !*r) return;
     std::lock_guard<std::mutex> lk(mu);
+    // Live frames: the ports' MTU may have changed (max_frame(port)).
+    if (live) (void)live.refresh();
     for (size_t i = 0; i < ports.size(); i++) {
       const auto& info = dev.ports()[i].info;
       bool up = info.admin_up && info.link_up;
@@ -499,6 +622,40 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
     }
     im.ports.push_back(pi);
   }
+
+  // 4. The TX backend: live frames (one LiveTx for the engine thread) or
+  // the sockets' TX rings.
+  if (o.tx != TxBackend::kXsk) {
+    xdp::LiveTxConfig lc;
+    for (const auto& name : o.interfaces) lc.ports.push_back({name, ""});
+    lc.slots = o.live_tx_slots;
+    lc.batch = std::clamp<uint32_t>(o.live_tx_submit, 1, 64);
+    auto lt = xdp::LiveTx::create(lc);
+    uint32_t clamp = 0;
+    if (lt) {
+      clamp = 9000;
+      for (uint16_t i = 0; i < lt->port_count(); i++) {
+        const uint32_t mf = lt->max_frame(i);
+        clamp = std::min(clamp, mf > max_frame_overhead() ? (mf - max_frame_overhead()) / 64 * 64 : 0);
+      }
+      if (clamp < 256) {
+        lt = make_error(EMSGSIZE, "live frames of at most " + std::to_string(lt->max_frame()) +
+                                      " bytes leave no room for a path MTU of 256");
+      }
+    }
+    if (lt) {
+      im.live = std::move(*lt);
+      im.max_path_mtu = clamp;
+    } else if (o.tx == TxBackend::kLive) {
+      return std::move(lt).error().wrap("live-frames TX (DeviceOptions::tx = live)");
+    } else {
+      im.tx_note = "live-frames TX unavailable, using AF_XDP TX: " + lt.error().message();
+    }
+  }
+  for (auto& pi : im.ports) {
+    pi.tx = im.live ? "live" : "xsk";
+    pi.max_path_mtu = im.max_path_mtu;
+  }
   im.eng = std::make_unique<core::Engine>(ec);
   if (im.ctl) {
     ctl::EngineSync::Options so;
@@ -512,6 +669,29 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   if (im.wake_fd < 0 || im.async_fd < 0) return errno_error(errno, "eventfd");
   im.thr = std::thread([&im] { im.run(); });
   return ctx;
+}
+
+TxBackend Context::tx_backend() const { return impl_->live ? TxBackend::kLive : TxBackend::kXsk; }
+std::string Context::tx_note() const { return impl_->tx_note; }
+
+Context::LiveTxStats Context::live_tx_stats() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  LiveTxStats x{};
+  if (!impl_->live) return x;
+  const xdp::LiveTxCounters& c = impl_->live.counters();
+  x.submits = c.submits;
+  x.frames = c.committed;
+  x.bytes = c.committed_bytes;
+  x.redirected = c.redirected;
+  x.prog_errors = c.prog_errors;
+  x.submit_errors = c.submit_errors;
+  x.lost = c.lost;
+  x.ring_full = c.ring_full;
+  x.xmit_sent = c.xmit_sent;
+  x.xmit_drops = c.xmit_drops;
+  x.redirect_err = c.redirect_err;
+  x.submit_ns = c.submit_ns;
+  return x;
 }
 
 DeviceAttr Context::query_device() const { return impl_->eng->device_attr(); }
@@ -779,7 +959,15 @@ Status Qp::modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask) {
     if ((mrc_mask & core::kMrcCcProfileId) && attr.cc_profile_id)
       MRC_TRY(im.sync->use_cc_profile(attr.cc_profile_id));
   }
-  MRC_TRY(im.eng->modify_qp(qpn_, attr, ibv_mask, mrc_mask));
+  // Live-frames TX: frames must fit the kernel's live-frame limit, so the
+  // path MTU is at most max_path_mtu (the receiver accepts any size).
+  if ((ibv_mask & core::kQpPathMtu) && im.max_path_mtu && attr.path_mtu > im.max_path_mtu) {
+    QpAttr a = attr;
+    a.path_mtu = im.max_path_mtu;
+    MRC_TRY(im.eng->modify_qp(qpn_, a, ibv_mask, mrc_mask));
+  } else {
+    MRC_TRY(im.eng->modify_qp(qpn_, attr, ibv_mask, mrc_mask));
+  }
   auto a = im.eng->query_qp(qpn_);
   if (!a) return std::move(a).error();
   // What the XDP program needs to NACK trimmed packets for this QP.

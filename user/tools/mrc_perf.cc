@@ -67,6 +67,8 @@ struct Opts {
   uint32_t queues = 0;
   bool no_cc = false;
   bool counters = false;
+  TxBackend tx = TxBackend::kXsk;  // --tx: xsk, live or auto
+  int live_min = -1;               // --tx live/N: DeviceOptions::live_tx_min (-1: default)
   uint32_t clients = 1;  // server: clients served at once
   uint32_t slots = 0;    // message slots per QP (0: 2 x inflight)
   std::vector<std::pair<std::string, std::string>> engine;  // --engine KEY=VALUE
@@ -106,6 +108,9 @@ FILE* g_ev_log = nullptr;
       "      --queues N       rx queues per interface with a socket (all)\n"
       "      --no-cc          congestion control off\n"
       "      --counters       print engine, AF_XDP and XDP counters at the end\n"
+      "      --tx MODE        TX backend: xsk (AF_XDP), live (XDP live frames, path MTU\n"
+      "                       clamped to fit them; live/N: iterations with fewer than N\n"
+      "                       frames use AF_XDP, 16) or auto (live if it works; xsk)\n"
       "      --clients N      server: serve N clients at once (each with --qps QPs; 1)\n"
       "      --slots N        message slots per QP in the target buffer (2 x inflight);\n"
       "                       both sides must agree. With -i --verify every message is\n"
@@ -148,6 +153,7 @@ Opts parse(int argc, char** argv) {
     kQueues,
     kNoCc,
     kCounters,
+    kTx,
     kClients,
     kSlots,
     kEngine,
@@ -180,6 +186,7 @@ Opts parse(int argc, char** argv) {
                               {"no-cc", no_argument, nullptr, kNoCc},
                               {"help", no_argument, nullptr, 'h'},
                               {"counters", no_argument, nullptr, kCounters},
+                              {"tx", required_argument, nullptr, kTx},
                               {"clients", required_argument, nullptr, kClients},
                               {"slots", required_argument, nullptr, kSlots},
                               {"engine", required_argument, nullptr, kEngine},
@@ -232,6 +239,20 @@ Opts parse(int argc, char** argv) {
           break;
         case kSlots:
           o.slots = uint32_t(std::stoul(optarg));
+          break;
+        case kTx:
+          if (!std::strcmp(optarg, "xsk"))
+            o.tx = TxBackend::kXsk;
+          else if (!std::strcmp(optarg, "live"))
+            o.tx = TxBackend::kLive;
+          else if (!std::strncmp(optarg, "live/", 5)) {
+            o.tx = TxBackend::kLive;
+            o.live_min = std::stoi(optarg + 5);
+          }
+          else if (!std::strcmp(optarg, "auto"))
+            o.tx = TxBackend::kAuto;
+          else
+            usage(2);
           break;
         case kPinDir:
           o.pin_dir = optarg;
@@ -411,7 +432,10 @@ Side open_side(const Opts& o, uint32_t nqps) {
   d.busy_poll = o.busy_poll;
   d.engine_cpu = o.cpu;
   d.queues = o.queues;
+  d.tx = o.tx;
+  if (o.live_min >= 0) d.live_tx_min = uint32_t(o.live_min);
   s.ctx = must(Context::open(d), "opening " + o.devs[0] + "...");
+  if (!s.ctx->tx_note().empty()) std::fprintf(stderr, "mrc_perf: %s\n", s.ctx->tx_note().c_str());
   s.pd = must(s.ctx->alloc_pd(), "alloc_pd");
   if (o.no_cc) {
     core::CcProfile off;
@@ -476,6 +500,14 @@ void dump_counters(Side& s) {
                " fill_empty %" PRIu64 " tx_invalid %" PRIu64 "\n",
                x.rx_frames, x.tx_frames, x.tx_completed, x.tx_kicks, x.tx_kick_again, x.tx_kick_busy, x.tx_kick_errors,
                x.pool_empty, x.rx_dropped, x.rx_ring_full, x.fill_empty, x.tx_invalid);
+  if (s.ctx->tx_backend() == TxBackend::kLive) {
+    auto l = s.ctx->live_tx_stats();
+    std::fprintf(stderr, "  live tx: frames %" PRIu64 " in %" PRIu64 " submits (%.1f us each), redirected %" PRIu64
+                 " prog_errors %" PRIu64 " submit_errors %" PRIu64 " lost %" PRIu64 " ring_full %" PRIu64
+                 " driver: sent %" PRIu64 " drops %" PRIu64 " redirect_err %" PRIu64 "\n",
+                 l.frames, l.submits, l.submits ? double(l.submit_ns) / 1e3 / double(l.submits) : 0.0, l.redirected,
+                 l.prog_errors, l.submit_errors, l.lost, l.ring_full, l.xmit_sent, l.xmit_drops, l.redirect_err);
+  }
   if (auto xs = s.ctx->xdp_stats(); xs.ok())
     for (size_t p = 0; p < xs->size(); p++) {
       const auto* v = reinterpret_cast<const uint64_t*>(&(*xs)[p]);
@@ -839,7 +871,8 @@ int run_client(const Opts& o) {
     std::printf("mrc_perf: %s, %u QP(s), %u B messages, %u in flight per QP, MTU %u, %zu plane(s):",
                 o.lat ? "latency (WRITE_WITH_IMM ping-pong)" : (o.imm ? "RDMA WRITE_WITH_IMM" : "RDMA WRITE"), o.qps,
                 o.size, o.inflight, o.mtu, ports.size());
-    for (const auto& p : ports) std::printf(" %s[%s/%s]", p.ifname.c_str(), p.xdp_mode.c_str(), p.xsk_mode.c_str());
+    for (const auto& p : ports)
+      std::printf(" %s[%s/%s/tx %s]", p.ifname.c_str(), p.xdp_mode.c_str(), p.xsk_mode.c_str(), p.tx.c_str());
     std::printf("\n");
   }
 
