@@ -131,11 +131,22 @@ Time Engine::rack_wait(const Qp& q, uint8_t port) const {
 void Engine::rack_timer(Qp& q, Time now) {
   q.rack_due = kNever;
   if (!q.latest_delivered) return;
+  // Only once the SACKs have stopped: while they come, packets sent later
+  // are delivered and the rules above judge (and a backlog of SACKs being
+  // worked through after this host stalled would make everything look
+  // overdue). And not after a silence longer than the wait itself: that may
+  // be this host's own stall, not the network; a tail-loss probe asks.
+  const Time quiet = std::max(q.reo_wnd, q.srtt / 4);
+  if (now < q.last_ack + quiet) {
+    q.rack_due = q.last_ack + quiet;
+    return;
+  }
   for (uint32_t psn = q.una; psn != q.next_psn; psn = codec::psn_add(psn, 1)) {
     TxPkt& t = q.pkt(psn);
     if ((t.flags & (kTxSacked | kTxLost)) || t.sent >= q.latest_delivered) continue;
     const Time wait = rack_wait(q, t.port);
     if (wait == kNever) continue;
+    if (now - q.last_ack > wait) return;
     const Time due = t.sent + wait;
     if (now >= due) {
       q.stats.rtx_sack++;
@@ -345,7 +356,6 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
     if (q.tlp_port <= kMaxPorts) q.latest_port[q.tlp_port] = std::max(q.latest_port[q.tlp_port], q.tlp_sent);
   }
   rack(q, base, codec::psn_add(base, 64), now);
-  if (now >= q.rack_due) rack_timer(q, now);
   if ((q.attr.cap_flags & kQpCapDynamicMpr) && s.mpr)
     q.mpr_eff = uint32_t(std::min(q.attr.mpr, s.mpr)) * 128;
   q.cc.on_ack(newly, rtt, ecn, q.inflight, now);
