@@ -8,8 +8,9 @@
 // interface); MRC traffic then flows over the plane interfaces given by -d.
 // Run `mrc_perf --help` for the options.
 #include <getopt.h>
-#include <signal.h>
+#include <malloc.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -75,6 +76,8 @@ struct Opts {
   std::string pin_dir = MRC_PIN_DIR_DEFAULT;
   bool no_mrcd = false;
   std::string ev_log;  // client: every EV state change, one JSON line each
+  bool mem = false;    // --mem: memory per QP (idle, connected) and after the run
+  uint64_t ev_profile = 0, cc_profile = 0;  // mrcd's profiles (0: the built-in ones)
 };
 
 FILE* g_ev_log = nullptr;
@@ -126,7 +129,12 @@ FILE* g_ev_log = nullptr;
       "                       device uses its XDP program instead of loading one\n"
       "      --no-mrcd        always load our own XDP program\n"
       "      --ev-log FILE    client: write every EV state change (time, EV, port, from, to,\n"
-      "                       reason) to FILE as JSON lines\n");
+      "                       reason) to FILE as JSON lines\n"
+      "      --mem            report memory per QP: RSS and heap before the QPs are created,\n"
+      "                       with every QP connected and idle (200 ms after the handshake,\n"
+      "                       before any traffic) and at the end of the run\n"
+      "      --ev-profile ID  QPs use mrcd's EV profile ID (mrcctl ev-profile create)\n"
+      "      --cc-profile ID  QPs use mrcd's CC profile ID (mrcctl cc-profile create)\n");
   std::exit(code);
 }
 
@@ -159,7 +167,10 @@ Opts parse(int argc, char** argv) {
     kEngine,
     kPinDir,
     kNoMrcd,
-    kEvLog
+    kEvLog,
+    kMem,
+    kEvProfile,
+    kCcProfile
   };
   static const option lo[] = {{"dev", required_argument, nullptr, 'd'},
                               {"port", required_argument, nullptr, 'p'},
@@ -193,6 +204,9 @@ Opts parse(int argc, char** argv) {
                               {"pin-dir", required_argument, nullptr, kPinDir},
                               {"no-mrcd", no_argument, nullptr, kNoMrcd},
                               {"ev-log", required_argument, nullptr, kEvLog},
+                              {"mem", no_argument, nullptr, kMem},
+                              {"ev-profile", required_argument, nullptr, kEvProfile},
+                              {"cc-profile", required_argument, nullptr, kCcProfile},
                               {nullptr, 0, nullptr, 0}};
   optind = o.server ? 2 : 3;
   int c;
@@ -262,6 +276,15 @@ Opts parse(int argc, char** argv) {
           break;
         case kEvLog:
           o.ev_log = optarg;
+          break;
+        case kMem:
+          o.mem = true;
+          break;
+        case kEvProfile:
+          o.ev_profile = std::stoull(optarg);
+          break;
+        case kCcProfile:
+          o.cc_profile = std::stoull(optarg);
           break;
         case kEngine: {
           std::string kv = optarg;
@@ -354,12 +377,46 @@ struct Buffer {
   ~Buffer() { munmap(p, n); }
 };
 
+// Process memory: resident set (/proc/self/statm) and heap in use (glibc
+// mallinfo2 over every arena: small chunks in use + mmapped chunks).
+struct MemSnap {
+  uint64_t rss = 0, heap = 0;
+};
+MemSnap mem_snap() {
+  MemSnap m;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    unsigned long long size = 0, resident = 0;
+    if (std::fscanf(f, "%llu %llu", &size, &resident) == 2)
+      m.rss = uint64_t(resident) * uint64_t(sysconf(_SC_PAGESIZE));
+    std::fclose(f);
+  }
+  const struct mallinfo2 mi = mallinfo2();
+  m.heap = uint64_t(mi.uordblks) + uint64_t(mi.hblkhd);
+  return m;
+}
+
+// {"qps":N,"rss_base":..,"rss":..,"heap_base":..,"heap":..,"rss_per_qp":..,"heap_per_qp":..}
+// (bytes; per QP = (now - base) / N, negative when memory was returned).
+std::string mem_json(const char* role, uint32_t nqps, const MemSnap& base, const MemSnap& now) {
+  char b[512];
+  const double n = std::max<uint32_t>(nqps, 1);
+  std::snprintf(
+      b, sizeof b,
+      "{\"role\":\"%s\",\"qps\":%u,\"rss_base\":%" PRIu64 ",\"rss\":%" PRIu64
+      ",\"heap_base\":%" PRIu64 ",\"heap\":%" PRIu64 ",\"rss_per_qp\":%.1f,\"heap_per_qp\":%.1f}",
+      role, nqps, base.rss, now.rss, base.heap, now.heap, (double(now.rss) - double(base.rss)) / n,
+      (double(now.heap) - double(base.heap)) / n);
+  return b;
+}
+
 struct Side {
   std::unique_ptr<Context> ctx;
   std::unique_ptr<CompChannel> ch;
   std::unique_ptr<Cq> cq;
   std::vector<std::unique_ptr<Qp>> qps;
   uint32_t pd = 0;
+  MemSnap mem_base;  // before the QPs were created
+  MemSnap mem_idle;  // every QP connected, no traffic yet (--mem)
 };
 
 // --engine KEY=VALUE: protocol tunables of core::EngineConfig (times in us).
@@ -444,6 +501,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
   }
   s.ch = must(s.ctx->create_comp_channel(), "create_comp_channel");
   s.cq = must(s.ctx->create_cq(65536, s.ch.get()), "create_cq");
+  s.mem_base = mem_snap();
   for (uint32_t i = 0; i < nqps; i++) {
     QpInitAttr ia;
     ia.cap.max_send_wr = std::max<uint32_t>(o.inflight * 2, 16);
@@ -465,6 +523,8 @@ ConnectOptions conn_opts(const Opts& o) {
   c.max_wimm = uint16_t(std::min<uint32_t>(o.inflight * 4, 1024));
   c.mpr = 16;
   if (o.no_cc) c.cc_profile = 1;
+  if (o.ev_profile) c.ev_profile = o.ev_profile;
+  if (o.cc_profile && !o.no_cc) c.cc_profile = o.cc_profile;
   return c;
 }
 
@@ -694,6 +754,20 @@ int run_server(const Opts& o) {
       for (uint32_t i = 0; i < o.qps; i++)
         for (uint32_t n = 0; n < recv_depth(o); n++)
           must(s.qps[k.first_qp + i]->post_recv(RecvWr{n, nullptr, 0}), "post_recv");
+    if (o.mem && c + 1 == o.clients) {
+      // Every QP connected, none has carried anything yet: the idle
+      // footprint (the client starts when it reads "go").
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      s.mem_idle = mem_snap();
+      if (o.json)
+        std::printf("{\"mem_idle\":%s}\n",
+                    mem_json("server", nqps, s.mem_base, s.mem_idle).c_str());
+      else
+        std::printf("server: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", nqps,
+                    (double(s.mem_idle.rss) - double(s.mem_base.rss)) / nqps,
+                    (double(s.mem_idle.heap) - double(s.mem_base.heap)) / nqps);
+      std::fflush(stdout);
+    }
     must(send_line(k.fd, "go"), "handshake");
     if (c == 0 && o.sample_ms) start_sampler();
   }
@@ -802,13 +876,17 @@ int run_server(const Opts& o) {
   Totals t = qp_totals(s);
   uint64_t rx = 0;
   for (auto& q : s.qps) rx += q->stats() ? q->stats()->rx_data_bytes : 0;
+  const std::string mem =
+      o.mem ? ",\"mem_idle\":" + mem_json("server", nqps, s.mem_base, s.mem_idle) +
+                  ",\"mem_end\":" + mem_json("server", nqps, s.mem_base, mem_snap())
+            : std::string();
   if (o.json)
     std::printf("{\"summary\":{\"role\":\"server\",\"clients\":%u,\"rx_bytes\":%" PRIu64
                 ",\"verify\":\"%s\",\"slots_checked\":%" PRIu64 ",\"bad_slots\":%" PRIu64
                 ",\"imm_ok\":%" PRIu64 ",\"imm_bad\":%" PRIu64 ",\"imm_overwritten\":%" PRIu64
-                ",\"planes\":%s}}\n",
+                ",\"planes\":%s%s}}\n",
                 o.clients, rx, o.verify ? (ok ? "ok" : "fail") : "off", checked, bad_slots, imm_ok,
-                imm_bad, imm_overwritten, planes_json(t.plane_bytes).c_str());
+                imm_bad, imm_overwritten, planes_json(t.plane_bytes).c_str(), mem.c_str());
   else
     std::printf("server: received %.1f MB from %u client(s); verification %s\n", double(rx) / 1e6,
                 o.clients, o.verify ? (ok ? "passed" : "FAILED") : "off");
@@ -862,9 +940,23 @@ int run_client(const Opts& o) {
                      "--size, --inflight and --slots)"));
   for (uint32_t i = 0; i < o.qps; i++) must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co), "connect QP");
   if (o.lat)
-    for (uint32_t k = 0; k < 64; k++) must(s.qps[0]->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
+    for (uint32_t k = 0; k < recv_depth(o); k++)
+      must(s.qps[0]->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
   auto go = must(recv_line(fd, 30'000), "handshake");
   if (go != "go") die("handshake", make_error(EPROTO, "unexpected '" + go + "'"));
+  if (o.mem) {
+    // Every QP connected on both ends (the server measured its side before
+    // "go"), no traffic yet: the idle footprint.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    s.mem_idle = mem_snap();
+    if (o.json)
+      std::printf("{\"mem_idle\":%s}\n", mem_json("client", o.qps, s.mem_base, s.mem_idle).c_str());
+    else
+      std::printf("client: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", o.qps,
+                  (double(s.mem_idle.rss) - double(s.mem_base.rss)) / o.qps,
+                  (double(s.mem_idle.heap) - double(s.mem_base.heap)) / o.qps);
+    std::fflush(stdout);
+  }
 
   if (!o.json) {
     auto ports = s.ctx->ports();
@@ -993,13 +1085,23 @@ int run_client(const Opts& o) {
   if (o.verify && !verified) rc = 3;
   Totals t = qp_totals(s);
   const uint64_t bytes = completed * o.size;
+  const std::string mem =
+      o.mem ? ",\"mem_idle\":" + mem_json("client", o.qps, s.mem_base, s.mem_idle) +
+                  ",\"mem_end\":" + mem_json("client", o.qps, s.mem_base, mem_snap())
+            : std::string();
   if (o.lat) {
     std::sort(lat_us.begin(), lat_us.end());
+    // p*_us: one way (RTT/2, as ib_write_lat); rtt_*_us: the round trip.
     if (o.json)
-      std::printf("{\"summary\":{\"mode\":\"lat\",\"size\":%u,\"iters\":%zu,\"p50_us\":%.2f,\"p99_us\":%.2f,"
-                  "\"p999_us\":%.2f,\"min_us\":%.2f,\"rtx\":%" PRIu64 ",\"verify\":\"%s\"}}\n",
-                  o.size, lat_us.size(), pct(lat_us, 50), pct(lat_us, 99), pct(lat_us, 99.9),
-                  lat_us.empty() ? 0 : lat_us.front(), t.rtx, o.verify ? (verified ? "ok" : "fail") : "off");
+      std::printf(
+          "{\"summary\":{\"mode\":\"lat\",\"size\":%u,\"iters\":%zu,\"p50_us\":%.2f,\"p99_us\":%."
+          "2f,"
+          "\"p999_us\":%.2f,\"min_us\":%.2f,\"rtt_p50_us\":%.2f,\"rtt_p99_us\":%.2f,"
+          "\"rtt_p999_us\":%.2f,\"rtt_min_us\":%.2f,\"rtx\":%" PRIu64 ",\"verify\":\"%s\"%s}}\n",
+          o.size, lat_us.size(), pct(lat_us, 50), pct(lat_us, 99), pct(lat_us, 99.9),
+          lat_us.empty() ? 0 : lat_us.front(), 2 * pct(lat_us, 50), 2 * pct(lat_us, 99),
+          2 * pct(lat_us, 99.9), lat_us.empty() ? 0 : 2 * lat_us.front(), t.rtx,
+          o.verify ? (verified ? "ok" : "fail") : "off", mem.c_str());
     else
       std::printf("latency (one way, RTT/2) over %zu round trips: min %.2f us  p50 %.2f us  p99 %.2f us  p99.9 %.2f us\n",
                   lat_us.size(), lat_us.empty() ? 0 : lat_us.front(), pct(lat_us, 50), pct(lat_us, 99),
@@ -1014,12 +1116,12 @@ int run_client(const Opts& o) {
           ",\"ev_changes\":%" PRIu64 ",\"ev_skips\":%" PRIu64 ",\"ev_assumed_bad\":%" PRIu64
           ",\"ev_readmitted\":%" PRIu64 ",\"plane_suspects\":%" PRIu64 ",\"tlp\":%" PRIu64
           ",\"spurious_rtx\":%" PRIu64 ",\"nacks\":%" PRIu64
-          ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"}}\n",
+          ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"%s}}\n",
           o.imm ? "write_imm" : "write", o.size, o.qps, secs, bytes, completed,
           double(bytes) * 8 / secs / 1e9, double(completed) / secs, t.rtx, t.timeouts, evc,
           t.ev_skips, t.assumed_bad, t.readmitted, t.plane_suspects, t.tlp, t.spurious, t.trims,
           planes_json(t.plane_bytes).c_str(), o.verify ? (verified ? "ok" : "fail") : "off",
-          verdict.c_str());
+          verdict.c_str(), mem.c_str());
     else {
       std::printf("total: %.3f Gbit/s, %.0f msg/s, %.1f MB in %.2f s; retransmissions %" PRIu64 ", ACK timeouts %" PRIu64
                   ", EV state changes %" PRIu64 "\n",
@@ -1035,6 +1137,12 @@ int run_client(const Opts& o) {
     }
   }
   if (o.verify && !o.json) std::printf("verification: %s\n", verified ? "passed (every byte checked)" : verdict.c_str());
+  if (o.mem && !o.json) {
+    const MemSnap e = mem_snap();
+    std::printf("client: after the run %.0f B RSS, %.0f B heap per QP\n",
+                (double(e.rss) - double(s.mem_base.rss)) / o.qps,
+                (double(e.heap) - double(s.mem_base.heap)) / o.qps);
+  }
   if (o.counters) dump_counters(s);
   close(fd);
   return rc;
