@@ -233,6 +233,7 @@ Engine::Qp* Engine::qp_by_num(uint32_t qpn) const {
 }
 
 Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   if (std::find(pds_.begin(), pds_.end(), init.pd) == pds_.end())
     return Error(EINVAL, "create_qp: unknown protection domain");
   Cq* scq = cq_by_handle(init.send_cq);
@@ -273,6 +274,7 @@ Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
 }
 
 Status Engine::destroy_qp(uint32_t qpn) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "destroy_qp: unknown QP " + std::to_string(qpn));
   if (Cq* c = cq_by_handle(q->send_cq)) c->refs--;
@@ -362,6 +364,7 @@ Status Engine::check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uin
 }
 
 Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t mrc) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "modify_qp: unknown QP " + std::to_string(qpn));
   MRC_TRY(check_transition(*q, a, ibv, mrc));
@@ -602,6 +605,7 @@ void Engine::flush(Qp& q, WcStatus first) {
 }
 
 Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "post_send: unknown QP " + std::to_string(qpn));
   if (q->state == QpState::kErr) {
@@ -648,6 +652,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
 }
 
 Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "post_recv: unknown QP " + std::to_string(qpn));
   if (q->state == QpState::kReset) return Error(EINVAL, "post_recv: QP is in RESET");
@@ -671,6 +676,7 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
 // Profiles, controller hooks, events
 
 Status Engine::install_ev_profile(uint64_t id, EvProfile p) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   if (id == 0) return Error(EINVAL, "EV profile id 0 is reserved for AUTO");
   if (ev_profile_in_use(id)) return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
   if (p.ev_min_active > p.evs.size() && p.mode != EvMode::kAuto)
@@ -682,12 +688,14 @@ Status Engine::install_ev_profile(uint64_t id, EvProfile p) {
 }
 
 Status Engine::remove_ev_profile(uint64_t id) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   if (ev_profile_in_use(id)) return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
   if (!ev_profiles_.erase(id)) return Error(EINVAL, "EV profile " + std::to_string(id) + " is not installed");
   return {};
 }
 
 Status Engine::install_cc_profile(uint64_t id, CcProfile p) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   if (id == 0) return Error(EINVAL, "CC profile id 0 is reserved (default)");
   if (cc_profile_in_use(id)) return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
   cc_profiles_[id] = p;
@@ -695,6 +703,7 @@ Status Engine::install_cc_profile(uint64_t id, CcProfile p) {
 }
 
 Status Engine::remove_cc_profile(uint64_t id) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   if (cc_profile_in_use(id)) return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
   if (!cc_profiles_.erase(id)) return Error(EINVAL, "CC profile " + std::to_string(id) + " is not installed");
   return {};
@@ -713,6 +722,7 @@ bool Engine::cc_profile_in_use(uint64_t id) const {
 }
 
 Status Engine::set_ev_denied(uint64_t profile, uint32_t ev, uint8_t port, bool denied) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   auto it = ev_profiles_.find(profile);
   if (it == ev_profiles_.end()) return Error(EINVAL, "EV profile " + std::to_string(profile) + " is not installed");
   bool found = false;
@@ -782,6 +792,7 @@ size_t Engine::poll_ev_events(std::span<EvEvent> out) {
 bool Engine::port_up(uint8_t port) const { return port < 32 && !(ports_down_ >> port & 1); }
 
 void Engine::set_port_state(uint8_t port, bool up, Time now) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   now_ = now;
   if (port == 0 || port > kMaxPorts || port_up(port) == up) return;
   if (up)
@@ -830,11 +841,13 @@ void Engine::set_port_state(uint8_t port, bool up, Time now) {
 }
 
 void Engine::set_receive_penalty(uint8_t pen, bool restore) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   rcv_pen_ = pen > 127 ? 127 : pen;
   rcv_restore_ = restore;
 }
 
 Status Engine::send_ep_request(const EpRequest& r, Time now) {
+  timer_floor_ = 0;  // some QP's next deadline may now be sooner
   if (r.op > MRC_EP_OP_EV_PROBE) return Error(EINVAL, "endpoint request: unknown operation");
   if (r.port == 0 || r.port > kMaxPorts) return Error(EINVAL, "endpoint request: port must be 1..16");
   bool have = false;
@@ -887,10 +900,12 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
     const uint8_t op = p.bth.opcode;
     if (op == MRC_OP_EP_REQUEST) {
       on_ep_request(p, f.port, rx_ts, now);
+      timer_floor_ = 0;
       continue;
     }
     if (op == MRC_OP_EP_RESPONSE) {
       on_ep_response(p, f.port, now);
+      timer_floor_ = 0;
       continue;
     }
     Qp* q = qp_by_num(p.bth.dqpn);
@@ -909,6 +924,7 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
         on_trimmed(*q, p, f.port, now);
       else
         on_data(*q, p, f.port, rx_ts, now);
+      timer_floor_ = std::min(timer_floor_, qp_deadline(*q));
       continue;
     }
     if (q->state != QpState::kRts) {
@@ -921,6 +937,7 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       case MRC_OP_ACK: on_aeth(*q, p, now); break;
       default: stats_.rx_unexpected++; break;
     }
+    timer_floor_ = std::min(timer_floor_, qp_deadline(*q));
   }
   // SACKs owed for data volume go out once per QP and burst, triggered by
   // the burst's last packet: a driver that hands over 64 frames at a time
@@ -1163,17 +1180,22 @@ bool Engine::tx_ready() const {
 size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
   now_ = now;
   size_t sent = 0;
-  // Timers first: they may queue control frames and retransmissions.
-  for (uint32_t qpn : active_) {
-    Qp* q = qp_by_num(qpn);
-    if (!q) continue;
-    if (q->state == QpState::kRtr || q->state == QpState::kRts) {
-      if (q->sack_deadline <= now) {
-        q->sack_deadline = kNever;
-        if (q->last.valid) queue_sack(*q, q->last, MRC_MP_NONE, false, false);
+  // Timers first: they may queue control frames and retransmissions. No
+  // QP's deadline comes before timer_floor_, so with many QPs the loop runs
+  // only when one is due, not on every call.
+  const bool timers = now >= timer_floor_;
+  if (timers) {
+    for (uint32_t qpn : active_) {
+      Qp* q = qp_by_num(qpn);
+      if (!q) continue;
+      if (q->state == QpState::kRtr || q->state == QpState::kRts) {
+        if (q->sack_deadline <= now) {
+          q->sack_deadline = kNever;
+          if (q->last.valid) queue_sack(*q, q->last, MRC_MP_NONE, false, false);
+        }
       }
+      if (q->state == QpState::kRts) requester_timers(*q, now);
     }
-    if (q->state == QpState::kRts) requester_timers(*q, now);
   }
   while (sent < budget && !ctrl_->empty()) {
     if (!emit_ctrl(ctrl_->front(), sink, now)) break;  // port full: retry later
@@ -1191,18 +1213,32 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
       idle++;
       continue;
     }
+    // A QP that had nothing outstanding starts its ACK timeout and tail-loss
+    // timer with this packet.
+    const bool was_idle = q->una == q->next_psn;
     if (emit_data(*q, sink, now, port_full)) {
       sent++;
       idle = 0;
+      if (was_idle) timer_floor_ = std::min(timer_floor_, qp_deadline(*q));
     } else {
       idle++;
     }
+  }
+  if (timers) {
+    // Everything due ran (and what it queued went out above, or waits in
+    // ctrl_ with deadline 0 via next_deadline()): the next floor is the
+    // earliest deadline of any QP.
+    Time f = kNever;
+    for (uint32_t qpn : active_)
+      if (const Qp* q = qp_by_num(qpn)) f = std::min(f, qp_deadline(*q));
+    timer_floor_ = f;
   }
   return sent;
 }
 
 Time Engine::next_deadline() const {
   if (!ctrl_->empty()) return 0;
+  if (timer_floor_) return timer_floor_;  // every QP's deadline is at or after it
   Time t = kNever;
   for (uint32_t qpn : active_) {
     const Qp* q = qp_by_num(qpn);

@@ -246,6 +246,9 @@ class Engine {
   size_t rr_ = 0;
   std::vector<EvEvent> ev_events_;
   size_t ev_head_ = 0, ev_count_ = 0;
+  // No QP has a timer due before this (0: unknown, tx() runs them all and
+  // recomputes it). Lowered by whatever may bring a QP's deadline forward.
+  Time timer_floor_ = 0;
   uint32_t ev_dropped_ = 0;
   std::vector<EpResponse> ep_rsp_;
   std::vector<uint32_t> qp_errors_;
