@@ -1209,7 +1209,10 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
   while (sent < budget && n && idle < n) {
     rr_ = (rr_ + 1) % n;
     Qp* q = qp_by_num(active_[rr_]);
-    if (!q || q->state != QpState::kRts) {
+    // Nothing to send (no probe, retransmission or unsent packet): the common
+    // case with many QPs waiting for acknowledgements, so skip it cheaply.
+    if (!q || q->state != QpState::kRts ||
+        !(q->lost || q->tlp_pending || !q->probe_queue.empty() || q->sq_next != q->sq_tail)) {
       idle++;
       continue;
     }
