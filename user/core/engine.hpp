@@ -55,6 +55,13 @@ struct EngineConfig {
   Time sack_delay = 20'000;        // ...or this long after the first unacked packet
   Time min_reorder = 10'000;       // floor of the RACK reordering window
   Time min_rto = 50'000;           // floor for the tail-loss probe timer
+  // EV probes of ASSUMED_BAD EVs, all QPs together: at most this many per
+  // second (a token bucket of probe_burst). Each QP probes its own EVs, so
+  // hundreds of QPs with a plane's EVs retired would otherwise send hundreds
+  // of thousands of probes a second, whose answers crowd out the SACKs
+  // (0: no limit).
+  uint32_t probe_rate = 50'000;
+  uint32_t probe_burst = 512;
   uint32_t ev_event_capacity = 4096;
   bool report_all_ev_events = false;  // also SKIP, promotions, probe failures
   // Congestion control of QPs without a CC profile (id 0).
@@ -249,6 +256,11 @@ class Engine {
   // No QP has a timer due before this (0: unknown, tx() runs them all and
   // recomputes it). Lowered by whatever may bring a QP's deadline forward.
   Time timer_floor_ = 0;
+  // EV probe budget (EngineConfig::probe_rate): tokens in 1/1e9 units.
+  uint64_t probe_tokens_ = 0;
+  Time probe_tokens_at_ = 0;
+  bool probe_token(Time now);
+  Time probe_token_due() const;
   uint32_t ev_dropped_ = 0;
   std::vector<EpResponse> ep_rsp_;
   std::vector<uint32_t> qp_errors_;

@@ -37,6 +37,30 @@ Time Engine::tlp_due(const Qp& q) const {
   return q.tlp_sent + p;  // the probe itself went unanswered
 }
 
+// One token per EV probe; the bucket refills at probe_rate per second up to
+// probe_burst.
+bool Engine::probe_token(Time now) {
+  if (!cfg_.probe_rate) return true;
+  const uint64_t unit = 1'000'000'000ull,
+                 cap = uint64_t(std::max<uint32_t>(cfg_.probe_burst, 1)) * unit;
+  if (!probe_tokens_at_) probe_tokens_ = cap;
+  if (now > probe_tokens_at_) {
+    probe_tokens_ =
+        std::min<uint64_t>(cap, probe_tokens_ + (now - probe_tokens_at_) * cfg_.probe_rate);
+    probe_tokens_at_ = now;
+  }
+  if (probe_tokens_ < unit) return false;
+  probe_tokens_ -= unit;
+  return true;
+}
+
+// When the next probe token is there (1: now).
+Time Engine::probe_token_due() const {
+  const uint64_t unit = 1'000'000'000ull;
+  if (!cfg_.probe_rate || probe_tokens_ >= unit || !probe_tokens_at_) return 1;
+  return probe_tokens_at_ + (unit - probe_tokens_ + cfg_.probe_rate - 1) / cfg_.probe_rate;
+}
+
 Time Engine::qp_deadline(const Qp& q) const {
   Time t = q.sack_deadline;
   if (q.state != QpState::kRts || !q.win_ready()) return t;
@@ -47,7 +71,8 @@ Time Engine::qp_deadline(const Qp& q) const {
     t = std::min(t, q.rack_due);
   }
   if (q.paths.bad_count()) t = std::min(t, std::max(q.probe_check, Time(1)));
-  if (!q.probe_queue.empty() || q.tlp_pending) t = std::min<Time>(t, 1);
+  if (q.tlp_pending) t = std::min<Time>(t, 1);
+  if (!q.probe_queue.empty()) t = std::min<Time>(t, probe_token_due());
   return t;
 }
 
@@ -592,6 +617,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
       continue;
     }
     if (!(ports >> e.port & 1)) break;
+    if (!probe_token(now)) break;  // over the engine's probe budget: later
     if (!emit_probe(q, sink, now, int(i), port_full)) return false;
     q.probe_queue.pop_back();
     return true;

@@ -123,7 +123,9 @@ FILE* g_ev_log = nullptr;
       "                       probe_timeout_us, probe_successes, plane_suspect_losses,\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
-      "                       cc_max_cwnd, cc_base_rtt_us, report_all_ev_events\n"
+      "                       cc_max_cwnd, cc_base_rtt_us, report_all_ev_events,\n"
+      "                       probe_rate (EV probes per second, all QPs; 0: no limit),\n"
+      "                       probe_burst\n"
       "      --pin-dir DIR    mrcd's pinned maps (" MRC_PIN_DIR_DEFAULT
       "): with mrcd running the\n"
       "                       device uses its XDP program instead of loading one\n"
@@ -463,6 +465,10 @@ void apply_engine(core::EngineConfig& e,
       e.default_cc.nscc.base_rtt = uint32_t(us);
     else if (k == "report_all_ev_events")
       e.report_all_ev_events = n != 0;
+    else if (k == "probe_rate")
+      e.probe_rate = uint32_t(n);
+    else if (k == "probe_burst")
+      e.probe_burst = uint32_t(n);
     else {
       std::fprintf(stderr, "mrc_perf: unknown --engine key '%s' (mrc_perf --help lists them)\n",
                    k.c_str());
@@ -545,14 +551,17 @@ void dump_counters(Side& s) {
   for (auto& q : s.qps) {
     auto st = q->stats();
     if (!st) continue;
-    std::fprintf(stderr, "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64 " timeout %" PRIu64
-                 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64 " ev skips %" PRIu64 " assumed_bad %" PRIu64
-                 " readmitted %" PRIu64 " plane_suspects %" PRIu64 " srtt %" PRIu64 " ns cwnd %" PRIu64
-                 " rx %" PRIu64 " dup %" PRIu64 " sacks tx %" PRIu64 " rx %" PRIu64 "\n",
-                 q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack, st->rtx_timeout,
-                 st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips, st->ev_assumed_bad, st->ev_readmitted,
-                 st->plane_suspects, st->srtt_ns, st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks,
-                 st->rx_sacks);
+    std::fprintf(stderr,
+                 "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
+                 " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
+                 " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64
+                 " plane_suspects %" PRIu64 " srtt %" PRIu64 " ns cwnd %" PRIu64 " rx %" PRIu64
+                 " dup %" PRIu64 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64 "\n",
+                 q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack,
+                 st->rtx_timeout, st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips,
+                 st->ev_assumed_bad, st->ev_readmitted, st->plane_suspects, st->srtt_ns,
+                 st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks, st->rx_sacks,
+                 st->tx_probe_pkts);
   }
   auto x = s.ctx->xsk_stats();
   std::fprintf(stderr, "  af_xdp: rx %" PRIu64 " tx %" PRIu64 " completed %" PRIu64 " kicks %" PRIu64 " (again %" PRIu64
