@@ -275,6 +275,7 @@ Time PathSet::next_probe_deadline() const {
   Time t = kNever;
   for (uint32_t i : bad_) {
     const Ev& e = evs_[i];
+    if (e.queued) continue;  // due already: the probe queue has it
     Time d = e.probing ? e.probe_sent + p_.probe_timeout : e.next_probe;
     t = std::min(t, d);
   }

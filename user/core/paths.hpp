@@ -33,6 +33,7 @@ class PathSet {
     EvState state = EvState::kGood;
     bool active = false;
     bool probing = false;     // a probe is outstanding
+    bool queued = false;      // waiting in the QP's probe queue (for a port or a probe token)
     uint8_t probe_ok = 0;     // consecutive successes
     uint16_t probe_id = 0;
     Time next_probe = kNever; // when to send the next probe (ASSUMED_BAD only)
@@ -83,9 +84,14 @@ class PathSet {
       Ev& e = evs_[i];
       if (e.state != EvState::kAssumedBad) continue;
       if (e.probing && now - e.probe_sent >= p_.probe_timeout) probe_result(i, false, now);
-      if (!e.probing && e.next_probe <= now && port_up(e.port)) fn(i);
+      if (!e.probing && !e.queued && e.next_probe <= now && port_up(e.port)) {
+        e.queued = true;
+        fn(i);
+      }
     }
   }
+  // The QP took it off its probe queue (sent, or no longer to be probed).
+  void unqueue(uint32_t i) { evs_[i].queued = false; }
   void probe_sent(uint32_t i, uint16_t id, Time now) {
     Ev& e = evs_[i];
     e.probing = true;

@@ -471,10 +471,7 @@ void Engine::requester_timers(Qp& q, Time now) {
     }
   }
   if (q.paths.bad_count() && now >= q.probe_check) {
-    q.paths.due_probes(now, [&](uint32_t i) {
-      if (std::find(q.probe_queue.begin(), q.probe_queue.end(), i) == q.probe_queue.end())
-        q.probe_queue.push_back(i);
-    });
+    q.paths.due_probes(now, [&](uint32_t i) { q.probe_queue.push_back(i); });
     q.probe_check = q.paths.next_probe_deadline();
   }
 }
@@ -611,15 +608,24 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
   // 1. Probes of ASSUMED_BAD EVs.
   while (!q.probe_queue.empty()) {
     uint32_t i = q.probe_queue.back();
+    if (i >= q.paths.size()) {  // the EV set was rebuilt since
+      q.probe_queue.pop_back();
+      continue;
+    }
     const auto& e = q.paths.at(i);
     if (e.state != EvState::kAssumedBad || e.probing) {
       q.probe_queue.pop_back();
+      q.paths.unqueue(i);
       continue;
     }
     if (!(ports >> e.port & 1)) break;
     if (!probe_token(now)) break;  // over the engine's probe budget: later
     if (!emit_probe(q, sink, now, int(i), port_full)) return false;
     q.probe_queue.pop_back();
+    q.paths.unqueue(i);
+    // Its answer (or its timeout) is due now: the timers must look again.
+    q.probe_check = std::min(q.probe_check, q.paths.next_probe_deadline());
+    timer_floor_ = std::min(timer_floor_, q.probe_check);
     return true;
   }
   // 2. Tail-loss probe: refreshes the ACK state when SACKs stopped coming.
