@@ -785,58 +785,18 @@ int run_server(const Opts& o) {
   // client has reported its last messages.
   std::vector<Wc> wcv(256);
   uint64_t echo_k = 0;
-  uint32_t remaining = o.clients;
-  std::vector<pollfd> pf(o.clients);
-  while (remaining) {
-    if (g_stop.load()) return finish(130);
-    for (uint32_t c = 0; c < o.clients; c++) pf[c] = {cl[c].done ? -1 : cl[c].fd, POLLIN, 0};
-    if (poll(pf.data(), pf.size(), 0) > 0) {
-      for (uint32_t c = 0; c < o.clients; c++) {
-        if (!(pf[c].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        // The client reports the last message written to every slot: its
-        // data is complete (the client saw every WRITE acknowledged).
-        Client& k = cl[c];
-        auto lr = recv_line(k.fd, 30'000);
-        if (!lr) {
-          dump_counters(s);
-          finish(0);
-          die("waiting for the client's result", lr.error());
-        }
-        if (o.verify && !o.lat) {
-          std::istringstream in(*lr);
-          std::string w;
-          in >> w;  // "done"
-          for (uint32_t i = 0; i < o.qps; i++)
-            for (uint32_t sl = 0; sl < slots; sl++) {
-              long long m;
-              if (!(in >> m)) break;
-              if (m < 0) continue;
-              k.checked++;
-              const size_t qi = k.first_qp + i;
-              if (!check(buf.p + qi * per_qp + sl * size_t(o.size), o.size, uint64_t(m)))
-                k.bad_slots++;
-            }
-        }
-        const bool ok = k.bad_slots == 0 && k.imm_bad == 0;
-        char res[256];
-        std::snprintf(res, sizeof res,
-                      "result %s slots=%" PRIu64 " bad_slots=%" PRIu64 " imm_ok=%" PRIu64
-                      " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64,
-                      ok ? "ok" : "fail", k.checked, k.bad_slots, k.imm_ok, k.imm_bad,
-                      k.imm_overwritten);
-        must(send_line(k.fd, res), "sending the result");
-        k.done = true;
-        remaining--;
-      }
-      if (!remaining) break;
-    }
-    size_t n = wait_wc(s, wcv, 50);
+  // Takes the completions there are (waiting up to timeout_ms for the
+  // first): counts and checks WriteIMM arrivals, reposts their receives,
+  // echoes in latency mode. False on a completion error (reported).
+  auto serve_wcs = [&](int timeout_ms) -> bool {
+    size_t n = wait_wc(s, wcv, timeout_ms);
     for (size_t i = 0; i < n; i++) {
       const Wc& w = wcv[i];
       if (w.status != core::kWcSuccess) {
-        std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num, core::to_string(w.status));
+        std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num,
+                     core::to_string(w.status));
         dump_counters(s);
-        return finish(1);
+        return false;
       }
       if (w.opcode != WcOpcode::kRecvRdmaWithImm) continue;
       uint32_t qi = 0;
@@ -870,6 +830,63 @@ int run_server(const Opts& o) {
         must(s.qps[0]->post_send(wr), "post_send");
       }
     }
+    return true;
+  };
+  uint32_t remaining = o.clients;
+  std::vector<pollfd> pf(o.clients);
+  while (remaining) {
+    if (g_stop.load()) return finish(130);
+    for (uint32_t c = 0; c < o.clients; c++) pf[c] = {cl[c].done ? -1 : cl[c].fd, POLLIN, 0};
+    if (poll(pf.data(), pf.size(), 0) > 0) {
+      for (uint32_t c = 0; c < o.clients; c++) {
+        if (!(pf[c].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        // The client reports the last message written to every slot: its
+        // data is complete (the client saw every WRITE acknowledged).
+        Client& k = cl[c];
+        auto lr = recv_line(k.fd, 30'000);
+        if (!lr) {
+          dump_counters(s);
+          finish(0);
+          die("waiting for the client's result", lr.error());
+        }
+        // "done N slot...": N messages completed at the client, i.e.
+        // acknowledged, so their WriteIMM completions exist here or are on
+        // their way through the engine thread: take them before the verdict.
+        std::istringstream in(*lr);
+        std::string w;
+        uint64_t n_done = 0;
+        in >> w >> n_done;
+        if (o.imm && o.verify && o.size && !o.lat) {  // (arrivals are counted when checked)
+          const auto until = Clock::now() + std::chrono::seconds(5);
+          while (k.imm_ok + k.imm_bad + k.imm_overwritten < n_done && Clock::now() < until)
+            if (!serve_wcs(10)) return finish(1);
+        }
+        if (o.verify && !o.lat) {
+          for (uint32_t i = 0; i < o.qps; i++)
+            for (uint32_t sl = 0; sl < slots; sl++) {
+              long long m;
+              if (!(in >> m)) break;
+              if (m < 0) continue;
+              k.checked++;
+              const size_t qi = k.first_qp + i;
+              if (!check(buf.p + qi * per_qp + sl * size_t(o.size), o.size, uint64_t(m)))
+                k.bad_slots++;
+            }
+        }
+        const bool ok = k.bad_slots == 0 && k.imm_bad == 0;
+        char res[256];
+        std::snprintf(res, sizeof res,
+                      "result %s slots=%" PRIu64 " bad_slots=%" PRIu64 " imm_ok=%" PRIu64
+                      " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64,
+                      ok ? "ok" : "fail", k.checked, k.bad_slots, k.imm_ok, k.imm_bad,
+                      k.imm_overwritten);
+        must(send_line(k.fd, res), "sending the result");
+        k.done = true;
+        remaining--;
+      }
+      if (!remaining) break;
+    }
+    if (!serve_wcs(50)) return finish(1);
   }
   finish(0);
   uint64_t checked = 0, bad_slots = 0, imm_ok = 0, imm_bad = 0, imm_overwritten = 0;
@@ -1085,7 +1102,7 @@ int run_client(const Opts& o) {
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   // Tell the server which message sits in every slot, get its verdict.
-  std::string line = "done";
+  std::string line = "done " + std::to_string(completed);
   for (uint32_t qi = 0; qi < o.qps; qi++)
     for (uint32_t sl = 0; sl < slots; sl++) line += " " + std::to_string(slot_k[qi][sl]);
   must(send_line(fd, line), "sending the result");
