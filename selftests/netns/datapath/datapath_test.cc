@@ -12,120 +12,18 @@
 #include <random>
 #include <thread>
 
-#include "netns/afxdp/netns_fixture.hpp"
+#include "netns/datapath/datapath_fixture.hpp"
 #include "lib/exchange.hpp"
 #include "mrc/mrc.hpp"
 
 namespace mrc {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr uint32_t kPlanes = 4;
-constexpr uint32_t kMtu = 3392;
+using dptest::Clock;
+using dptest::kMtu;
+using dptest::kPlanes;
 
-struct Host {
-  std::unique_ptr<Context> ctx;
-  std::unique_ptr<Cq> cq;
-  uint32_t pd = 0;
-};
-
-class Datapath : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why = xsktest::skip_reason();
-    if (!why.empty()) GTEST_SKIP() << why;
-    auto t = xsktest::Topology::create(kPlanes, 1, 9000);
-    ASSERT_TRUE(t.ok()) << t.error().message();
-    topo_ = std::move(*t);
-    for (int side = 0; side < 2; side++) {
-      auto ns = side ? topo_.enter_b() : topo_.enter_a();
-      ASSERT_TRUE(ns.ok()) << ns.error().message();
-      DeviceOptions d;
-      for (const auto& p : topo_.pairs()) d.interfaces.push_back(side ? p.b_if : p.a_if);
-      d.use_mrcd = false;
-      auto c = Context::open(d);
-      ASSERT_TRUE(c.ok()) << c.error().message();
-      h_[side].ctx = std::move(*c);
-      h_[side].pd = *h_[side].ctx->alloc_pd();
-      h_[side].cq = *h_[side].ctx->create_cq(16384);
-    }
-  }
-
-  struct Pair {
-    std::unique_ptr<Qp> q[2];
-  };
-
-  // A QP on each host, connected to each other (in-process "exchange").
-  Pair connect(ConnectOptions o = ConnectOptions()) {
-    o.mtu = kMtu;
-    Pair p;
-    for (int s = 0; s < 2; s++) {
-      QpInitAttr ia;
-      ia.pd = h_[s].pd;
-      ia.cap.max_send_wr = 1024;
-      ia.cap.max_recv_wr = 1024;
-      auto q = h_[s].ctx->create_qp(ia, *h_[s].cq, *h_[s].cq);
-      EXPECT_TRUE(q.ok()) << q.error().message();
-      p.q[s] = std::move(*q);
-    }
-    QpEndpoint ep[2];
-    for (int s = 0; s < 2; s++) ep[s] = describe(*h_[s].ctx, *p.q[s], 0x100 * (s + 1), o, o.max_wimm, o.mpr);
-    for (int s = 0; s < 2; s++) {
-      auto ns = s ? topo_.enter_b() : topo_.enter_a();  // neighbour lookups happen there
-      auto st = connect_qp(*h_[s].ctx, *p.q[s], ep[s].psn, ep[1 - s], o);
-      EXPECT_TRUE(st.ok()) << st.error().message();
-    }
-    return p;
-  }
-
-  // Polls host `s` until `pred` holds or `limit` passes.
-  bool wait(int s, std::vector<Wc>& out, const std::function<bool()>& pred, std::chrono::milliseconds limit) {
-    const auto end = Clock::now() + limit;
-    Wc wc[64];
-    while (Clock::now() < end) {
-      auto n = h_[s].cq->poll(wc);
-      if (!n.ok()) return false;
-      out.insert(out.end(), wc, wc + *n);
-      if (pred()) return true;
-      if (!*n) std::this_thread::yield();
-    }
-    return pred();
-  }
-
-  MemoryRegion reg(int s, std::vector<uint8_t>& buf, bool remote) {
-    auto mr = h_[s].ctx->reg_mr(h_[s].pd, buf.data(), buf.size(),
-                                core::kAccessLocalWrite | (remote ? core::kAccessRemoteWrite : 0u));
-    EXPECT_TRUE(mr.ok());
-    return *mr;
-  }
-
-  static void fill(std::vector<uint8_t>& b, uint64_t seed) {
-    std::mt19937_64 r(seed);
-    for (size_t i = 0; i + 8 <= b.size(); i += 8) {
-      uint64_t v = r();
-      std::memcpy(&b[i], &v, 8);
-    }
-  }
-
-  Status write(Qp& q, const MemoryRegion& src, size_t off, size_t len, const MemoryRegion& dst, size_t doff,
-               uint64_t id, bool imm = false, uint32_t immv = 0, uint32_t rkey = 0) {
-    Sge sg{uint64_t(uintptr_t(src.addr)) + off, uint32_t(len), src.lkey};
-    SendWr wr;
-    wr.wr_id = id;
-    wr.opcode = imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
-    wr.sg_list = len ? &sg : nullptr;
-    wr.num_sge = len ? 1 : 0;
-    wr.remote_addr = uint64_t(uintptr_t(dst.addr)) + doff;
-    wr.rkey = rkey ? rkey : dst.rkey;
-    wr.imm_data = immv;
-    return q.post_send(wr);
-  }
-
-  uint64_t plane_tx(Qp& q, uint8_t port) { return q.stats()->plane_tx_bytes[port]; }
-
-  xsktest::Topology topo_;
-  Host h_[2];
-};
+class Datapath : public dptest::DatapathFixture {};
 
 struct SizeCase {
   size_t len;
