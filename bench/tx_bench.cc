@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "netns/afxdp/netns_fixture.hpp"
 #include "netns/afxdp/test_frames.hpp"
 #include "netns/afxdp/test_prog.hpp"
@@ -41,6 +42,10 @@ using namespace mrc;
 using namespace mrc::xdp;
 using mrc::xsktest::TestProg;
 using mrc::xsktest::Topology;
+using mrc::bench::die;
+using mrc::bench::must;
+using mrc::bench::now_ns;
+using mrc::bench::pin;
 
 namespace {
 
@@ -58,36 +63,9 @@ struct Options {
   int rx_cpu = 1;
 };
 
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-uint64_t thread_cpu_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t thread_cpu_ns() { return bench::clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
-void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "tx_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-template <class T>
-T must(Result<T>&& r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-  return std::move(*r);
-}
-void must(Status&& s, const char* what) {
-  if (!s) die(std::string(what) + ": " + s.error().message());
-}
 
 struct Mode {
   std::string name;
@@ -418,6 +396,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mrc::bench::g_prog = "tx_bench";
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

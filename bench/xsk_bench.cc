@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "netns/afxdp/netns_fixture.hpp"
 #include "netns/afxdp/test_frames.hpp"
 #include "netns/afxdp/test_prog.hpp"
@@ -41,6 +42,10 @@ using namespace mrc;
 using namespace mrc::xdp;
 using mrc::xsktest::TestProg;
 using mrc::xsktest::Topology;
+using mrc::bench::die;
+using mrc::bench::must;
+using mrc::bench::now_ns;
+using mrc::bench::pin;
 
 namespace {
 
@@ -68,32 +73,8 @@ uint64_t thread_cpu_ns(pid_t tid) {
   return ns;
 }
 
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
-void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "xsk_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-template <class T>
-T must(Result<T>&& r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-  return std::move(*r);
-}
-void must(Status&& s, const char* what) {
-  if (!s) die(std::string(what) + ": " + s.error().message());
-}
 
 // The variants of a TX->RX run.
 struct Variant {
@@ -529,6 +510,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mrc::bench::g_prog = "xsk_bench";
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
