@@ -135,15 +135,16 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
 // packets), plus what spurious retransmissions taught us. The same for every
 // plane, so losses are judged in transmission order. With nothing sent
 // later delivered it proves nothing. A plane without an RTT sample yet has
-// no such deadline (kNever): the others' RTTs say nothing about its queues.
-Time Engine::rack_wait(const Qp& q, uint8_t port) const {
-  if (port > kMaxPorts || !q.port_srtt[port]) return kNever;
+// no such deadline: the others' RTTs say nothing about its queues. Computed
+// once per pass over the packets, not per packet (kNever: no samples yet).
+Time Engine::rack_wait(const Qp& q) const {
   Time w = 0, slowest = 0;
   for (uint32_t p = 0; p <= kMaxPorts; p++) {
     if (!q.port_srtt[p]) continue;
     w = std::max(w, q.port_srtt[p] + 4 * q.port_rttvar[p]);
     slowest = std::max(slowest, q.port_srtt[p]);
   }
+  if (!slowest) return kNever;
   return w + std::max(slowest / 2, q.reo_wnd) + q.reo_extra;
 }
 
@@ -166,12 +167,13 @@ void Engine::rack_timer(Qp& q, Time now) {
     q.rack_due = q.last_ack + quiet;
     return;
   }
+  const Time wait = rack_wait(q);
+  if (wait == kNever || now - q.last_ack > wait) return;
   for (uint32_t psn = q.una; psn != q.next_psn; psn = codec::psn_add(psn, 1)) {
     TxPkt& t = q.pkt(psn);
-    if ((t.flags & (kTxSacked | kTxLost)) || t.sent >= q.latest_delivered) continue;
-    const Time wait = rack_wait(q, t.port);
-    if (wait == kNever) continue;
-    if (now - q.last_ack > wait) return;
+    if ((t.flags & (kTxSacked | kTxLost)) || t.sent >= q.latest_delivered || t.port > kMaxPorts ||
+        !q.port_srtt[t.port])
+      continue;
     const Time due = t.sent + wait;
     if (now >= due) {
       q.stats.rtx_sack++;
@@ -197,6 +199,7 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
   if (codec::psn_lt(q.next_psn, upto)) upto = q.next_psn;
   // Spurious retransmissions widen both windows (reo_extra).
   const Time cross = std::max(q.reo_wnd, q.srtt + 4 * q.rttvar + q.reo_extra);
+  const Time wait = rack_wait(q);
   for (uint32_t psn = from; codec::psn_lt(psn, upto); psn = codec::psn_add(psn, 1)) {
     TxPkt& t = q.pkt(psn);
     if (!(t.flags & kTxHole)) continue;
@@ -210,8 +213,7 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
     // Something sent after it arrived: overdue once its plane's RTT passed.
     // The RACK timer judges it then, together with every other overdue
     // packet, oldest first.
-    const Time wait = rack_wait(q, t.port);
-    if (q.latest_delivered > t.sent && wait != kNever)
+    if (q.latest_delivered > t.sent && wait != kNever && t.port <= kMaxPorts && q.port_srtt[t.port])
       q.rack_due = std::min(q.rack_due, t.sent + wait);
   }
 }
