@@ -59,6 +59,18 @@ enum class TxBackend : uint8_t {
 };
 const char* to_string(TxBackend b);
 
+// Who runs the engine (receive, timers, transmit, completions).
+enum class Progress : uint8_t {
+  kThread,       // the device's engine thread, always (the default)
+  kApplication,  // the threads that poll: Cq::poll() with nothing to return and
+                 // Context::progress() run the engine in the caller's thread,
+                 // so a post and its packets, or an arrival and its
+                 // completion, cost no thread wakeup. The engine thread stays
+                 // as a fallback: it runs only when no application thread
+                 // has driven progress for progress_idle_us.
+};
+const char* to_string(Progress p);
+
 struct DeviceOptions {
   // Plane interfaces, in port order: the first is port 1.
   std::vector<std::string> interfaces;
@@ -73,6 +85,8 @@ struct DeviceOptions {
   uint32_t umem_frames = 16384;
   bool busy_poll = false;      // SO_PREFER_BUSY_POLL sockets, spinning engine thread
   int engine_cpu = -1;         // pin the engine thread to this CPU (-1: no pinning)
+  Progress progress = Progress::kThread;
+  uint32_t progress_idle_us = 1000;  // kApplication: the engine thread's fallback delay
   bool force_generic = false;  // attach XDP in generic (SKB) mode
   codec::DscpClasses dscp;
   core::EngineConfig engine;   // protocol tunables (ports/addresses are filled in)
@@ -271,6 +285,23 @@ class Context {
   };
   LiveTxStats live_tx_stats() const;
   size_t poll_ev_events(std::span<EvEvent> out);
+
+  // Progress::kApplication: runs the engine in the calling thread. One pass
+  // (receive, timers, transmit, completions); when it found nothing to do
+  // and timeout_ms > 0, sleeps on the plane sockets, posts from other
+  // threads and the engine's next timer for at most timeout_ms, then runs
+  // another pass. True when a pass did something. Another thread already
+  // running the engine makes the pass a no-op (false). EINVAL with
+  // Progress::kThread (the engine thread drives everything) or a negative
+  // timeout.
+  Result<bool> progress(int timeout_ms = 0);
+  Progress progress_mode() const;
+  // Who ran the engine's passes: application threads (Cq::poll, progress())
+  // and the engine thread; passes that left their transmit to the next one.
+  struct ProgressStats {
+    uint64_t app_passes, thread_passes, tx_deferred;
+  };
+  ProgressStats progress_stats() const;
 
   struct Impl;
 

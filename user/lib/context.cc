@@ -7,6 +7,10 @@
 //   engine thread --CQ rings (lock-free)--> application threads (poll_cq)
 //   control calls (create/modify/destroy/reg_mr) take the engine lock, which
 //   the engine thread holds for one batch at a time.
+//
+// With Progress::kApplication the polling application thread runs the same
+// passes (step_locked) itself, and the engine thread only stands in when no
+// application thread has done so for progress_idle_us (app_until).
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -89,6 +93,14 @@ uint32_t max_frame_overhead() {
 
 }  // namespace
 
+const char* to_string(Progress p) {
+  switch (p) {
+    case Progress::kThread: return "thread";
+    case Progress::kApplication: return "application";
+  }
+  return "?";
+}
+
 const char* to_string(TxBackend b) {
   switch (b) {
     case TxBackend::kXsk: return "xsk";
@@ -124,7 +136,11 @@ struct Context::Impl {
   mutable std::mutex mu;
   std::thread thr;
   std::atomic<bool> stop{false};
-  std::atomic<bool> sleeping{false};
+  std::atomic<int> sleepers{0};  // threads asleep on the sockets (post wakes them)
+  // kApplication: an application thread drives progress until this time
+  // (its last pass or the end of its sleep, plus progress_idle_us).
+  std::atomic<core::Time> app_until{0};
+  std::atomic<core::Time> next_links{0};
   int wake_fd = -1, async_fd = -1;
   lib::MpmcQueue<QpRings*> ready{65536};
   std::vector<std::unique_ptr<QpRings>> qps;
@@ -332,9 +348,93 @@ struct Context::Impl {
   };
   std::unique_ptr<Scratch> scratch;
   std::unique_ptr<Sink> sink_;
+  bool tx_deferred = false;  // the last pass left its transmit to the next
+  Context::ProgressStats pstats{};  // (under mu)
 
-  bool iteration() {
-    std::lock_guard<std::mutex> lk(mu);
+  bool app_mode() const { return opts.progress == Progress::kApplication; }
+
+  // One pass of the engine (the caller holds mu): link events when a
+  // millisecond has passed, then iteration().
+  bool step_locked(bool may_defer_tx = false) {
+    const core::Time now = mono_ns();
+    if (now >= next_links.load(std::memory_order_relaxed)) {
+      link_events_locked();
+      next_links.store(now + 1'000'000, std::memory_order_relaxed);
+    }
+    return iteration(may_defer_tx);
+  }
+
+  // A pass from an application thread (kApplication); false without one
+  // when another thread holds the engine.
+  bool app_step() {
+    app_until.store(mono_ns() + core::Time(opts.progress_idle_us) * 1000, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lk(mu, std::try_to_lock);
+    if (!lk.owns_lock()) return false;
+    pstats.app_passes++;
+    return step_locked(true);
+  }
+
+  // Completions of every CQ to the application; true if there were any.
+  bool deliver_all() {
+    auto& wc = scratch->wc;
+    bool any = false;
+    for (auto& c : cqs) {
+      if (!c) continue;
+      while (true) {
+        auto r = eng->poll_cq(c->handle, wc);
+        if (!r.ok()) {
+          c->overflow.store(true);
+          break;
+        }
+        if (!*r) break;
+        deliver(*c, wc.data(), *r);
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  // Sleeps until a socket has input, a post or a stop wakes it, the engine's
+  // next timer, or max_wait (ns), whichever comes first.
+  void sleep_on_io(core::Time max_wait, bool app) {
+    core::Time deadline;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      deadline = eng->next_deadline();
+    }
+    const core::Time now = mono_ns();
+    if (deadline <= now) return;
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (!ready.empty()) {
+      sleepers.fetch_sub(1);
+      return;
+    }
+    const core::Time wait = deadline == core::kNever ? max_wait : std::min<core::Time>(deadline - now, max_wait);
+    if (app)
+      app_until.store(now + wait + core::Time(opts.progress_idle_us) * 1000, std::memory_order_relaxed);
+    thread_local std::vector<pollfd> pfds;
+    auto fds = dev.poll_fds();
+    pfds.assign(fds.begin(), fds.end());
+    pfds.push_back({wake_fd, POLLIN, 0});
+    timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
+    int r = ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+    sleepers.fetch_sub(1, std::memory_order_release);
+    if (r > 0 && (pfds.back().revents & POLLIN)) {
+      uint64_t v;
+      (void)!read(wake_fd, &v, sizeof v);
+    }
+    // The link monitor's fd (if any) is the last of the device's fds.
+    if (r > 0 && fds.size() > dev.sockets().size() && pfds[fds.size() - 1].revents)
+      next_links.store(0, std::memory_order_relaxed);
+  }
+
+  // One pass: posts, receive, completions, transmit. may_defer_tx (an
+  // application thread's pass): when the receive produced completions, the
+  // transmit (ACKs, mostly) waits for the caller's next pass, so it leaves
+  // in one batch with what the application posts in reply to them; never
+  // twice in a row, and the engine thread sends it if no pass follows
+  // within progress_idle_us.
+  bool iteration(bool may_defer_tx = false) {
     const core::Time now = mono_ns();
     bool work = false;
     if (!ready.empty()) {
@@ -356,6 +456,16 @@ struct Context::Impl {
       eng->rx({in.data(), n}, now);
       dev.release({rx.data(), n});
     }
+    // Completions to the application, before the transmit's syscalls.
+    if (deliver_all()) {
+      work = true;
+      if (may_defer_tx && !tx_deferred) {
+        tx_deferred = true;
+        pstats.tx_deferred++;
+        return true;
+      }
+    }
+    tx_deferred = false;
     // Transmit: control first, then retransmissions, then new data.
     Sink& sink = *sink_;
     size_t sent = 0;
@@ -367,21 +477,8 @@ struct Context::Impl {
     sink.finish();
     if (sent) work = true;
     dev.flush_tx();
-    // Completions to the application.
-    auto& wc = scratch->wc;
-    for (auto& c : cqs) {
-      if (!c) continue;
-      while (true) {
-        auto r = eng->poll_cq(c->handle, wc);
-        if (!r.ok()) {
-          c->overflow.store(true);
-          break;
-        }
-        if (!*r) break;
-        deliver(*c, wc.data(), *r);
-        work = true;
-      }
-    }
+    // Completions the transmit made (timeouts, retry exceeded).
+    if (deliver_all()) work = true;
     // EV state changes: to mrcd (when it runs) and to the application.
     auto& evs = scratch->evs;
     size_t nev;
@@ -405,10 +502,9 @@ struct Context::Impl {
     wake(async_fd);
   }
 
-  void link_events() {
+  void link_events_locked() {
     auto r = dev.process_link_events();
     if (!r.ok() || !*r) return;
-    std::lock_guard<std::mutex> lk(mu);
     // Live frames: the ports' MTU may have changed (max_frame(port)).
     if (live) (void)live.refresh();
     for (size_t i = 0; i < ports.size(); i++) {
@@ -430,54 +526,46 @@ struct Context::Impl {
       CPU_SET(opts.engine_cpu, &set);
       pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
-    std::vector<pollfd> pfds;
     uint32_t idle_spins = 0;
-    core::Time next_links = 0;
     while (!stop.load(std::memory_order_acquire)) {
-      // Link events (carrier, admin state) are read every millisecond even
-      // while traffic keeps the thread busy.
-      if (const core::Time t = mono_ns(); t >= next_links) {
-        link_events();
-        next_links = t + 1'000'000;
+      // kApplication: stand aside while an application thread drives the
+      // engine; wake when it stops doing so (or on stop).
+      if (app_mode()) {
+        const core::Time now = mono_ns(), until = app_until.load(std::memory_order_relaxed);
+        if (now < until) {
+          pollfd p{wake_fd, POLLIN, 0};
+          const core::Time wait = until - now;
+          timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
+          if (ppoll(&p, 1, &ts, nullptr) > 0) {
+            uint64_t v;
+            (void)!read(wake_fd, &v, sizeof v);
+          }
+          idle_spins = 0;
+          continue;
+        }
       }
-      if (iteration()) {
+      // Link events (carrier, admin state) are read every millisecond even
+      // while traffic keeps the thread busy (step_locked).
+      bool work;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        pstats.thread_passes++;
+        work = step_locked();
+      }
+      if (work) {
         idle_spins = 0;
         continue;
       }
       // Nothing to do right now: spin a little (busy polling keeps latency
       // low), then sleep on the sockets, the wake fd and the engine's timer.
       if (++idle_spins < (opts.busy_poll ? 4096u : 64u)) continue;
-      core::Time deadline;
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        deadline = eng->next_deadline();
-      }
-      const core::Time now = mono_ns();
-      if (deadline <= now) continue;
-      sleeping.store(true, std::memory_order_seq_cst);
-      if (!ready.empty()) {
-        sleeping.store(false);
-        continue;
-      }
-      auto fds = dev.poll_fds();
-      pfds.assign(fds.begin(), fds.end());
-      pfds.push_back({wake_fd, POLLIN, 0});
-      core::Time wait = deadline == core::kNever ? 100'000'000 : std::min<core::Time>(deadline - now, 100'000'000);
-      timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
-      int r = ppoll(pfds.data(), pfds.size(), &ts, nullptr);
-      sleeping.store(false, std::memory_order_release);
-      if (r > 0 && (pfds.back().revents & POLLIN)) {
-        uint64_t v;
-        (void)!read(wake_fd, &v, sizeof v);
-      }
-      // The link monitor's fd (if any) is the last of the device's fds.
-      if (r > 0 && fds.size() > dev.sockets().size() && pfds[fds.size() - 1].revents) next_links = 0;
+      sleep_on_io(100'000'000, false);
       idle_spins = 0;
     }
   }
 
   void kick_engine() {
-    if (sleeping.load(std::memory_order_seq_cst)) wake(wake_fd);
+    if (sleepers.load(std::memory_order_seq_cst)) wake(wake_fd);
   }
 };
 
@@ -933,6 +1021,24 @@ Context::XskStats Context::xsk_stats() const {
   return x;
 }
 
+Progress Context::progress_mode() const { return impl_->opts.progress; }
+
+Context::ProgressStats Context::progress_stats() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->pstats;
+}
+
+Result<bool> Context::progress(int timeout_ms) {
+  Impl& im = *impl_;
+  if (!im.app_mode())
+    return make_error(EINVAL, "progress: the engine thread drives this device (DeviceOptions::progress = thread)");
+  if (timeout_ms < 0) return make_error(EINVAL, "progress: negative timeout");
+  const bool work = im.app_step();
+  if (work || timeout_ms == 0) return work;
+  im.sleep_on_io(core::Time(timeout_ms) * 1'000'000, true);
+  return im.app_step();
+}
+
 size_t Context::poll_ev_events(std::span<EvEvent> out) {
   size_t n = 0;
   while (n < out.size() && impl_->app_events.pop(out[n])) n++;
@@ -1022,6 +1128,9 @@ Result<size_t> Cq::poll(std::span<Wc> out) {
   auto* r = static_cast<CqRing*>(ring_);
   size_t n = 0;
   while (n < out.size() && r->ring.pop(out[n])) n++;
+  // kApplication: nothing to return, so run the engine here and look again.
+  if (!n && ctx_->impl_->app_mode() && ctx_->impl_->app_step())
+    while (n < out.size() && r->ring.pop(out[n])) n++;
   if (!n && r->overflow.load(std::memory_order_acquire)) return make_error(EOVERFLOW, "poll_cq: completion queue overrun");
   return n;
 }

@@ -70,6 +70,8 @@ struct Opts {
   bool counters = false;
   TxBackend tx = TxBackend::kXsk;  // --tx: xsk, live or auto
   int live_min = -1;               // --tx live/N: DeviceOptions::live_tx_min (-1: default)
+  Progress progress = Progress::kThread;  // --progress: thread or app
+  uint32_t spin_us = 0;                   // --spin-us: polling before sleeping (app)
   uint32_t clients = 1;  // server: clients served at once
   uint32_t slots = 0;    // message slots per QP (0: 2 x inflight)
   std::vector<std::pair<std::string, std::string>> engine;  // --engine KEY=VALUE
@@ -81,6 +83,7 @@ struct Opts {
 };
 
 FILE* g_ev_log = nullptr;
+uint32_t g_spin_us = 0;  // --spin-us (application progress)
 
 [[noreturn]] void usage(int code) {
   std::fprintf(
@@ -107,6 +110,11 @@ FILE* g_ev_log = nullptr;
       "      --retry L,E      linear and exponential retries (7,7)\n"
       "      --generic        attach XDP in generic mode\n"
       "      --busy-poll      busy-polling sockets and engine\n"
+      "      --progress MODE  who runs the engine: thread (the device's engine thread)\n"
+      "                       or app (this program's thread while it waits for\n"
+      "                       completions; the engine thread only as a fallback)\n"
+      "      --spin-us N      --progress app: poll for N us before sleeping in\n"
+      "                       Context::progress() (0: sleep after 16 empty passes)\n"
       "      --cpu N          pin the engine thread\n"
       "      --queues N       rx queues per interface with a socket (all)\n"
       "      --no-cc          congestion control off\n"
@@ -172,7 +180,9 @@ Opts parse(int argc, char** argv) {
     kEvLog,
     kMem,
     kEvProfile,
-    kCcProfile
+    kCcProfile,
+    kProgress,
+    kSpinUs
   };
   static const option lo[] = {{"dev", required_argument, nullptr, 'd'},
                               {"port", required_argument, nullptr, 'p'},
@@ -209,6 +219,8 @@ Opts parse(int argc, char** argv) {
                               {"mem", no_argument, nullptr, kMem},
                               {"ev-profile", required_argument, nullptr, kEvProfile},
                               {"cc-profile", required_argument, nullptr, kCcProfile},
+                              {"progress", required_argument, nullptr, kProgress},
+                              {"spin-us", required_argument, nullptr, kSpinUs},
                               {nullptr, 0, nullptr, 0}};
   optind = o.server ? 2 : 3;
   int c;
@@ -287,6 +299,17 @@ Opts parse(int argc, char** argv) {
           break;
         case kCcProfile:
           o.cc_profile = std::stoull(optarg);
+          break;
+        case kSpinUs:
+          o.spin_us = uint32_t(std::stoul(optarg));
+          break;
+        case kProgress:
+          if (!std::strcmp(optarg, "thread"))
+            o.progress = Progress::kThread;
+          else if (!std::strcmp(optarg, "app"))
+            o.progress = Progress::kApplication;
+          else
+            usage(2);
           break;
         case kEngine: {
           std::string kv = optarg;
@@ -494,6 +517,8 @@ Side open_side(const Opts& o, uint32_t nqps) {
   d.force_generic = o.generic;
   d.busy_poll = o.busy_poll;
   d.engine_cpu = o.cpu;
+  d.progress = o.progress;
+  g_spin_us = o.spin_us;
   d.queues = o.queues;
   d.tx = o.tx;
   if (o.live_min >= 0) d.live_tx_min = uint32_t(o.live_min);
@@ -589,6 +614,22 @@ void dump_counters(Side& s) {
 
 // Waits for completions: polls, then sleeps on the completion channel.
 size_t wait_wc(Side& s, std::span<Wc> out, int timeout_ms) {
+  if (s.ctx->progress_mode() == Progress::kApplication) {
+    // This thread runs the engine: poll (a pass each time), then sleep in
+    // progress() on the sockets and the engine's timers.
+    const auto t0 = Clock::now();
+    const auto until = t0 + std::chrono::milliseconds(timeout_ms);
+    const auto spin_until = t0 + std::chrono::microseconds(g_spin_us);
+    for (uint32_t spin = 0;; spin++) {
+      auto n = s.cq->poll(out);
+      if (!n) die("poll_cq", n.error());
+      if (*n) return *n;
+      if ((spin & 15) || Clock::now() < spin_until) continue;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return 0;
+      if (auto r = s.ctx->progress(int(std::min<long long>(left, 10))); !r) die("progress", r.error());
+    }
+  }
   for (int spin = 0; spin < 64; spin++) {
     auto n = s.cq->poll(out);
     if (!n) die("poll_cq", n.error());
