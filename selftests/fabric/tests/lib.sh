@@ -15,6 +15,11 @@ T_PIDS=()
 T_TMP=$(mktemp -d "/tmp/mrc-fabric-$T_NAME.XXXXXX")
 T_FAILS=0
 
+# Inside the VM layer (vm-tests/run.sh sets MRC_IN_VM=1) the guest may run
+# under TCG, 10 to 30 times slower: tests that depend on rates or periods pick
+# VM values with t_vm (and say so), keeping the host's values otherwise.
+t_vm() { [ "${MRC_IN_VM:-0}" = 1 ]; }
+
 t_skip() {
 	echo "SKIP $T_NAME: $*"
 	exit 77
