@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -46,6 +47,7 @@ class DatapathFixture : public ::testing::Test {
       d.use_mrcd = false;
       d.tx = backend_;
       d.live_tx_min = live_min_;
+      d.progress = progress_;
       auto c = Context::open(d);
       ASSERT_TRUE(c.ok()) << c.error().message();
       h_[side].ctx = std::move(*c);
@@ -82,10 +84,18 @@ class DatapathFixture : public ::testing::Test {
     return p;
   }
 
-  // Polls host `s` until `pred` holds or `limit` passes.
+  // Bounds on waits, 5 times longer inside the VM layer (MRC_IN_VM=1,
+  // Documentation/testing.md), which may run under TCG 10 to 30 times
+  // slower. They bound failures only: a passing test never waits them out.
+  static std::chrono::milliseconds scaled(std::chrono::milliseconds d) {
+    const char* vm = std::getenv("MRC_IN_VM");
+    return vm && std::strcmp(vm, "1") == 0 ? d * 5 : d;
+  }
+
+  // Polls host `s` until `pred` holds or `limit` (scaled) passes.
   bool wait(int s, std::vector<Wc>& out, const std::function<bool()>& pred,
             std::chrono::milliseconds limit) {
-    const auto end = Clock::now() + limit;
+    const auto end = Clock::now() + scaled(limit);
     Wc wc[64];
     while (Clock::now() < end) {
       auto n = h_[s].cq->poll(wc);
@@ -132,6 +142,7 @@ class DatapathFixture : public ::testing::Test {
   // class sets them in its constructor.
   TxBackend backend_ = DeviceOptions().tx;
   uint32_t live_min_ = DeviceOptions().live_tx_min;
+  Progress progress_ = DeviceOptions().progress;  // of both hosts
   xsktest::Topology topo_;
   Host h_[2];
 };

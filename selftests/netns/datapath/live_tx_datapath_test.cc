@@ -140,7 +140,7 @@ TEST_F(LiveTxDatapath, PlaneLossMidTransferThenBack) {
   ASSERT_TRUE(topo_.ip(1, {"link", "set", plane2, "up"}).ok());
   const uint64_t before = plane_tx(*p.q[0], 2);
   std::vector<Wc> s2;
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  const auto deadline = Clock::now() + scaled(std::chrono::seconds(60));
   size_t round = 0;
   while (plane_tx(*p.q[0], 2) - before < 8 * kMsg / 4 && Clock::now() < deadline) {
     for (size_t i = 0; i < 8; i++) ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, 1000 + i).ok());
