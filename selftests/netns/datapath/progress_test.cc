@@ -1,0 +1,168 @@
+// Application progress (DeviceOptions::progress = kApplication) over real
+// AF_XDP: the threads that poll run the engine, the engine thread stands in
+// only when they stop. Every transfer is verified byte for byte.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "netns/datapath/datapath_fixture.hpp"
+
+namespace mrc {
+namespace {
+
+using dptest::Clock;
+
+class AppProgress : public dptest::DatapathFixture {
+ protected:
+  AppProgress() { progress_ = Progress::kApplication; }
+
+  // Polls both hosts (each poll is a pass of that host's engine) until
+  // `pred` holds; completions of host s go to out[s].
+  bool drive_both(std::vector<Wc> (&out)[2], const std::function<bool()>& pred,
+                  std::chrono::milliseconds limit) {
+    const auto end = Clock::now() + scaled(limit);
+    Wc wc[64];
+    while (Clock::now() < end) {
+      for (int s = 0; s < 2; s++) {
+        auto n = h_[s].cq->poll(wc);
+        if (!n.ok()) return false;
+        out[s].insert(out[s].end(), wc, wc + *n);
+      }
+      if (pred()) return true;
+    }
+    return pred();
+  }
+};
+
+class ThreadProgress : public dptest::DatapathFixture {};
+
+// Messages of every size class in flight at once, WRITE-with-immediate on
+// the last: data placed, completions in order, and the application threads
+// (not the engine threads) ran the engine while they polled.
+TEST_F(AppProgress, TransfersWhileTheApplicationPollsAndRunsTheEngine) {
+  Pair p = connect();
+  constexpr size_t kLen = 8 << 20;
+  std::vector<uint8_t> src(kLen), dst(kLen, 0);
+  fill(src, 11);
+  auto ms = reg(0, src, false), md = reg(1, dst, true);
+  ASSERT_TRUE(p.q[1]->post_recv(RecvWr{5, nullptr, 0}).ok());
+  const auto before = h_[0].ctx->progress_stats();
+  // 1 B, 4 KiB, 64 KiB and 1 MiB pieces, the last one with an immediate.
+  const size_t pieces[] = {1, 4095, 4096, 65536, 1 << 20};
+  size_t off = 0;
+  uint64_t id = 0;
+  while (off < kLen) {
+    size_t len = std::min(pieces[id % 5], kLen - off);
+    const bool last = off + len == kLen;
+    ASSERT_TRUE(write(*p.q[0], ms, off, len, md, off, id++, last, last ? 0xabcd : 0).ok());
+    off += len;
+  }
+  std::vector<Wc> c[2];
+  ASSERT_TRUE(drive_both(
+      c, [&] { return c[0].size() == id && c[1].size() == 1; }, std::chrono::seconds(60)))
+      << c[0].size() << " of " << id << " send completions, " << c[1].size() << " receive";
+  for (size_t i = 0; i < c[0].size(); i++) {
+    ASSERT_EQ(c[0][i].status, core::kWcSuccess) << i << ": " << core::to_string(c[0][i].status);
+    ASSERT_EQ(c[0][i].wr_id, i) << "send completions out of order";
+  }
+  EXPECT_EQ(c[1][0].wr_id, 5u);
+  EXPECT_EQ(c[1][0].imm_data, 0xabcdu);
+  EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), kLen));
+  const auto after = h_[0].ctx->progress_stats();
+  EXPECT_GT(after.app_passes, before.app_passes);
+  EXPECT_EQ(h_[0].ctx->progress_mode(), Progress::kApplication);
+}
+
+// Ping-pong of 8 B WRITE-with-immediate, as mrc_perf -l does: each side's
+// receive completion leaves its ACK to the pass after the reply is posted,
+// so both go out in one transmit (counted as tx_deferred).
+TEST_F(AppProgress, PingPongRepliesCarryTheDeferredAcks) {
+  Pair p = connect();
+  std::vector<uint8_t> buf[2] = {std::vector<uint8_t>(4096), std::vector<uint8_t>(4096)};
+  MemoryRegion mr[2] = {reg(0, buf[0], true), reg(1, buf[1], true)};
+  constexpr int kRounds = 200;
+  for (int s = 0; s < 2; s++)
+    for (int i = 0; i < 8; i++)
+      ASSERT_TRUE(p.q[s]->post_recv(RecvWr{uint64_t(i), nullptr, 0}).ok());
+  Wc wc[16];
+  for (int r = 0; r < kRounds; r++) {
+    for (int s = 0; s < 2; s++) {
+      // Side s writes 8 bytes carrying the round number into the other's buffer.
+      const int d = 1 - s;
+      uint64_t v = uint64_t(r) * 2 + uint64_t(s);
+      std::memcpy(buf[s].data(), &v, 8);
+      ASSERT_TRUE(write(*p.q[s], mr[s], 0, 8, mr[d], 8, v, true, uint32_t(v)).ok());
+      bool got = false;
+      const auto end = Clock::now() + scaled(std::chrono::seconds(10));
+      while (!got && Clock::now() < end) {
+        for (int k = 0; k < 2 && !got; k++) {
+          auto n = h_[k].cq->poll(wc);
+          ASSERT_TRUE(n.ok());
+          for (size_t i = 0; i < *n; i++) {
+            ASSERT_EQ(wc[i].status, core::kWcSuccess);
+            if (k == d && wc[i].opcode == WcOpcode::kRecvRdmaWithImm) {
+              EXPECT_EQ(wc[i].imm_data, uint32_t(v));
+              ASSERT_TRUE(p.q[d]->post_recv(RecvWr{wc[i].wr_id, nullptr, 0}).ok());
+              got = true;
+            }
+          }
+        }
+      }
+      ASSERT_TRUE(got) << "round " << r << " side " << s << ": no arrival";
+      uint64_t seen;
+      std::memcpy(&seen, buf[d].data() + 8, 8);
+      ASSERT_EQ(seen, v) << "round " << r;
+    }
+  }
+  EXPECT_GT(h_[0].ctx->progress_stats().tx_deferred + h_[1].ctx->progress_stats().tx_deferred, 0u);
+}
+
+// The receiver's application never polls: its engine thread takes over
+// after progress_idle_us, so the sender's WRITEs are acknowledged and placed.
+TEST_F(AppProgress, TheEngineThreadStandsInWhenTheApplicationStopsPolling) {
+  Pair p = connect();
+  constexpr size_t kLen = 1 << 20;
+  std::vector<uint8_t> src(kLen), dst(kLen, 0);
+  fill(src, 12);
+  auto ms = reg(0, src, false), md = reg(1, dst, true);
+  const auto b0 = h_[1].ctx->progress_stats();
+  for (int i = 0; i < 16; i++)
+    ASSERT_TRUE(write(*p.q[0], ms, i * 65536, 65536, md, i * 65536, i).ok());
+  std::vector<Wc> s;
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() == 16; }, std::chrono::seconds(30)))
+      << s.size() << " of 16";
+  for (const auto& w : s) EXPECT_EQ(w.status, core::kWcSuccess) << core::to_string(w.status);
+  EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), kLen));
+  const auto b1 = h_[1].ctx->progress_stats();
+  EXPECT_GT(b1.thread_passes, b0.thread_passes) << "the receiver's engine thread never ran";
+  EXPECT_EQ(b1.app_passes, b0.app_passes) << "nobody polled the receiver";
+}
+
+// progress() belongs to application progress: with the engine thread it is
+// refused, as is a negative timeout.
+TEST_F(ThreadProgress, ProgressIsRefusedWhenTheEngineThreadDrives) {
+  auto r = h_[0].ctx->progress(0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, EINVAL);
+  EXPECT_EQ(h_[0].ctx->progress_mode(), Progress::kThread);
+  EXPECT_EQ(h_[0].ctx->progress_stats().app_passes, 0u);
+}
+
+TEST_F(AppProgress, ProgressSleepsAtMostItsTimeoutAndRefusesANegativeOne) {
+  auto bad = h_[0].ctx->progress(-1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, EINVAL);
+  // Nothing to do: one call sleeps on the sockets up to 20 ms, not longer
+  // than the timeout (plus scheduling slack, scaled in the VM).
+  const auto t0 = Clock::now();
+  auto r = h_[0].ctx->progress(20);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_LT(Clock::now() - t0, scaled(std::chrono::milliseconds(1000)));
+  EXPECT_GT(h_[0].ctx->progress_stats().app_passes, 0u);
+}
+
+}  // namespace
+}  // namespace mrc
