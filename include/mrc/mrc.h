@@ -90,6 +90,11 @@ enum mrc_device_flags {
 	MRC_DEVICE_XDP_GENERIC = 1 << 2,
 	/* Pin the engine thread to engine_cpu. */
 	MRC_DEVICE_PIN_CPU = 1 << 3,
+	/* Application progress: mrc_poll_cq with nothing to return and
+	 * mrc_progress run the engine in the calling thread; the engine thread
+	 * stands in only after 1 ms without such a call. Lowest latency for
+	 * applications that poll (Documentation/api.md, "Progress"). */
+	MRC_DEVICE_APP_PROGRESS = 1 << 4,
 };
 
 /* Options of mrc_open_device; a zeroed struct (or NULL) means defaults. */
@@ -281,6 +286,12 @@ struct mrc_wc {
 /* Returns 0..num_entries completions, or -1 (EINVAL; EOVERFLOW once the CQ
  * has overrun). */
 int mrc_poll_cq(struct mrc_cq *cq, int num_entries, struct mrc_wc *wc);
+/* MRC_DEVICE_APP_PROGRESS: one pass of the device's engine in the calling
+ * thread; when it found nothing to do and timeout_ms > 0, sleeps on the
+ * plane sockets and the engine's timers (at most timeout_ms) and runs
+ * another. Returns 1 if a pass did something, 0 if not, -1 with errno
+ * EINVAL without MRC_DEVICE_APP_PROGRESS or with a negative timeout. */
+int mrc_progress(struct mrc_device *device, int timeout_ms);
 /* Arms the CQ's channel for its next completion. solicited_only must be 0
  * (EOPNOTSUPP): MRC has no solicited events. EINVAL without a channel. */
 int mrc_req_notify_cq(struct mrc_cq *cq, int solicited_only);

@@ -389,8 +389,8 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
     o.interfaces.push_back(n);
   }
   if (opts) {
-    const uint32_t known =
-        MRC_DEVICE_NO_MRCD | MRC_DEVICE_BUSY_POLL | MRC_DEVICE_XDP_GENERIC | MRC_DEVICE_PIN_CPU;
+    const uint32_t known = MRC_DEVICE_NO_MRCD | MRC_DEVICE_BUSY_POLL | MRC_DEVICE_XDP_GENERIC |
+                           MRC_DEVICE_PIN_CPU | MRC_DEVICE_APP_PROGRESS;
     if (opts->flags & ~known)
       return fail_null<mrc_device>(EINVAL, "mrc_open_device: unknown flags");
     if (opts->frame_size && opts->frame_size != 2048 && opts->frame_size != 4096)
@@ -404,6 +404,7 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
     o.busy_poll = opts->flags & MRC_DEVICE_BUSY_POLL;
     o.force_generic = opts->flags & MRC_DEVICE_XDP_GENERIC;
     if (opts->flags & MRC_DEVICE_PIN_CPU) o.engine_cpu = opts->engine_cpu;
+    if (opts->flags & MRC_DEVICE_APP_PROGRESS) o.progress = mrc::Progress::kApplication;
     o.queues = opts->queues;
     if (opts->frame_size) o.frame_size = opts->frame_size;
     if (opts->umem_frames) o.umem_frames = opts->umem_frames;
@@ -691,6 +692,13 @@ int mrc_destroy_cq(struct mrc_cq* cq) {
   });
   delete cq;
   return 0;
+}
+
+int mrc_progress(struct mrc_device* d, int timeout_ms) {
+  if (!d) return fail(EINVAL, "mrc_progress: null device");
+  auto r = d->ctx->progress(timeout_ms);
+  if (!r) return fail(std::move(r).error().wrap("mrc_progress"));
+  return *r ? 1 : 0;
 }
 
 int mrc_poll_cq(struct mrc_cq* cq, int num_entries, struct mrc_wc* wc) {

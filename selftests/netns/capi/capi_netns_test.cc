@@ -165,11 +165,14 @@ class CApiNetns : public ::testing::Test {
       std::vector<const char*> names;
       for (const auto& p : topo_.pairs()) names.push_back(side ? p.b_if.c_str() : p.a_if.c_str());
       mrc_device_opts o{};
-      o.flags = MRC_DEVICE_NO_MRCD;
+      o.flags = MRC_DEVICE_NO_MRCD | extra_flags();
       dev_[side] = mrc_open_device(names.data(), int(names.size()), &o);
       ASSERT_NE(dev_[side], nullptr) << err("mrc_open_device");
     }
   }
+  // Device flags a test class adds to both devices.
+  virtual uint32_t extra_flags() const { return 0; }
+
   void TearDown() override {
     for (int side = 0; side < 2; side++)
       if (dev_[side]) {
@@ -302,7 +305,15 @@ Plan make_plan() {
   return p;
 }
 
-class CApiTransfer : public CApiNetns, public ::testing::WithParamInterface<bool> {};
+struct TransferCase {
+  bool v6;
+  bool app_progress;  // MRC_DEVICE_APP_PROGRESS on both devices
+};
+
+class CApiTransfer : public CApiNetns, public ::testing::WithParamInterface<TransferCase> {
+ protected:
+  uint32_t extra_flags() const override { return GetParam().app_progress ? MRC_DEVICE_APP_PROGRESS : 0; }
+};
 
 // Server: registers a buffer, posts receives, swaps endpoints over TCP, waits
 // on its completion channel for every immediate, verifies the buffer.
@@ -479,7 +490,7 @@ std::string run_client(mrc_device* dev, const Plan& plan, bool v6, const std::st
 }
 
 TEST_P(CApiTransfer, ClientServerThroughTheCApiVerifiedByteForByte) {
-  const bool v6 = GetParam();
+  const bool v6 = GetParam().v6;
   const Plan plan = make_plan();
   const std::string server_ip = topo_.pairs()[0].b_ip4;
   int lfd;
@@ -504,8 +515,16 @@ TEST_P(CApiTransfer, ClientServerThroughTheCApiVerifiedByteForByte) {
   EXPECT_EQ(server_result, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Netns, CApiTransfer, ::testing::Values(false, true),
-                         [](const auto& i) { return i.param ? "IPv6" : "IPv4"; });
+// With application progress the client's mrc_poll_cq runs its engine and
+// the server, which sleeps on its completion channel, relies on its engine
+// thread standing in.
+INSTANTIATE_TEST_SUITE_P(Netns, CApiTransfer,
+                         ::testing::Values(TransferCase{false, false}, TransferCase{true, false},
+                                           TransferCase{false, true}),
+                         [](const auto& i) {
+                           return std::string(i.param.v6 ? "IPv6" : "IPv4") +
+                                  (i.param.app_progress ? "_AppProgress" : "");
+                         });
 
 // ---------------------------------------------------------------------------
 // Argument errors: errno, a message, and nothing changed
@@ -551,6 +570,9 @@ TEST_F(CApiNetns, DeviceContextAndObjectErrors) {
   EXPECT_EQ(da.mrc_protocol_version, uint32_t(MRC_PROTOCOL_VERSION_1));
   EXPECT_TRUE(da.cap & MRC_DEVICE_CAP_TRIM_NACK);
   EXPECT_ERRNO(mrc_query_device(d, nullptr, &sup), EINVAL);
+  // Progress is the engine thread's here (no MRC_DEVICE_APP_PROGRESS).
+  EXPECT_ERRNO(mrc_progress(d, 0), EINVAL);
+  EXPECT_ERRNO(mrc_progress(nullptr, 0), EINVAL);
 
   // Ports and GIDs.
   EXPECT_EQ(mrc_num_ports(d), int(kPlanes));
