@@ -280,6 +280,7 @@ Status Engine::destroy_qp(uint32_t qpn) {
   if (Cq* c = cq_by_handle(q->send_cq)) c->refs--;
   if (Cq* c = cq_by_handle(q->recv_cq)) c->refs--;
   active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
+  txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
   uint32_t idx = (qpn - kQpnBase) & ((1u << kIdxBits) - 1);
   qps_[idx].reset();
   return {};
@@ -445,6 +446,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
       keep->attr.cap = q->cap;
       uint32_t idx = (qpn - kQpnBase) & ((1u << kIdxBits) - 1);
       active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
+      txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
       qps_[idx] = std::move(keep);
       break;
     }
@@ -483,6 +485,12 @@ void Engine::enter_rtr(Qp& q) {
   q.first_rx = true;
   build_paths(q);
   if (std::find(active_.begin(), active_.end(), q.qpn) == active_.end()) active_.push_back(q.qpn);
+}
+
+void Engine::want_tx(Qp& q) {
+  if (q.in_txq) return;
+  q.in_txq = true;
+  txq_.push_back(q.qpn);
 }
 
 void Engine::enter_rts(Qp& q) {
@@ -648,6 +656,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
   w.npkts = std::max<uint32_t>(1, (w.len + q->attr.path_mtu - 1) / q->attr.path_mtu);
   q->sq_tail = uint32_t((q->sq_tail + 1) % q->sq.size());
   q->sq_count++;
+  if (q->state == QpState::kRts) want_tx(*q);
   return {};
 }
 
@@ -1202,18 +1211,21 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
     ctrl_->pop();
     sent++;
   }
-  // Data: round-robin over QPs, one packet per QP per turn.
+  // Data: round-robin over the QPs that may have something to send, one
+  // packet per QP per turn. A QP found with nothing to send (no probe,
+  // retransmission or unsent packet: the common case with many QPs waiting
+  // for acknowledgements) leaves the list until want_tx() puts it back.
   uint32_t port_full = 0;
-  const size_t n = active_.size();
   size_t idle = 0;
-  while (sent < budget && n && idle < n) {
-    rr_ = (rr_ + 1) % n;
-    Qp* q = qp_by_num(active_[rr_]);
-    // Nothing to send (no probe, retransmission or unsent packet): the common
-    // case with many QPs waiting for acknowledgements, so skip it cheaply.
+  while (sent < budget && !txq_.empty() && idle < txq_.size()) {
+    rr_ = (rr_ + 1) % txq_.size();
+    Qp* q = qp_by_num(txq_[rr_]);
     if (!q || q->state != QpState::kRts ||
         !(q->lost || q->tlp_pending || !q->probe_queue.empty() || q->sq_next != q->sq_tail)) {
-      idle++;
+      if (q) q->in_txq = false;
+      txq_[rr_] = txq_.back();
+      txq_.pop_back();
+      rr_ = (rr_ + txq_.size() - 1) % std::max<size_t>(txq_.size(), 1);  // the moved entry is next
       continue;
     }
     // A QP that had nothing outstanding starts its ACK timeout and tail-loss

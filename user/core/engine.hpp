@@ -190,6 +190,7 @@ class Engine {
   const Mr* mr_by_key(uint32_t key) const;
   Status check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uint32_t mrc) const;
   void enter_rts(Qp& qp);
+  void want_tx(Qp& qp);
   void enter_rtr(Qp& qp);
   void to_error(Qp& qp, WcStatus first_status);
   void flush(Qp& qp, WcStatus first_status);
@@ -251,6 +252,11 @@ class Engine {
   std::vector<uint32_t> active_;  // QPs with work or timers (qpn)
   std::vector<uint32_t> sack_due_;  // QPs owing a SACK at the end of this rx() burst
   size_t rr_ = 0;
+  // QPs that may have a probe, retransmission or new data to send (qpn;
+  // Qp::in_txq): tx() walks these, not every active QP, and drops the ones
+  // found with nothing to send. want_tx() adds a QP wherever work appears
+  // (post_send, mark_lost, timers' probes, entering RTS).
+  std::vector<uint32_t> txq_;
   std::vector<EvEvent> ev_events_;
   size_t ev_head_ = 0, ev_count_ = 0;
   // No QP has a timer due before this (0: unknown, tx() runs them all and

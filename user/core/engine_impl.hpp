@@ -140,6 +140,7 @@ struct Engine::Qp {
   uint32_t mpr_eff = 0;   // PSNs allowed beyond the cumulative ack
   uint64_t inflight = 0;  // bytes sent and not sacked/acked/lost
   uint32_t lost = 0;      // packets queued for retransmission
+  bool in_txq = false;    // listed in Engine::txq_
   uint16_t msn = 0, rqmsn = 0;
   uint32_t wimm_out = 0;
   Time last_progress = 0;

@@ -95,6 +95,7 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   t.flags |= kTxLost;
   q.inflight -= std::min<uint64_t>(q.inflight, t.len);
   q.lost++;
+  want_tx(q);
   if (codec::psn_lt(psn, q.rtx_hint) || q.lost == 1) q.rtx_hint = psn;
   if (t.ev < q.paths.size()) q.paths.at(t.ev).stats.lost++;
   // A packet lost without a trim or NACK: the path failed (MRC retires it at once).
@@ -470,11 +471,13 @@ void Engine::requester_timers(Qp& q, Time now) {
       }
       q.tlp_pending = true;
       q.stats.tlp_probes++;
+      want_tx(q);
     }
   }
   if (q.paths.bad_count() && now >= q.probe_check) {
     q.paths.due_probes(now, [&](uint32_t i) { q.probe_queue.push_back(i); });
     q.probe_check = q.paths.next_probe_deadline();
+    if (!q.probe_queue.empty()) want_tx(q);
   }
 }
 
