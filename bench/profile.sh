@@ -6,7 +6,12 @@
 # receive path runs in the sender's syscall) into stages, and prints
 # nanoseconds per data packet for each stage.
 #
-#   bench/profile.sh [-b BUILD] [-t SECONDS] [-s BYTES] [-F HZ] [-o DIR] [-- mrc_perf options]
+#   bench/profile.sh [-b BUILD] [-t SECONDS] [-s BYTES] [-F HZ] [-o DIR] [-l PCT]
+#                    [-- mrc_perf options]
+#
+# -l PCT: a grey failure for the whole run, PCT% random loss on plane 1 in
+# both directions (mrc_fault on the wire, `fabric.sh plane RUN 1 loss PCT`);
+# -l 0 runs over the same wire namespace without loss, to compare with.
 #
 # Needs root and perf (linux-perf). Builds nothing: point -b at a build
 # directory (default ./build). Writes DIR/perf.data, DIR/stages.json and
@@ -19,12 +24,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build SECS=5 SIZE=65536 HZ=2999 OUT=
-while getopts b:t:s:F:o:h o; do
+BUILD=$ROOT/build SECS=5 SIZE=65536 HZ=2999 OUT= LOSS=
+while getopts b:t:s:F:o:l:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; t) SECS=$OPTARG ;; s) SIZE=$OPTARG ;;
-    F) HZ=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    F) HZ=$OPTARG ;; o) OUT=$OPTARG ;; l) LOSS=$OPTARG ;;
+    *) sed -n '2,21p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -44,8 +49,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-RUN=$("$FABRIC" up direct planes=4 wire=off offload=on mtu=3500 | tail -1)
+# The wire (where mrc_fault runs) only when a fault is asked for.
+RUN=$("$FABRIC" up direct planes=4 wire=$([ -n "$LOSS" ] && echo on || echo off) offload=on mtu=3500 | tail -1)
 STATE=$("$FABRIC" state "$RUN")
+# (-l 0: the same wire without loss, to compare with)
+[ -z "$LOSS" ] || [ "$LOSS" = 0 ] || "$FABRIC" plane "$RUN" 1 loss "$LOSS" >/dev/null
 jq_() { python3 -c "import json,sys; d=json.load(open('$STATE')); print($1)"; }
 NSA=$(jq_ "d['hosts']['A']['ns']"); NSB=$(jq_ "d['hosts']['B']['ns']")
 DEVA=$(jq_ "','.join(p['ifname'] for p in d['hosts']['A']['ports'])")

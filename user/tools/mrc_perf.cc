@@ -130,7 +130,8 @@ uint32_t g_spin_us = 0;  // --spin-us (application progress)
       "      --engine K=V     engine tunable (repeatable): probe_initial_us, probe_max_us,\n"
       "                       probe_timeout_us, probe_successes, plane_suspect_losses,\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
-      "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
+      "                       evs_per_port, active_per_port, cc_target_delay_us, cc_qa (0: no\n"
+      "                       quick adapt),\n"
       "                       cc_max_cwnd, cc_base_rtt_us, report_all_ev_events,\n"
       "                       probe_rate (EV probes per second, all QPs; 0: no limit),\n"
       "                       probe_burst\n"
@@ -486,6 +487,8 @@ void apply_engine(core::EngineConfig& e,
       e.default_cc.nscc.max_cwnd = uint32_t(n);
     else if (k == "cc_base_rtt_us")
       e.default_cc.nscc.base_rtt = uint32_t(us);
+    else if (k == "cc_qa")
+      e.default_cc.nscc.disable_qa = n == 0;
     else if (k == "report_all_ev_events")
       e.report_all_ev_events = n != 0;
     else if (k == "probe_rate")
