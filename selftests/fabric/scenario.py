@@ -26,7 +26,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FABRIC = os.path.join(HERE, "fabric.sh")
 # Inside the VM layer (vm-tests/run.sh sets MRC_IN_VM=1) the guest may run
 # under TCG, 10 to 30 times slower: gnuplot alone took more than 20 s there
-# to list its terminals. Its time limits are 5 times longer in the VM.
+# to list its terminals, and a clos fabric takes minutes to come up. The
+# runner's time limits (tools, fabric.sh, gnuplot, the workloads' slack
+# beyond the duration) are 5 times longer in the VM; the timeline is not.
 VM_SLOW = 5 if os.environ.get("MRC_IN_VM") == "1" else 1
 
 
@@ -273,7 +275,7 @@ class Runner:
         raise ScenarioError(f"{name} not found under the build directory {self.build}")
 
     def fabric(self, *args, check=True):
-        r = subprocess.run([FABRIC, *args], env=self.env, capture_output=True, text=True, timeout=120)
+        r = subprocess.run([FABRIC, *args], env=self.env, capture_output=True, text=True, timeout=120 * VM_SLOW)
         if check and r.returncode != 0:
             raise ScenarioError(f"fabric.sh {' '.join(args)}: {r.stderr.strip()}")
         return r.stdout
@@ -282,7 +284,7 @@ class Runner:
         """mrc_fault with the run's state; for set/clear, records when each
         configuration update was in place (its updated_mono_ns)."""
         cmd = [self.tool("mrc_fault"), "--state", self.state_path, "--json", *args]
-        r = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=30)
+        r = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=30 * VM_SLOW)
         if r.returncode != 0:
             raise ScenarioError(f"mrc_fault {' '.join(args)}: {r.stderr.strip()}")
         try:
@@ -297,7 +299,7 @@ class Runner:
         values = {"run": self.run, "duration": f"{self.sc['duration']:g}", "state": self.state_path,
                   "dir": os.path.dirname(self.state_path), "out": os.path.abspath(self.out),
                   "scndir": os.path.dirname(os.path.abspath(self.sc["path"])),
-                  "build": self.build or "", "timeout": f"{self.sc['duration'] + 30:g}",
+                  "build": self.build or "", "timeout": f"{self.sc['duration'] + 30 * VM_SLOW:g}",
                   "planes": str(st["planes"])}
         for node, h in st["hosts"].items():
             values[f"{node}.ns"] = h["ns"]
@@ -370,14 +372,14 @@ class Runner:
         elif k == "exec":
             cmd = self.substitute(e["command"], f"{self.sc['path']}:{e['line']}")
             r = subprocess.run(["ip", "netns", "exec", self.st["hosts"][e["node"]]["ns"], "sh", "-c", cmd],
-                               env=self.env, timeout=30, capture_output=True, text=True, errors="replace")
+                               env=self.env, timeout=30 * VM_SLOW, capture_output=True, text=True, errors="replace")
             return {"exit": r.returncode, "output": (r.stdout + r.stderr)[-2000:]}
 
     def snapshot(self, label):
         """Counters of every attached fault program (mrc_fault show --all)."""
         t = (time.monotonic_ns() - self.t0) / 1e9 if self.t0 else None
         r = subprocess.run([self.tool("mrc_fault"), "--state", self.state_path, "--json", "show", "--all"],
-                           env=self.env, capture_output=True, text=True, timeout=30)
+                           env=self.env, capture_output=True, text=True, timeout=30 * VM_SLOW)
         if r.returncode != 0:
             raise ScenarioError(f"mrc_fault show --all: {r.stderr.strip()}")
         try:
@@ -404,7 +406,7 @@ class Runner:
         for s in sc["setup"]:
             self.setup_ran = True
             cmd = self.substitute(s["template"], f"{sc['path']}:{s['line']}")
-            r = subprocess.run(["sh", "-c", cmd], env=self.env, capture_output=True, text=True, timeout=120)
+            r = subprocess.run(["sh", "-c", cmd], env=self.env, capture_output=True, text=True, timeout=120 * VM_SLOW)
             if r.returncode != 0:
                 raise ScenarioError(f"{sc['path']}:{s['line']}: setup failed (exit {r.returncode}): "
                                     f"{(r.stderr or r.stdout).strip()}")
@@ -414,7 +416,7 @@ class Runner:
         sample_path = os.path.join(self.out, "counters.jsonl")
         self.sampler = subprocess.Popen(
             [self.tool("fabric_sample"), "--interval-ms", str(max(1, int(sc["sample"] * 1000))),
-             "--duration-ms", str(int((sc["duration"] + 40) * 1000)), "--out", sample_path,
+             "--duration-ms", str(int((sc["duration"] + 40 * VM_SLOW) * 1000)), "--out", sample_path,
              f"{recv['ns']}:{','.join(plane_if.values())}"], env=self.env)
         # Workloads, in file order; t0 is when the last one started.
         for i, w in enumerate(sc["workloads"]):
@@ -445,7 +447,7 @@ class Runner:
                 extra["t_effect_last_s"] = (max(self.updates) - t0) / 1e9
             self.applied.append({"t": e["t"], "line": e["line"], "action": e["text"],
                                  "t_start_s": (t_start - t0) / 1e9, "t_applied_s": (t_done - t0) / 1e9, **extra})
-        deadline = t0 + int((sc["duration"] + 30) * 1e9)
+        deadline = t0 + int((sc["duration"] + 30 * VM_SLOW) * 1e9)
         for w, p, log, cmd in self.procs:
             left = max(0.1, (deadline - time.monotonic_ns()) / 1e9)
             try:
@@ -457,7 +459,7 @@ class Runner:
         if pre:
             self.snapshot("end")
         self.sampler.send_signal(signal.SIGTERM)
-        self.sampler.wait(timeout=10)
+        self.sampler.wait(timeout=10 * VM_SLOW)
         return t0, t_end, sample_path, plane_if
 
     def cleanup(self):
@@ -476,7 +478,7 @@ class Runner:
             for s in self.sc["teardown"]:
                 try:
                     cmd = self.substitute(s["template"], f"{self.sc['path']}:{s['line']}")
-                    subprocess.run(["sh", "-c", cmd], env=self.env, capture_output=True, timeout=60)
+                    subprocess.run(["sh", "-c", cmd], env=self.env, capture_output=True, timeout=60 * VM_SLOW)
                 except (ScenarioError, subprocess.TimeoutExpired):
                     pass
         if self.run and not self.keep:

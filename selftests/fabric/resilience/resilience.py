@@ -41,6 +41,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "..", "scenario.py")
+# Inside the VM layer (MRC_IN_VM=1, maybe TCG) the runner's limit is 5x longer.
+VM_SLOW = 5 if os.environ.get("MRC_IN_VM") == "1" else 1
 SKIP = 77
 
 
@@ -497,7 +499,7 @@ def run_one(name, build, out, strict):
     os.makedirs(d)
     print(f"resilience {name}: {spec['title']}", flush=True)
     p = subprocess.run([sys.executable, RUNNER, "--build", build, "--out", d, scn],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600 * VM_SLOW)
     with open(os.path.join(d, "runner.log"), "w") as f:
         f.write(p.stdout + p.stderr)
     if p.returncode == SKIP:
