@@ -305,11 +305,20 @@ case_config() {
 
 case_policy() {
 	setup_hosts
-	# B's mrcd is not running yet: nothing answers A's EV probes.
-	start_mrcd a --probe-interval 200
-	make_profiles ctlA
+	# B's mrcd is not running yet: nothing answers A's EV probes. After 3
+	# failed probe rounds A denies the planes: the monitor must be connected
+	# by then to stream those decisions, so it starts first. In the VM
+	# (MRC_IN_VM=1, TCG) starting one mrcctl takes up to a second: there the
+	# rounds are 1 s apart instead of 200 ms.
+	local pi=200
+	if [ "${MRC_IN_VM:-0}" = 1 ]; then
+		pi=1000
+		note "MRC_IN_VM=1: probe interval $pi ms (host: 200 ms)"
+	fi
+	start_mrcd a --probe-interval $pi
 	ctlA -j monitor >"$T/monitor.jsonl" 2>&1 &
 	local mon=$! j i
+	make_profiles ctlA
 	for i in $(seq 1 100); do
 		j=$(ctlA -j policy show)
 		[ "$(echo "$j" | jq '.counters.deny_plane')" -ge 2 ] && [ "$(echo "$j" | jq '.counters.suppressed')" -ge 1 ] && break
