@@ -29,8 +29,17 @@ wire_tx() { # bytes the wire sent toward B on each plane
 t_up direct planes=4 mptcp=A:B
 t_eq "mptcp: client subflow endpoints on planes 1-3" "$(ip -n "$(t_ns A)" mptcp endpoint show | grep -c subflow)" 3
 
+# The client's path manager opens the three extra subflows one after the
+# other. In the VM (MRC_IN_VM=1) that took so long under TCG that plane 3's
+# subflow carried nothing in 2 s: there the transfer lasts 6 s (the sample
+# bounds scale with it).
+md=2
+if t_vm; then
+	md=6
+	echo "MRC_IN_VM=1: the MPTCP transfer lasts $md s (host: 2 s)"
+fi
 read -r -a w0 <<<"$(wire_tx)"
-t_check "mptcp: 2 s transfer" xfer mptcp --duration 2 --verify
+t_check "mptcp: $md s transfer" xfer mptcp --duration $md --verify
 read -r -a w1 <<<"$(wire_tx)"
 t_eq "mptcp: data verified" "$(summary verify)" ok
 tot=0
@@ -45,7 +54,7 @@ for p in 0 1 2 3; do
 done
 n=$(grep -c t_ms "$T_TMP/srv.json")
 # (the server samples from accept to the last byte: longer than 2 s on a loaded machine)
-t_range "mptcp: 10 ms samples in 2 s" "$n" 150 350
+t_range "mptcp: 10 ms samples in $md s" "$n" $((75 * md)) $((175 * md))
 t_range "mptcp: samples cover the bytes received (fraction)" \
 	"$(grep t_ms "$T_TMP/srv.json" | jq -s --argjson b "$(summary bytes)" 'map(.bytes) | add / $b')" 0.9 1
 
