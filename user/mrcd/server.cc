@@ -38,6 +38,19 @@ json err_rsp(const json& id, const std::string& object, const Error& e, json res
               {"result", std::move(result)}};
 }
 
+// Deleting a profile: ONLINE -> OFFLINE -> INIT (the states the profile
+// state machine requires on the way down), then erased. `set_state` makes
+// one transition, `erase` removes the record; the first error stops it.
+template <class SetState, class Erase>
+Status delete_profile(uint32_t cur_state, SetState set_state, Erase erase) {
+  if (cur_state != kProfileInit) {
+    if (cur_state == kProfileOnline)
+      if (Status s = set_state(uint32_t(kProfileOffline)); !s) return s;
+    if (Status s = set_state(uint32_t(kProfileInit)); !s) return s;
+  }
+  return erase();
+}
+
 bool cap_net_admin(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -599,14 +612,15 @@ json Server::run(Conn* conn, const PeerCred& cred, const std::string& op, const 
     const std::string obj = evp_obj(*pid);
     const mrc_ctl_evp* p = C.ev_record(*pid);
     if (!p) return fail(obj, Error(EINVAL, "does not exist"));
-    for (uint32_t st : {uint32_t(kProfileOffline), uint32_t(kProfileInit)}) {
-      if (p->cur_state == kProfileInit) break;
-      if (st == kProfileOffline && p->cur_state != kProfileOnline) continue;
-      EvProfileAttr a;
-      a.profile_state = st;
-      if (Status s = C.modify_ev_profile(*pid, a, kEvpAttrState); !s) return fail(obj, s.error());
-    }
-    if (Status s = C.erase_ev_profile(*pid); !s) return fail(obj, s.error());
+    Status s = delete_profile(
+        p->cur_state,
+        [&](uint32_t st) {
+          EvProfileAttr a;
+          a.profile_state = st;
+          return C.modify_ev_profile(*pid, a, kEvpAttrState);
+        },
+        [&] { return C.erase_ev_profile(*pid); });
+    if (!s) return fail(obj, s.error());
     return ok_rsp(id, json{{"id", *pid}, {"deleted", true}});
   }
   if (op == "ev.show") {
@@ -811,14 +825,15 @@ json Server::run(Conn* conn, const PeerCred& cred, const std::string& op, const 
     const std::string obj = cc_obj(*cid);
     const mrc_ctl_cc* p = C.cc_record(*cid);
     if (!p) return fail(obj, Error(EINVAL, "does not exist"));
-    for (uint32_t st : {uint32_t(kProfileOffline), uint32_t(kProfileInit)}) {
-      if (p->cur_state == kProfileInit) break;
-      if (st == kProfileOffline && p->cur_state != kProfileOnline) continue;
-      CcProfileAttr a;
-      a.profile_state = st;
-      if (Status s = C.modify_cc_profile(*cid, a, kCcAttrState); !s) return fail(obj, s.error());
-    }
-    if (Status s = C.erase_cc_profile(*cid); !s) return fail(obj, s.error());
+    Status s = delete_profile(
+        p->cur_state,
+        [&](uint32_t st) {
+          CcProfileAttr a;
+          a.profile_state = st;
+          return C.modify_cc_profile(*cid, a, kCcAttrState);
+        },
+        [&] { return C.erase_cc_profile(*cid); });
+    if (!s) return fail(obj, s.error());
     return ok_rsp(id, json{{"id", *cid}, {"deleted", true}});
   }
 

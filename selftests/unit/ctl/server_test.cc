@@ -240,6 +240,42 @@ TEST_F(ServerTest, ErrorsNameTheObjectAndTheReason) {
   EXPECT_NE((*r)["error"]["message"].get<std::string>().find("HEXBYTES@PORT"), std::string::npos);
 }
 
+// ev_profile.delete / cc_profile.delete take an ONLINE profile down through
+// OFFLINE and INIT (the only way the state machine allows) and erase it; an
+// OFFLINE one skips the first step; a missing one is EINVAL, nothing changed.
+TEST_F(ServerTest, ProfileDeleteWalksDownTheStatesAndErases) {
+  PeerCred admin{getpid(), 0, 0, true};
+  ASSERT_TRUE(fmt(13, {16, 16}));
+  ASSERT_TRUE(evp_offline(5, kEvModeGen, 13, 8, {{8, 0, 0, 7, 0x7}}));
+  ASSERT_TRUE(set_state(5, kProfileOnline));
+  ASSERT_TRUE(evp_offline(6, kEvModeGen, 13, 8, {{8, 0, 0, 7, 0x7}}));  // stays OFFLINE
+  for (uint64_t id : {5, 6}) {
+    auto r = srv->dispatch(-1, admin, {{"id", 1}, {"op", "ev_profile.delete"}, {"args", {{"id", id}}}});
+    ASSERT_TRUE(r && (*r)["ok"].get<bool>()) << r->dump();
+    EXPECT_EQ((*r)["result"]["deleted"], true);
+    EXPECT_EQ(ctl.ev_record(id), nullptr) << id;
+  }
+  auto r = srv->dispatch(-1, admin, {{"id", 2}, {"op", "ev_profile.delete"}, {"args", {{"id", 5}}}});
+  EXPECT_FALSE((*r)["ok"].get<bool>());
+  EXPECT_EQ((*r)["error"]["errno"], EINVAL);
+  EXPECT_EQ((*r)["error"]["object"], "ev-profile 5");
+
+  CcProfileAttr c;
+  c.profile_state = kProfileOffline;
+  c.algorithm = kAlgNscc;
+  ASSERT_TRUE(ctl.modify_cc_profile(7, c, kCcAttrState | kCcAttrAlgorithm));
+  c.profile_state = kProfileOnline;
+  c.cc_config = NsccCfg{};
+  ASSERT_TRUE(ctl.modify_cc_profile(7, c, kCcAttrState | kCcAttrConfig));
+  ASSERT_NE(ctl.cc_record(7), nullptr);
+  r = srv->dispatch(-1, admin, {{"id", 3}, {"op", "cc_profile.delete"}, {"args", {{"id", 7}}}});
+  ASSERT_TRUE((*r)["ok"].get<bool>()) << r->dump();
+  EXPECT_EQ(ctl.cc_record(7), nullptr);
+  r = srv->dispatch(-1, admin, {{"id", 4}, {"op", "cc_profile.delete"}, {"args", {{"id", 7}}}});
+  EXPECT_EQ((*r)["error"]["errno"], EINVAL);
+  EXPECT_EQ((*r)["error"]["object"], "cc-profile 7");
+}
+
 // `ev show` carries what applications published per EV (summed over the
 // reporting processes); `ev deny|allow` says when the change was committed.
 TEST_F(ServerTest, EvShowCarriesPublishedCountersAndEvSetItsCommitTime) {
