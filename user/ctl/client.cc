@@ -89,43 +89,31 @@ std::vector<PortView> Client::ports() const {
   return v;
 }
 
-int Client::find_evp(uint64_t id) const {
-  auto& evps = s_->regions().evps;
-  auto it = evp_slot_.find(id);
-  if (it != evp_slot_.end()) {
-    const mrc_ctl_evp& r = evps[size_t(it->second)];
-    if (__atomic_load_n(&r.used, __ATOMIC_ACQUIRE) &&
-        __atomic_load_n(&r.id, __ATOMIC_ACQUIRE) == id)
+namespace {
+// A profile record's slot in `recs` (-1: none): the cached slot while it
+// still holds that id, else a scan that caches what it finds.
+template <class Rec>
+int find_slot(std::span<Rec> recs, std::map<uint64_t, int>& cache, uint64_t id) {
+  auto it = cache.find(id);
+  if (it != cache.end()) {
+    const Rec& r = recs[size_t(it->second)];
+    if (__atomic_load_n(&r.used, __ATOMIC_ACQUIRE) && __atomic_load_n(&r.id, __ATOMIC_ACQUIRE) == id)
       return it->second;
   }
-  for (size_t i = 0; i < evps.size(); i++) {
-    mrc_ctl_evp h;
-    if (read_record(evps[i], &h) && h.used && h.id == id) {
-      evp_slot_[id] = int(i);
+  for (size_t i = 0; i < recs.size(); i++) {
+    Rec h;
+    if (read_record(recs[i], &h) && h.used && h.id == id) {
+      cache[id] = int(i);
       return int(i);
     }
   }
   return -1;
 }
+}  // namespace
 
-int Client::find_cc(uint64_t id) const {
-  auto& ccs = s_->regions().ccs;
-  auto it = cc_slot_.find(id);
-  if (it != cc_slot_.end()) {
-    const mrc_ctl_cc& r = ccs[size_t(it->second)];
-    if (__atomic_load_n(&r.used, __ATOMIC_ACQUIRE) &&
-        __atomic_load_n(&r.id, __ATOMIC_ACQUIRE) == id)
-      return it->second;
-  }
-  for (size_t i = 0; i < ccs.size(); i++) {
-    mrc_ctl_cc h;
-    if (read_record(ccs[i], &h) && h.used && h.id == id) {
-      cc_slot_[id] = int(i);
-      return int(i);
-    }
-  }
-  return -1;
-}
+int Client::find_evp(uint64_t id) const { return find_slot(s_->regions().evps, evp_slot_, id); }
+
+int Client::find_cc(uint64_t id) const { return find_slot(s_->regions().ccs, cc_slot_, id); }
 
 uint64_t Client::ev_profile_changes(uint64_t id) const {
   int s = find_evp(id);

@@ -250,12 +250,14 @@ TEST_F(ServerTest, ProfileDeleteWalksDownTheStatesAndErases) {
   ASSERT_TRUE(set_state(5, kProfileOnline));
   ASSERT_TRUE(evp_offline(6, kEvModeGen, 13, 8, {{8, 0, 0, 7, 0x7}}));  // stays OFFLINE
   for (uint64_t id : {5, 6}) {
-    auto r = srv->dispatch(-1, admin, {{"id", 1}, {"op", "ev_profile.delete"}, {"args", {{"id", id}}}});
+    auto r =
+        srv->dispatch(-1, admin, {{"id", 1}, {"op", "ev_profile.delete"}, {"args", {{"id", id}}}});
     ASSERT_TRUE(r && (*r)["ok"].get<bool>()) << r->dump();
     EXPECT_EQ((*r)["result"]["deleted"], true);
     EXPECT_EQ(ctl.ev_record(id), nullptr) << id;
   }
-  auto r = srv->dispatch(-1, admin, {{"id", 2}, {"op", "ev_profile.delete"}, {"args", {{"id", 5}}}});
+  auto r =
+      srv->dispatch(-1, admin, {{"id", 2}, {"op", "ev_profile.delete"}, {"args", {{"id", 5}}}});
   EXPECT_FALSE((*r)["ok"].get<bool>());
   EXPECT_EQ((*r)["error"]["errno"], EINVAL);
   EXPECT_EQ((*r)["error"]["object"], "ev-profile 5");
