@@ -916,6 +916,22 @@ def normalized_state(t, node):
             "ev": evs, "cc-profile": ccs}
 
 
+def state_diff(a, b, path="", out=None):
+    """Up to 8 'path: before -> after' differences of two JSON values."""
+    out = [] if out is None else out
+    if len(out) >= 8:
+        return out
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            state_diff(a.get(k), b.get(k), f"{path}.{k}", out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            state_diff(x, y, f"{path}[{i}]", out)
+    elif a != b:
+        out.append(f"{path or '.'}: {json.dumps(a)[:80]} -> {json.dumps(b)[:80]}")
+    return out
+
+
 def map_ids(t, node):
     pin = t.mrcd[node]["pin"]
     out = {}
@@ -983,7 +999,8 @@ def case_restart(t):
         for k in before[n]:
             cmd = {"ports": "port show", "ev-profile-5": f"ev-profile show {EVP} evs",
                    "ev": f"ev show {EVP}"}.get(k, f"{k} show")
-            t.check(before[n][k] == after[n][k], f"{n}: `mrcctl -j {cmd}` is the same after the restart")
+            if not t.check(before[n][k] == after[n][k], f"{n}: `mrcctl -j {cmd}` is the same after the restart"):
+                t.log(f"     what differs: {state_diff(before[n][k], after[n][k])}")
         w, p = den[n]
         t.check(t.ev_table(n)[(w, p)]["state"] == "denied", f"{n}: the DENIED EV {ev_hex(w)}@{p} stays DENIED")
         t.check(t.ctl(n, "dev", "show")["restarts"] == 1, f"{n}: the restart is counted")
