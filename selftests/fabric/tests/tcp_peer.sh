@@ -48,9 +48,17 @@ for p in 0 1 2 3; do tot=$((tot + w1[p] - w0[p])); done
 # contention a plane may carry only ~1%: the check is that every plane's
 # subflow carried data (0.2% of a 2 s transfer is megabytes, far beyond the
 # handshake), not an even split.
+# In the VM the guest's CPU, not the planes, limits the transfer, and the
+# lowest-RTT subflows take nearly all of it: plane 3 carried 0.09% (about
+# 60 KB) in 6 s. There every plane must carry at least 32 KiB of data toward
+# B (a subflow's handshake is a few hundred bytes) and at most 90%.
 for p in 0 1 2 3; do
-	t_range "mptcp: share of plane $p (one subflow per plane)" \
-		"$(awk -v a=$((w1[p] - w0[p])) -v t=$tot 'BEGIN { printf "%.4f", a / t }')" 0.002 0.9
+	if t_vm; then
+		t_range "mptcp: bytes on plane $p (one subflow per plane)" $((w1[p] - w0[p])) 32768 $((tot * 9 / 10))
+	else
+		t_range "mptcp: share of plane $p (one subflow per plane)" \
+			"$(awk -v a=$((w1[p] - w0[p])) -v t=$tot 'BEGIN { printf "%.4f", a / t }')" 0.002 0.9
+	fi
 done
 n=$(grep -c t_ms "$T_TMP/srv.json")
 # (the server samples from accept to the last byte: longer than 2 s on a loaded machine)
