@@ -130,9 +130,9 @@ uint32_t g_spin_us = 0;  // --spin-us (application progress)
       "      --engine K=V     engine tunable (repeatable): probe_initial_us, probe_max_us,\n"
       "                       probe_timeout_us, probe_successes, plane_suspect_losses,\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
-      "                       evs_per_port, active_per_port, cc_target_delay_us, cc_qa (0: no\n"
-      "                       quick adapt),\n"
-      "                       cc_max_cwnd, cc_base_rtt_us, report_all_ev_events,\n"
+      "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
+      "                       cc_qa (0: NSCC without quick adapt), cc_max_cwnd,\n"
+      "                       cc_base_rtt_us, report_all_ev_events,\n"
       "                       probe_rate (EV probes per second, all QPs; 0: no limit),\n"
       "                       probe_burst\n"
       "      --pin-dir DIR    mrcd's pinned maps (" MRC_PIN_DIR_DEFAULT
