@@ -919,8 +919,13 @@ def normalized_state(t, node):
     ccs = t.ctl(node, "cc-profile", "show")
     for p in ccs:
         p.pop("users", None)
+    evp = t.ctl(node, "ev-profile", "show", EVP, "evs")
+    evp.pop("assumed_bad", None)
+    for e in evp.get("evs", []):
+        if e.get("state") == "assumed_bad":
+            e["state"] = "good"
     return {"dev": dev, "ports": t.ctl(node, "port", "show"), "ev-fmt": t.ctl(node, "ev-fmt", "show"),
-            "ev-profile": profiles, "ev-profile-5": t.ctl(node, "ev-profile", "show", EVP, "evs"),
+            "ev-profile": profiles, "ev-profile-5": evp,
             "ev": evs, "cc-profile": ccs}
 
 
