@@ -776,55 +776,7 @@ int run_server(const Opts& o) {
     ~StopSampler() { f(0); }
   } stop_sampler{finish};
 
-  // Clients connect one after the other; the first ones already send while
-  // later ones connect (RDMA WRITEs need nothing from this thread).
   std::vector<Client> cl(o.clients);
-  for (uint32_t c = 0; c < o.clients; c++) {
-    Client& k = cl[c];
-    auto fd = tcp_accept(lfd, 600'000);
-    if (!fd) {
-      finish(0);
-      die("accept", fd.error());
-    }
-    k.fd = *fd;
-    k.first_qp = c * o.qps;
-    std::vector<QpEndpoint> ours;
-    for (uint32_t i = 0; i < o.qps; i++) {
-      const uint32_t qi = k.first_qp + i;
-      QpEndpoint e = describe(*s.ctx, *s.qps[qi], 0x1000 * (qi + 1), co, co.max_wimm, co.mpr);
-      e.addr = uint64_t(uintptr_t(buf.p + qi * per_qp));
-      e.len = per_qp;
-      e.rkey = mr.rkey;
-      ours.push_back(e);
-    }
-    k.theirs = must(exchange_endpoints(k.fd, ours), "exchange");
-    if (k.theirs.size() != o.qps)
-      die("exchange", make_error(EPROTO, "the client has a different QP count"));
-    for (uint32_t i = 0; i < o.qps; i++)
-      must(connect_qp(*s.ctx, *s.qps[k.first_qp + i], ours[i].psn, k.theirs[i], co), "connect QP");
-    // WRITE-with-immediate needs posted receives (MRC has no RNR).
-    if (o.imm)
-      for (uint32_t i = 0; i < o.qps; i++)
-        for (uint32_t n = 0; n < recv_depth(o); n++)
-          must(s.qps[k.first_qp + i]->post_recv(RecvWr{n, nullptr, 0}), "post_recv");
-    if (o.mem && c + 1 == o.clients) {
-      // Every QP connected, none has carried anything yet: the idle
-      // footprint (the client starts when it reads "go").
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      s.mem_idle = mem_snap();
-      if (o.json)
-        std::printf("{\"mem_idle\":%s}\n",
-                    mem_json("server", nqps, s.mem_base, s.mem_idle).c_str());
-      else
-        std::printf("server: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", nqps,
-                    (double(s.mem_idle.rss) - double(s.mem_base.rss)) / nqps,
-                    (double(s.mem_idle.heap) - double(s.mem_base.heap)) / nqps);
-      std::fflush(stdout);
-    }
-    must(send_line(k.fd, "go"), "handshake");
-    if (c == 0 && o.sample_ms) start_sampler();
-  }
-
   // Serve: latency echo, or count (and check) WriteIMM arrivals, until every
   // client has reported its last messages.
   std::vector<Wc> wcv(256);
@@ -876,6 +828,66 @@ int run_server(const Opts& o) {
     }
     return true;
   };
+  // Clients connect one after the other; the first ones already send while
+  // later ones connect. Their WRITE-with-immediate messages use up posted
+  // receives (MRC has no RNR: one that finds none fails the QP), so while
+  // waiting for the next client this thread keeps taking completions and
+  // reposting receives.
+  for (uint32_t c = 0; c < o.clients; c++) {
+    Client& k = cl[c];
+    Result<int> fd = make_error(ETIMEDOUT, "tcp_accept: no connection in 600 s");
+    for (const auto until = Clock::now() + std::chrono::seconds(600); Clock::now() < until;) {
+      if (g_stop.load()) return finish(130);
+      pollfd lp{lfd, POLLIN, 0};
+      if (poll(&lp, 1, c ? 0 : 100) > 0) {
+        fd = tcp_accept(lfd, 1000);
+        break;
+      }
+      if (c && !serve_wcs(10)) return finish(1);
+    }
+    if (!fd) {
+      finish(0);
+      die("accept", fd.error());
+    }
+    k.fd = *fd;
+    k.first_qp = c * o.qps;
+    std::vector<QpEndpoint> ours;
+    for (uint32_t i = 0; i < o.qps; i++) {
+      const uint32_t qi = k.first_qp + i;
+      QpEndpoint e = describe(*s.ctx, *s.qps[qi], 0x1000 * (qi + 1), co, co.max_wimm, co.mpr);
+      e.addr = uint64_t(uintptr_t(buf.p + qi * per_qp));
+      e.len = per_qp;
+      e.rkey = mr.rkey;
+      ours.push_back(e);
+    }
+    k.theirs = must(exchange_endpoints(k.fd, ours), "exchange");
+    if (k.theirs.size() != o.qps)
+      die("exchange", make_error(EPROTO, "the client has a different QP count"));
+    for (uint32_t i = 0; i < o.qps; i++)
+      must(connect_qp(*s.ctx, *s.qps[k.first_qp + i], ours[i].psn, k.theirs[i], co), "connect QP");
+    // WRITE-with-immediate needs posted receives (MRC has no RNR).
+    if (o.imm)
+      for (uint32_t i = 0; i < o.qps; i++)
+        for (uint32_t n = 0; n < recv_depth(o); n++)
+          must(s.qps[k.first_qp + i]->post_recv(RecvWr{n, nullptr, 0}), "post_recv");
+    if (o.mem && c + 1 == o.clients) {
+      // Every QP connected, none has carried anything yet: the idle
+      // footprint (the client starts when it reads "go").
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      s.mem_idle = mem_snap();
+      if (o.json)
+        std::printf("{\"mem_idle\":%s}\n",
+                    mem_json("server", nqps, s.mem_base, s.mem_idle).c_str());
+      else
+        std::printf("server: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", nqps,
+                    (double(s.mem_idle.rss) - double(s.mem_base.rss)) / nqps,
+                    (double(s.mem_idle.heap) - double(s.mem_base.heap)) / nqps);
+      std::fflush(stdout);
+    }
+    must(send_line(k.fd, "go"), "handshake");
+    if (c == 0 && o.sample_ms) start_sampler();
+  }
+
   uint32_t remaining = o.clients;
   std::vector<pollfd> pf(o.clients);
   while (remaining) {
