@@ -83,7 +83,6 @@ struct Opts {
 };
 
 FILE* g_ev_log = nullptr;
-uint32_t g_spin_us = 0;  // --spin-us (application progress)
 
 [[noreturn]] void usage(int code) {
   std::fprintf(
@@ -443,6 +442,7 @@ struct Side {
   uint32_t pd = 0;
   MemSnap mem_base;  // before the QPs were created
   MemSnap mem_idle;  // every QP connected, no traffic yet (--mem)
+  uint32_t spin_us = 0;  // --spin-us: polling before progress() sleeps
 };
 
 // --engine KEY=VALUE: protocol tunables of core::EngineConfig (times in us).
@@ -521,7 +521,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
   d.busy_poll = o.busy_poll;
   d.engine_cpu = o.cpu;
   d.progress = o.progress;
-  g_spin_us = o.spin_us;
+  s.spin_us = o.spin_us;
   d.queues = o.queues;
   d.tx = o.tx;
   if (o.live_min >= 0) d.live_tx_min = uint32_t(o.live_min);
@@ -622,7 +622,7 @@ size_t wait_wc(Side& s, std::span<Wc> out, int timeout_ms) {
     // progress() on the sockets and the engine's timers.
     const auto t0 = Clock::now();
     const auto until = t0 + std::chrono::milliseconds(timeout_ms);
-    const auto spin_until = t0 + std::chrono::microseconds(g_spin_us);
+    const auto spin_until = t0 + std::chrono::microseconds(s.spin_us);
     for (uint32_t spin = 0;; spin++) {
       auto n = s.cq->poll(out);
       if (!n) die("poll_cq", n.error());
