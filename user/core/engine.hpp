@@ -217,6 +217,7 @@ class Engine {
   bool send_data_pkt(Qp& qp, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now, uint32_t& port_full);
   Time qp_deadline(const Qp& qp) const;
   Time ack_timeout(const Qp& qp) const;
+  static Time ack_timeout_base(const Qp& qp);
 
   // responder
   void on_data(Qp& qp, const codec::Packet& p, uint8_t port, Time rx_ts, Time now);

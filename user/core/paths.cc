@@ -208,7 +208,7 @@ void PathSet::probe_result(uint32_t i, bool ok, Time now) {
   } else {
     e.stats.probes_failed++;
     e.probe_ok = 0;
-    e.backoff = std::min(e.backoff * 2, p_.probe_max);
+    e.backoff = std::min(e.backoff * 2, std::max(p_.probe_max, probe_wait()));
     e.next_probe = now + e.backoff;
     if (listener_) listener_(i, e.state, e.state, EvEventReason::kProbeFail);
   }
@@ -272,14 +272,22 @@ uint32_t PathSet::count(EvState s) const {
 }
 
 Time PathSet::next_probe_deadline() const {
-  Time t = kNever;
+  Time t = kNever, answer = kNever;
+  uint32_t busy = 0;
   for (uint32_t i : bad_) {
     const Ev& e = evs_[i];
+    if (e.state != EvState::kAssumedBad) continue;
+    busy += e.probing || e.queued;
     if (e.queued) continue;  // due already: the probe queue has it
-    Time d = e.probing ? e.probe_sent + p_.probe_timeout : e.next_probe;
-    t = std::min(t, d);
+    if (e.probing)
+      answer = std::min(answer, e.probe_sent + probe_wait());
+    else
+      t = std::min(t, e.next_probe);
   }
-  return t;
+  // At the probe_inflight_max limit nothing more is queued before a probe is
+  // answered (probe_result: the QP looks again) or times out.
+  if (p_.probe_inflight_max && busy >= p_.probe_inflight_max) return answer;
+  return std::min(t, answer);
 }
 
 }  // namespace mrc::core

@@ -4,6 +4,7 @@
 // with back-off, readmission after K successes, and the ev_min_active floor.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -18,7 +19,12 @@ struct PathParams {
   uint32_t probe_successes = 3;       // K consecutive successes to readmit
   Time probe_initial = 50'000;        // first probe of an ASSUMED_BAD EV after this
   Time probe_max = 20'000'000;        // back-off cap
-  Time probe_timeout = 2'000'000;     // a probe unanswered this long failed
+  Time probe_timeout = 2'000'000;     // a probe unanswered this long after the RTO failed (set_rtt)
+  // Probes of one QP outstanding or queued at once (0 = no limit). A QP whose
+  // EVs were all retired would otherwise probe every one of them each
+  // back-off, whatever its RTT: on a receiver that is itself the bottleneck
+  // (an incast, a starved host) the probes' answers then crowd out the data.
+  uint32_t probe_inflight_max = 16;
   // A plane whose packets were lost silently this many times in a row, with
   // no delivery on it in between, is failing as a whole: all its EVs become
   // ASSUMED_BAD at once (each is probed and readmitted on its own). 0 = off.
@@ -78,18 +84,38 @@ class PathSet {
   void assume_plane_bad(uint8_t port, EvEventReason why, Time now);
 
   // ASSUMED_BAD EVs due for a probe at `now` (calls fn(index)); marks them probing.
+  // At most probe_inflight_max probes outstanding or queued.
   template <class Fn>
   void due_probes(Time now, Fn&& fn) {
+    const Time wait = probe_wait();
+    uint32_t busy = 0;
     for (uint32_t i : bad_) {
       Ev& e = evs_[i];
       if (e.state != EvState::kAssumedBad) continue;
-      if (e.probing && now - e.probe_sent >= p_.probe_timeout) probe_result(i, false, now);
+      if (e.probing && now - e.probe_sent >= wait) probe_result(i, false, now);
+      busy += e.probing || e.queued;
+    }
+    // bad_ changes only through probe_result's readmissions, which the
+    // first loop did not make (a timeout is a failure).
+    for (uint32_t i : bad_) {
+      if (p_.probe_inflight_max && busy >= p_.probe_inflight_max) break;
+      Ev& e = evs_[i];
+      if (e.state != EvState::kAssumedBad) continue;
       if (!e.probing && !e.queued && e.next_probe <= now && port_up(e.port)) {
         e.queued = true;
+        busy++;
         fn(i);
       }
     }
   }
+  // The QP's RTT (smoothed, and its variation): a probe is judged
+  // unanswered probe_timeout after its RTO (srtt + 4 x rttvar), and backed
+  // off no less. On a host (or a path) whose RTT exceeds probe_timeout
+  // every probe would otherwise be judged failed before its answer came, and
+  // no retired EV ever be readmitted; on a fabric of microseconds this
+  // changes nothing.
+  void set_rtt(Time srtt, Time rttvar) { rto_ = srtt + 4 * rttvar; }
+  Time probe_wait() const { return p_.probe_timeout + rto_; }
   // The QP took it off its probe queue (sent, or no longer to be probed).
   void unqueue(uint32_t i) { evs_[i].queued = false; }
   void probe_sent(uint32_t i, uint16_t id, Time now) {
@@ -124,6 +150,7 @@ class PathSet {
   uint32_t ports_down_ = 0;
   uint32_t mask_ = ~0u;
   uint32_t usable_ = 0;
+  Time rto_ = 0;  // set_rtt
   PathParams p_;
   Rng rng_;
   Listener listener_;

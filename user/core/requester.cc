@@ -9,13 +9,22 @@
 
 namespace mrc::core {
 
+// The configured timeout is a floor (IB's Local ACK Timeout is the least
+// a requester waits): on a path, or a host, whose RTT is longer every
+// packet would time out, be resent and retire its EV, and the retry
+// budget run out while everything is delivered. Wait at least the QP's
+// RTO (srtt + 4 x rttvar, as TCP's).
+Time Engine::ack_timeout_base(const Qp& q) {
+  return std::max(Time(1024) << q.attr.timeout, q.srtt + 4 * q.rttvar);
+}
+
 Time Engine::ack_timeout(const Qp& q) const {
   if (q.attr.timeout == 0) return kNever;  // as in IB: 0 = no ACK timeout
   // The first transmission and linear_cnt retries wait T = 1.024 us x
   // 2^timeout; each of the exp_cnt retries after them waits twice as long as
   // the one before (capped at 2^24 x 1.024 us).
-  const Time base = Time(1024) << q.attr.timeout;
-  const Time cap = Time(1024) << 24;
+  const Time base = ack_timeout_base(q);
+  const Time cap = std::max(Time(1024) << 24, base);
   if (q.retries <= q.attr.retry_linear) return base;
   uint32_t k = std::min<uint32_t>(q.retries - q.attr.retry_linear, 24);
   return std::min(base << k, cap);
@@ -310,7 +319,12 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
   if (!s.probe_resp && codec::psn_lt(trig, q.next_psn) &&
       uint32_t(codec::psn_diff(q.next_psn, trig)) <= q.win.size()) {
     TxPkt& t = q.pkt(trig);
-    if (cfg_.tseth && p.cc.tx_ts_echo == t.ts && t.sent) {
+    if (cfg_.tseth && t.tx_count > 1 && t.ts == t.ts_first) {
+      // The 16-bit timestamp wraps every 16.8 ms, and an ACK timeout of
+      // 1.024 us x 2^14 or more is a whole number of wraps: a retransmission
+      // it sent carries the original's timestamp, and the echo cannot say
+      // which one arrived. No sample, no undo (Karn's rule).
+    } else if (cfg_.tseth && p.cc.tx_ts_echo == t.ts && t.sent) {
       rtt = now - t.sent;
     } else if (cfg_.tseth && t.tx_count > 1 && p.cc.tx_ts_echo == t.ts_first) {
       // The original transmission arrived after all: the retransmission was
@@ -334,6 +348,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
         q.srtt = (7 * q.srtt + rtt) / 8;
       }
       q.min_rtt = q.min_rtt ? std::min(q.min_rtt, rtt) : rtt;
+      q.paths.set_rtt(q.srtt, q.rttvar);
       if (t.port <= kMaxPorts) {
         Time& ps = q.port_srtt[t.port];
         Time& pv = q.port_rttvar[t.port];
@@ -366,6 +381,9 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
     auto& e = q.paths.at(uint32_t(idx));
     if (s.probe_resp && e.state == EvState::kAssumedBad && e.probing) {
       q.paths.probe_result(uint32_t(idx), s.verdict == MRC_MP_NONE, now);
+      // One probe fewer outstanding: a probe held back by probe_inflight_max may go.
+      q.probe_check = std::min(q.probe_check, now);
+      timer_floor_ = std::min(timer_floor_, now);
     } else if (s.verdict == MRC_MP_ALWAYS_SKIP) {
       q.paths.assume_bad(uint32_t(idx), EvEventReason::kAlwaysSkip, now);
     } else if (ecn) {
@@ -449,7 +467,7 @@ void Engine::requester_timers(Qp& q, Time now) {
         to_error(q, kWcRetryExcErr);
         return;
       }
-      const Time base = Time(1024) << q.attr.timeout;
+      const Time base = ack_timeout_base(q);
       uint64_t bytes = 0;
       for (uint32_t psn = q.una; psn != q.next_psn; psn = codec::psn_add(psn, 1)) {
         TxPkt& t = q.pkt(psn);

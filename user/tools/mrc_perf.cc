@@ -127,7 +127,8 @@ FILE* g_ev_log = nullptr;
       "                       checked on arrival; more slots leave the server more time\n"
       "                       before the client reuses one (counted as imm_overwritten)\n"
       "      --engine K=V     engine tunable (repeatable): probe_initial_us, probe_max_us,\n"
-      "                       probe_timeout_us, probe_successes, plane_suspect_losses,\n"
+      "                       probe_timeout_us, probe_successes, probe_inflight_max\n"
+      "                       (probes of one QP at once; 0: no limit), plane_suspect_losses,\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
       "                       cc_qa (0: NSCC without quick adapt), cc_max_cwnd,\n"
@@ -465,6 +466,8 @@ void apply_engine(core::EngineConfig& e,
       e.paths.probe_max = us;
     else if (k == "probe_timeout_us")
       e.paths.probe_timeout = us;
+    else if (k == "probe_inflight_max")
+      e.paths.probe_inflight_max = uint32_t(n);
     else if (k == "probe_successes")
       e.paths.probe_successes = uint32_t(n);
     else if (k == "plane_suspect_losses")

@@ -778,6 +778,105 @@ TEST(Conformance, C36_LossesOfAFailedPlaneAreJudgedByItsRttNotAProbe) {
   EXPECT_LT(took, Time(200'000)) << took << " ns";
 }
 
+TEST(Conformance, C36_AckTimeoutIsNeverShorterThanTheMeasuredRto) {
+  // A 60 ms RTT (a long path, or a host that stalls) against a configured
+  // ACK timeout of 16.8 ms: once the RTT is measured the requester waits at
+  // least srtt + 4 rttvar, so nothing times out, nothing is resent and no EV
+  // is retired while every SACK is merely on its way.
+  PairOptions o;
+  o.latency = 30'000'000;
+  o.gbps = 0.05;  // 1 KiB every 160 us per plane: the first message takes a few RTTs to leave
+  o.timeout = 14;
+  Fixture f(2 << 20, o);
+  ASSERT_TRUE(f.write(1, 0, 256 << 10).ok());  // the first RTT samples
+  ASSERT_TRUE(f.wait_sends(1, 60'000'000'000));
+  const auto before = *f.p.e(0).qp_stats(f.q0);
+  ASSERT_TRUE(f.write(2, 256 << 10, (2 << 20) - (256 << 10)).ok());
+  ASSERT_TRUE(f.wait_sends(2, 60'000'000'000));
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_EQ(f.swc[1].status, kWcSuccess);
+  EXPECT_TRUE(f.same(0, 2 << 20));
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.timeouts, before.timeouts);
+  EXPECT_EQ(st.tx_rtx_pkts, before.tx_rtx_pkts);
+  EXPECT_EQ(st.ev_assumed_bad, before.ev_assumed_bad);
+}
+
+TEST(Conformance, C29_ProbesOfOneQpAreBoundedAndWaitForItsRtt) {
+  // Plane 2 dies (64 EVs retired) on a path whose RTT, 10 ms, is longer
+  // than probe_timeout (2 ms). Each EV's next probe waits for the RTT
+  // (an unanswered probe is judged after srtt + 4 rttvar, not 2 ms), and
+  // the QP never has more than probe_inflight_max probes outstanding, so
+  // it does not flood a receiver that may be the bottleneck itself. When
+  // the plane returns every EV is readmitted all the same.
+  PairOptions o;
+  o.latency = 5'000'000;
+  o.timeout = 18;  // 268 ms
+  Fixture f(4 << 20, o);
+  const uint32_t cap = o.cfg.paths.probe_inflight_max;
+  ASSERT_EQ(cap, 16u);
+  bool dead = false;
+  std::map<uint32_t, Time> last_probe;
+  Time min_gap = kNever;
+  size_t probes = 0;
+  f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time now) {
+    Hook h;
+    auto k = parse_or_die(fr);
+    if (from == 0 && port == 2 && k.bth.opcode == MRC_OP_PROBE) {
+      probes++;
+      const uint32_t ev = wire_ev(k);
+      if (last_probe.count(ev)) min_gap = std::min(min_gap, now - last_probe[ev]);
+      last_probe[ev] = now;
+    }
+    h.drop = dead && from == 0 && port == 2;
+    return h;
+  };
+  ASSERT_TRUE(f.write(1, 0, 1 << 20).ok());
+  ASSERT_TRUE(f.wait_sends(1, 10'000'000'000));
+  dead = true;
+  ASSERT_TRUE(f.write(2, 1 << 20, 3 << 20).ok());
+  ASSERT_TRUE(f.wait_sends(2, 10'000'000'000));
+  EXPECT_EQ(f.swc[1].status, kWcSuccess);
+  EXPECT_TRUE(f.same(0, 4 << 20));
+  auto on_plane2 = [&](bool (*pred)(const PathSet::Ev&)) {
+    uint32_t n = 0;
+    for (const auto& e : f.evs()) n += e.port == 2 && pred(e);
+    return n;
+  };
+  ASSERT_TRUE(f.p.run(
+      [&] {
+        return on_plane2([](const PathSet::Ev& e) { return e.state == EvState::kAssumedBad; }) ==
+               64;
+      },
+      2'000'000'000));
+  // One second of probing a dead plane.
+  const Time t0 = f.p.now;
+  const size_t p0 = probes;
+  uint32_t most = 0;
+  f.p.run(
+      [&] {
+        most =
+            std::max(most, on_plane2([](const PathSet::Ev& e) { return e.probing || e.queued; }));
+        return f.p.now >= t0 + 1'000'000'000;
+      },
+      2'000'000'000);
+  EXPECT_GT(most, 0u);
+  EXPECT_LE(most, cap);
+  // Each of at most 16 probes at a time is judged after at least the 10 ms
+  // RTT: at most 16 x 100 in the second (64 EVs every 2 ms would be 32 000).
+  EXPECT_GT(probes - p0, 0u);
+  EXPECT_LE(probes - p0, 16u * 100);
+  EXPECT_GE(min_gap, Time(10'000'000))
+      << "an EV probed again before its probe could have been answered";
+  // The plane returns: all 64 EVs come back.
+  dead = false;
+  ASSERT_TRUE(f.p.run(
+      [&] {
+        return on_plane2([](const PathSet::Ev& e) { return e.state == EvState::kGood; }) == 64;
+      },
+      30'000'000'000));
+}
+
 TEST(Conformance, C37_NackUnexpEventErrorsQpImmediately) {
   Fixture f(64 * 1024);
   bool sent = false;
