@@ -26,7 +26,21 @@ wire_tx() { # bytes the wire sent toward B on each plane
 	for p in 0 1 2 3; do t_cnt "$(fabric_ns "$R" W)" "w${p}b-$R" tx_bytes; done | tr '\n' ' '
 }
 
-t_up direct planes=4 mptcp=A:B
+# In the VM (MRC_IN_VM=1, TCG) the guest's CPU, not the planes, limits a
+# transfer (about 0.2 Gbit/s in all), and MPTCP's default scheduler then
+# keeps the lowest-RTT subflows busy and leaves the last one idle: on 6.1
+# plane 3's subflow carried nothing but its handshake in 3 of 4 runs. There
+# the planes are shaped to 25 Mbit/s each, well below what the guest pushes,
+# so every subflow's window fills and the scheduler must use all four, as on
+# a network-bound fabric.
+topo_vm=
+tcp_bytes=50000000
+if t_vm; then
+	topo_vm=shape=25mbit
+	tcp_bytes=20000000
+	echo "MRC_IN_VM=1: planes shaped to 25 Mbit/s; the exact-bytes TCP transfer moves $tcp_bytes bytes"
+fi
+t_up direct planes=4 mptcp=A:B $topo_vm
 t_eq "mptcp: client subflow endpoints on planes 1-3" "$(ip -n "$(t_ns A)" mptcp endpoint show | grep -c subflow)" 3
 
 # The client's path manager opens the three extra subflows one after the
@@ -48,17 +62,10 @@ for p in 0 1 2 3; do tot=$((tot + w1[p] - w0[p])); done
 # contention a plane may carry only ~1%: the check is that every plane's
 # subflow carried data (0.2% of a 2 s transfer is megabytes, far beyond the
 # handshake), not an even split.
-# In the VM the guest's CPU, not the planes, limits the transfer, and the
-# lowest-RTT subflows take nearly all of it: plane 3 carried 0.09% of the
-# bytes in 6 s on 6.1. There every plane must carry at least 32 KiB of data
-# toward B (a subflow's handshake is a few hundred bytes) and at most 90%.
+# With the VM's shaped planes the split is close to even; 0.2% holds for both.
 for p in 0 1 2 3; do
-	if t_vm; then
-		t_range "mptcp: bytes on plane $p (one subflow per plane)" $((w1[p] - w0[p])) 32768 $((tot * 9 / 10))
-	else
-		t_range "mptcp: share of plane $p (one subflow per plane)" \
-			"$(awk -v a=$((w1[p] - w0[p])) -v t=$tot 'BEGIN { printf "%.4f", a / t }')" 0.002 0.9
-	fi
+	t_range "mptcp: share of plane $p (one subflow per plane)" \
+		"$(awk -v a=$((w1[p] - w0[p])) -v t=$tot 'BEGIN { printf "%.4f", a / t }')" 0.002 0.9
 done
 n=$(grep -c t_ms "$T_TMP/srv.json")
 # (the server samples from accept to the last byte: longer than 2 s on a loaded machine)
@@ -70,8 +77,8 @@ t_check "tcp-multi: 4 flows for 1.5 s" xfer tcp-multi --flows 4 --duration 1.5 -
 t_eq "tcp-multi: flows" "$(summary flows)" 4
 t_eq "tcp-multi: data verified" "$(summary verify)" ok
 
-t_check "tcp: exactly 50 MB" xfer tcp --bytes 50000000 --verify
-t_eq "tcp: bytes received" "$(summary bytes)" 50000000
+t_check "tcp: exactly $tcp_bytes bytes" xfer tcp --bytes $tcp_bytes --verify
+t_eq "tcp: bytes received" "$(summary bytes)" $tcp_bytes
 t_eq "tcp: data verified" "$(summary verify)" ok
 
 t_check "ping-pong: 300 round trips of 1000 bytes" xfer tcp --pingpong --msg-size 1000 --iters 300
