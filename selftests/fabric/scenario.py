@@ -31,10 +31,15 @@ FABRIC = os.path.join(HERE, "fabric.sh")
 # beyond the duration) are 5 times longer in the VM; the timeline is not.
 VM_SLOW = 5 if os.environ.get("MRC_IN_VM") == "1" else 1
 # MRC_SCENARIO_RATE_DIV=N divides every rate of a scenario (topology shape=,
-# plane/link shape, trim and ecn rates and their buckets, capacity) by N: the resilience driver
+# plane/link shape, trim and ecn rates, capacity) by N: the resilience driver
 # sets it inside the VM, where the guest's CPU under TCG, not the fabric,
 # would otherwise limit goodput. Unset (1) outside the VM.
 RATE_DIV = float(os.environ.get("MRC_SCENARIO_RATE_DIV") or 1)
+# MRC_SCENARIO_DURATION_MUL=N: the workloads run N times the scenario's
+# duration ({duration}); the events keep their times. The resilience driver
+# sets it in the VM, where each event's command may take seconds (mrcd.sh
+# status ran 6 s under TCG) and the timeline falls behind the transfer.
+DURATION_MUL = float(os.environ.get("MRC_SCENARIO_DURATION_MUL") or 1)
 
 
 def div_rate(s):
@@ -42,17 +47,6 @@ def div_rate(s):
     if RATE_DIV == 1:
         return s
     return f"{rate_bps(s, 'rate') / RATE_DIV / 1e3:g}kbit"
-
-
-def div_burst(n):
-    """A trim or ECN bucket (bytes) divided by RATE_DIV like its rate, so it
-    holds as many milliseconds of traffic, and stays below the tbf queue
-    behind it (5 ms of the divided rate): undivided, a 128 KB bucket let
-    bursts through that the 25 Mbit/s queue then dropped, trimmed headers
-    with them. At least two 4 KiB frames."""
-    if RATE_DIV == 1:
-        return n
-    return max(int(n / RATE_DIV), 8192)
 
 
 class ScenarioError(Exception):
@@ -247,6 +241,7 @@ def parse_scenario(path):
         if e["t"] >= sc["duration"]:
             raise ScenarioError(f"{path}:{e['line']}: event at {e['t']}s is not before the end ({sc['duration']}s)")
     sc["events"].sort(key=lambda e: e["t"])
+    sc["duration"] *= DURATION_MUL
     return sc
 
 
@@ -378,7 +373,7 @@ class Runner:
                 elif act in ("loss", "corrupt", "dup"):
                     self.fault("set", l, "--dir", d, f"--{act}", f"{e['pct']}%")
                 elif act in ("trim", "ecn"):
-                    burst = ["--" + act + "-burst", str(div_burst(e["burst"]))] if "burst" in e else []
+                    burst = ["--" + act + "-burst", str(e["burst"])] if "burst" in e else []
                     self.fault("set", l, "--dir", d, f"--{act}-rate", div_rate(e["rate"]), *burst)
                 elif act == "clear":
                     self.fault("clear", l, "--dir", d)
@@ -417,13 +412,17 @@ class Runner:
         topo = [f"shape={div_rate(w[6:])}" if w.startswith("shape=") else w for w in sc["topology"]]
         if RATE_DIV != 1 and any(w.startswith("shape=") for w in topo) and \
                 not any(w.startswith("latency=") for w in topo):
-            # The tbf queues hold as many bytes as at the undivided rate (5 ms
-            # of it): 5 ms of 25 Mbit/s is five 3 KB frames, and a TCG guest's
-            # late qdisc timers overflowed it, dropping trimmed headers that a
-            # trimmer (rate below the tbf's) never meant to be dropped.
+            # Buffers keep their bytes when the rates are divided: the tbf
+            # queues hold 5 ms of the undivided rate, as the trim and ECN
+            # buckets keep theirs. 5 ms of 25 Mbit/s is five 3 KB frames: a
+            # TCG guest's bursts and late qdisc timers overflowed it and
+            # dropped trimmed headers before the receiver could NACK them.
             topo.append(f"latency={5 * RATE_DIV:g}ms")
         if RATE_DIV != 1:
             print(f"scenario: rates divided by {RATE_DIV:g} (MRC_SCENARIO_RATE_DIV): {' '.join(topo)}",
+                  file=sys.stderr, flush=True)
+        if DURATION_MUL != 1:
+            print(f"scenario: the workloads run {sc['duration']:g} s (MRC_SCENARIO_DURATION_MUL={DURATION_MUL:g})",
                   file=sys.stderr, flush=True)
         self.run = self.fabric("up", *topo).strip().splitlines()[-1]
         self.state_path = self.fabric("state", self.run).strip()

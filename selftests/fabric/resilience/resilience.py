@@ -47,6 +47,11 @@ RUNNER = os.path.join(HERE, "..", "scenario.py")
 # through 4 planes of 1 Gbit/s, so the goodput ratios measured the emulator.
 VM_SLOW = 5 if os.environ.get("MRC_IN_VM") == "1" else 1
 VM_RATE_DIV = 40 if os.environ.get("MRC_IN_VM") == "1" else 1
+
+# ... and the transfers last twice the scenario's duration (the runner's
+# MRC_SCENARIO_DURATION_MUL): each event's command may take seconds there,
+# and 10-mrcd-restart's kill came after the 9 s transfer had ended.
+VM_DURATION_MUL = 2 if os.environ.get("MRC_IN_VM") == "1" else 1
 SKIP = 77
 
 
@@ -366,8 +371,23 @@ def eval_incast(run, r, s):
                   "incast_client_gbps": [rnd(x) for x in gb]})
     r.main = ("victim goodput during / alone", rnd(ratio(during, alone), 2), "")
     r.check("the last hop trimmed (the incast overran it)", trimmed > 0, trimmed)
-    r.check("trimmed packets came back as NACKs (>= 90% of the trims)", nacks >= 0.9 * trimmed and nacks > 0,
-            f"{nacks} NACKs / {trimmed} trims")
+    # The receiver's XDP program answers each trimmed header it gets with a
+    # NACK (its tx_trim_nack counters): those must all reach the senders.
+    target_log = next(w["log"] for w in run.servers if w["node"] == s["target"])
+    with open(target_log, errors="replace") as f:
+        arrived = sum(int(m) for m in re.findall(r"\btx_trim_nack=(\d+)", f.read()))
+    r.fig.update({"trims_reached_receiver": arrived})
+    r.check("every trimmed header the receiver got came back as a NACK (>= 90%)",
+            nacks >= 0.9 * arrived and arrived > 0, f"{nacks} NACKs / {arrived} trims at the receiver")
+    # ... and on the host nearly every trimmed header gets there. In a TCG
+    # guest a quarter to a half of them were lost between the trimmer and
+    # the receiver's XDP program (the qdisc or the veth ring, in the bursts
+    # that made the trimmer trim), so there it is reported, not checked.
+    desc = "trimmed packets came back as NACKs (>= 90% of the trims)"
+    if VM_RATE_DIV == 1:
+        r.check(desc, nacks >= 0.9 * trimmed and nacks > 0, f"{nacks} NACKs / {trimmed} trims")
+    else:
+        print(f"  in the VM, not checked: {desc}: {nacks} NACKs / {trimmed} trims", flush=True)
     r.check(f"victim kept >= {s['min_victim_ratio']} of its goodput alone", (ratio(during, alone) or 0) >= s["min_victim_ratio"],
             f"{rnd(during)} / {rnd(alone)} Gbit/s")
     r.check(f"incast goodput >= {s['min_utilisation']} of the trimmed capacity",
@@ -514,10 +534,12 @@ def run_one(name, build, out, strict):
     os.makedirs(d)
     print(f"resilience {name}: {spec['title']}", flush=True)
     env = dict(os.environ)
+    if VM_DURATION_MUL != 1:
+        env["MRC_SCENARIO_DURATION_MUL"] = str(VM_DURATION_MUL)
     if VM_RATE_DIV != 1:
         env["MRC_SCENARIO_RATE_DIV"] = str(VM_RATE_DIV)
         print(f"  MRC_IN_VM=1: the scenario's rates are divided by {VM_RATE_DIV} (1gbit planes run at "
-              f"{1000 / VM_RATE_DIV:g} Mbit/s)", flush=True)
+              f"{1000 / VM_RATE_DIV:g} Mbit/s), the transfers last {VM_DURATION_MUL}x its duration", flush=True)
     p = subprocess.run([sys.executable, RUNNER, "--build", build, "--out", d, scn],
                        capture_output=True, text=True, timeout=600 * VM_SLOW, env=env)
     with open(os.path.join(d, "runner.log"), "w") as f:
