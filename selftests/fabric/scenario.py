@@ -413,7 +413,8 @@ class Runner:
         if RATE_DIV != 1 and any(w.startswith("shape=") for w in topo) and \
                 not any(w.startswith("latency=") for w in topo):
             # Buffers keep their bytes when the rates are divided: the tbf
-            # queues hold 5 ms of the undivided rate, as the trim and ECN
+            # queues hold 5 ms (fabric.sh's default latency) of the
+            # undivided rate, as the trim and ECN
             # buckets keep theirs. 5 ms of 25 Mbit/s is five 3 KB frames: a
             # TCG guest's bursts and late qdisc timers overflowed it and
             # dropped trimmed headers before the receiver could NACK them.

@@ -636,20 +636,19 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
       continue;
     }
     const auto& e = q.paths.at(i);
-    if (e.state != EvState::kAssumedBad || e.probing) {
-      q.probe_queue.pop_back();
-      q.paths.unqueue(i);
-      continue;
+    const bool stale = e.state != EvState::kAssumedBad || e.probing;  // no longer to be probed
+    if (!stale) {
+      if (!(ports >> e.port & 1)) break;
+      if (!probe_token(now)) break;  // over the engine's probe budget: later
+      if (!emit_probe(q, sink, now, int(i), port_full)) return false;
     }
-    if (!(ports >> e.port & 1)) break;
-    if (!probe_token(now)) break;  // over the engine's probe budget: later
-    if (!emit_probe(q, sink, now, int(i), port_full)) return false;
     q.probe_queue.pop_back();
     q.paths.unqueue(i);
-    // Its answer (or its timeout) is due now: the timers must look again.
+    // One probe fewer queued: its answer (or its timeout) is due, or the
+    // probe that probe_inflight_max held back may go. The timers look again.
     q.probe_check = std::min(q.probe_check, q.paths.next_probe_deadline());
     timer_floor_ = std::min(timer_floor_, q.probe_check);
-    return true;
+    if (!stale) return true;
   }
   // 2. Tail-loss probe: refreshes the ACK state when SACKs stopped coming.
   if (q.tlp_pending) {

@@ -904,14 +904,18 @@ def normalized_state(t, node):
     traffic goes on while mrcd restarts (on 6.1 under TCG an EV went
     ASSUMED_BAD -> GOOD between the two snapshots). An operator's DENIED
     stays distinct (and is checked on its own)."""
+    def usable_as_good(evs):
+        for e in evs:
+            if e.get("state") == "assumed_bad":
+                e["state"] = "good"
+
     dev = t.ctl(node, "dev", "show")
     for k in ("gen", "mrcd_pid", "restarts", "evq"):
         dev.pop(k, None)
     evs = t.ctl(node, "ev", "show", EVP)
     for e in evs["evs"]:
         e.pop("counters", None)
-        if e.get("state") == "assumed_bad":
-            e["state"] = "good"
+    usable_as_good(evs["evs"])
     profiles = t.ctl(node, "ev-profile", "show")
     for p in profiles:
         p.pop("users", None)
@@ -921,9 +925,7 @@ def normalized_state(t, node):
         p.pop("users", None)
     evp = t.ctl(node, "ev-profile", "show", EVP, "evs")
     evp.pop("assumed_bad", None)
-    for e in evp.get("evs", []):
-        if e.get("state") == "assumed_bad":
-            e["state"] = "good"
+    usable_as_good(evp.get("evs", []))
     return {"dev": dev, "ports": t.ctl(node, "port", "show"), "ev-fmt": t.ctl(node, "ev-fmt", "show"),
             "ev-profile": profiles, "ev-profile-5": evp,
             "ev": evs, "cc-profile": ccs}
