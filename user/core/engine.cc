@@ -65,6 +65,7 @@ const char* to_string(EvEventReason r) {
     case EvEventReason::kSuppressed: return "suppressed";
     case EvEventReason::kSpurious: return "spurious";
     case EvEventReason::kPlaneLoss: return "plane_loss";
+    case EvEventReason::kPlaneLossy: return "plane_lossy";
   }
   return "?";
 }
@@ -308,6 +309,7 @@ Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
   s.cwnd_bytes = q->cc.enabled() ? q->cc.cwnd() : 0;
   s.inflight_bytes = q->inflight;
   s.srtt_ns = q->srtt;
+  s.plane_lossy = q->paths.plane_lossy_events();
   return s;
 }
 

@@ -38,7 +38,10 @@ void PathSet::init(const std::vector<EvEntry>& evs, uint32_t active_per_plane, u
     target_active_[port] = active_per_plane ? std::min(active_per_plane, per_port[port])
                                             : std::max<uint32_t>(1, (per_port[port] + 1) / 2);
     if (!per_port[port]) target_active_[port] = 0;
+    base_active_[port] = target_active_[port];
+    plane_[port] = PlaneLoss{};
   }
+  lossy_events_ = 0;
   usable_ = 0;
   for (uint32_t i = 0; i < evs_.size(); i++) {
     Ev& v = evs_[i];
@@ -116,11 +119,66 @@ int PathSet::next(uint32_t port_ok, int avoid) {
       }
       if (!e.active || e.state != EvState::kGood || int(i) == avoid) continue;
       if (!(port_ok >> e.port & 1) || !port_up(e.port)) continue;
+      if (p_.plane_lossy_ppm && e.port <= kMaxPorts && ++plane_[e.port].sent >= plane_window(e.port))
+        plane_window_end(e.port);
       return int(i);
     }
     refill_order();
   }
   return -1;
+}
+
+void PathSet::plane_window_end(uint8_t port) {
+  PlaneLoss& pl = plane_[port];
+  const uint32_t rate = uint32_t(std::min<uint64_t>(uint64_t(pl.lost) * 1'000'000 / pl.sent, 1'000'000));
+  // A long memory (1/16 per window): a burst of drops in one window (a
+  // queue overflowing: congestion, which every plane sees in turn) moves the
+  // rate by 1/16 of the burst; a plane losing steadily crosses 1% within a
+  // few windows all the same.
+  pl.ppm = pl.ppm - pl.ppm / 16 + rate / 16;
+  if (pl.windows < kPlaneWarmWindows) pl.windows++;
+  pl.sent = pl.lost = 0;
+  if (pl.windows < kPlaneWarmWindows) return;  // a rate of one or two windows is noise
+  // The best plane the QP measures (the others are the yardstick: loss that
+  // every plane sees, a receiver dropping, is no reason to prefer one).
+  uint32_t best = UINT32_MAX;
+  for (uint8_t q = 0; q <= kMaxPorts; q++)
+    if (q != port && plane_[q].windows >= kPlaneWarmWindows && base_active_[q] && port_up(q))
+      best = std::min(best, plane_[q].ppm);
+  if (best == UINT32_MAX) best = pl.ppm;  // nothing to compare with
+  const uint64_t ratio = std::max<uint32_t>(p_.plane_lossy_ratio, 1);
+  if (!pl.lossy) {
+    if (pl.ppm >= p_.plane_lossy_ppm && pl.ppm >= ratio * best && best < pl.ppm) {
+      pl.lossy = true;
+      lossy_events_++;
+      set_plane_target(port, std::max<uint32_t>(1, base_active_[port] / std::max<uint32_t>(p_.plane_lossy_div, 1)));
+    }
+  } else if (pl.ppm < p_.plane_lossy_ppm / 2 || pl.ppm < 2 * uint64_t(best)) {
+    pl.lossy = false;
+    set_plane_target(port, base_active_[port]);
+  }
+}
+
+void PathSet::set_plane_target(uint8_t port, uint32_t target) {
+  const uint32_t before = target_active_[port];
+  target_active_[port] = target;
+  if (target < before) {
+    // Keep `target` of the plane's usable active EVs; the rest become
+    // backups (still GOOD: probes and the controller see no change).
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < evs_.size(); i++) {
+      Ev& e = evs_[i];
+      if (e.port != port || !e.active || e.state == EvState::kAssumedBad || e.state == EvState::kDenied) continue;
+      if (kept < target) {
+        kept++;
+        continue;
+      }
+      e.active = false;
+      if (listener_) listener_(i, e.state, e.state, EvEventReason::kPlaneLossy);
+    }
+  } else {
+    for (uint32_t k = before; k < target; k++) promote_backup(port);
+  }
 }
 
 int PathSet::random_good(uint32_t port_ok) {

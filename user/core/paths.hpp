@@ -29,6 +29,27 @@ struct PathParams {
   // no delivery on it in between, is failing as a whole: all its EVs become
   // ASSUMED_BAD at once (each is probed and readmitted on its own). 0 = off.
   uint32_t plane_suspect_losses = 8;
+  // Grey failure: a plane that keeps losing packets silently while the QP's
+  // other planes deliver is "lossy". Each plane's silent-loss rate (loss
+  // episodes, see plane_loss, per packet sent on it) is measured over
+  // windows of plane_window packets sent on it (smoothed, 1/16 per window);
+  // a plane at or above plane_lossy_ppm that loses at least
+  // plane_lossy_ratio times the rate of the QP's best plane is lossy until
+  // its rate is under half of plane_lossy_ppm (or under twice the best
+  // plane's). On a lossy plane a loss does not retire its EV
+  // (plane_lossy_keep_evs), and the plane keeps 1/plane_lossy_div of its
+  // active EVs (its share of the spray falls by as much; 1 = keep its share:
+  // on a network-bound fabric its capacity is worth more than its losses).
+  // Its active EVs keep measuring it, over windows 1/plane_lossy_div as
+  // long. 0 = off.
+  uint32_t plane_lossy_ppm = 10'000;
+  uint32_t plane_lossy_ratio = 4;
+  uint32_t plane_lossy_div = 1;
+  uint32_t plane_window = 256;
+  // On a lossy plane a silent loss does not retire its EV (every EV of the
+  // plane loses alike), unless the EV loses again far sooner than the
+  // plane's rate says; the plane-suspicion rule still applies.
+  bool plane_lossy_keep_evs = true;
 };
 
 class PathSet {
@@ -46,6 +67,7 @@ class PathSet {
     Time backoff = 0;
     Time probe_sent = 0;
     uint64_t skip_rot = 0;    // rotation in which it was skipped
+    uint64_t loss_tx = 0;     // stats.tx_pkts at its last silent loss (Engine::mark_lost)
     EvStats stats;
   };
 
@@ -82,6 +104,26 @@ class PathSet {
   void port_state(uint8_t port, bool up);
   // Every usable EV on `port` becomes ASSUMED_BAD (within the ev_min_active floor).
   void assume_plane_bad(uint8_t port, EvEventReason why, Time now);
+  // A packet sent on `port` was lost silently (no trim, no NACK), or such a
+  // loss turned out to be reordering (undo). Feeds the plane's loss rate,
+  // which counts loss episodes: losses on the plane within one smoothed RTT
+  // of the episode's first are one (a queue overflowing drops a run of
+  // packets at once; a lossy link drops them one by one, in every RTT).
+  void plane_loss(uint8_t port, Time now) {
+    if (port > kMaxPorts) return;
+    PlaneLoss& pl = plane_[port];
+    if (pl.episode && now - pl.episode < srtt_) return;
+    pl.episode = now;
+    pl.lost++;
+  }
+  void plane_loss_undo(uint8_t port) {
+    if (port <= kMaxPorts && plane_[port].lost) plane_[port].lost--;
+  }
+  // Whether `port` is down-weighted for loss, and its smoothed silent-loss
+  // rate (parts per million).
+  bool plane_lossy(uint8_t port) const { return port <= kMaxPorts && plane_[port].lossy; }
+  uint32_t plane_loss_ppm(uint8_t port) const { return port <= kMaxPorts ? plane_[port].ppm : 0; }
+  uint64_t plane_lossy_events() const { return lossy_events_; }
 
   // ASSUMED_BAD EVs due for a probe at `now` (calls fn(index)); marks them probing.
   // At most probe_inflight_max probes outstanding or queued.
@@ -114,7 +156,10 @@ class PathSet {
   // every probe would otherwise be judged failed before its answer came, and
   // no retired EV ever be readmitted; on a fabric of microseconds this
   // changes nothing.
-  void set_rtt(Time srtt, Time rttvar) { rto_ = srtt + 4 * rttvar; }
+  void set_rtt(Time srtt, Time rttvar) {
+    srtt_ = srtt;
+    rto_ = srtt + 4 * rttvar;
+  }
   Time probe_wait() const { return p_.probe_timeout + rto_; }
   // The QP took it off its probe queue (sent, or no longer to be probed).
   void unqueue(uint32_t i) { evs_[i].queued = false; }
@@ -138,6 +183,14 @@ class PathSet {
   void set_state(uint32_t i, EvState to, EvEventReason why);
   void promote_backup(uint8_t port);
   void refill_order();
+  void plane_window_end(uint8_t port);
+  // A down-weighted plane carries 1/plane_lossy_div of its share: its
+  // windows are as much shorter, so it is judged as often when it heals.
+  uint32_t plane_window(uint8_t port) const {
+    return plane_[port].lossy ? std::max<uint32_t>(p_.plane_window / std::max<uint32_t>(p_.plane_lossy_div, 1), 16)
+                              : p_.plane_window;
+  }
+  void set_plane_target(uint8_t port, uint32_t target);
 
   std::vector<Ev> evs_;
   std::vector<uint32_t> order_;  // rotation order of active EVs
@@ -147,10 +200,21 @@ class PathSet {
   std::vector<uint32_t> bad_;      // ASSUMED_BAD (probed)
   std::vector<uint32_t> hash_;     // open addressing: ev value -> index + 1
   uint32_t target_active_[kMaxPorts + 1] = {};
+  uint32_t base_active_[kMaxPorts + 1] = {};  // target_active_ of a plane not down-weighted
+  static constexpr uint8_t kPlaneWarmWindows = 4;  // judged (or a yardstick) after this many
+  struct PlaneLoss {
+    uint32_t sent = 0, lost = 0;  // in the current window (lost: loss episodes)
+    Time episode = 0;             // when the current loss episode began
+    uint32_t ppm = 0;             // smoothed silent-loss rate
+    uint8_t windows = 0;          // windows in ppm (up to kPlaneWarmWindows)
+    bool lossy = false;           // down-weighted
+  };
+  PlaneLoss plane_[kMaxPorts + 1];
+  uint64_t lossy_events_ = 0;
   uint32_t ports_down_ = 0;
   uint32_t mask_ = ~0u;
   uint32_t usable_ = 0;
-  Time rto_ = 0;  // set_rtt
+  Time rto_ = 0, srtt_ = 0;  // set_rtt
   PathParams p_;
   Rng rng_;
   Listener listener_;

@@ -108,11 +108,24 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   if (codec::psn_lt(psn, q.rtx_hint) || q.lost == 1) q.rtx_hint = psn;
   if (t.ev < q.paths.size()) q.paths.at(t.ev).stats.lost++;
   // A packet lost without a trim or NACK: the path failed (MRC retires it at once).
+  if (silent && !(t.flags & kTxNacked)) q.paths.plane_loss(t.port, now);
   if (silent && !(t.flags & kTxNacked) && t.ev < q.paths.size() &&
       q.paths.at(t.ev).state != EvState::kAssumedBad) {
-    q.paths.assume_bad(t.ev, why, now);
-    if (q.paths.at(t.ev).state == EvState::kAssumedBad) {
-      t.flags |= kTxDemoted;
+    // On a plane that loses everywhere (PathSet::plane_lossy) one EV is no
+    // worse than its siblings: retiring it, probing it and readmitting it
+    // buys nothing and costs K probes per loss. The loss still counts
+    // towards the plane failing as a whole (below).
+    // An EV that loses again well before its plane's rate says it should (a
+    // broken path inside the lossy plane) is retired all the same.
+    PathSet::Ev& e = q.paths.at(t.ev);
+    const uint32_t ppm = std::max<uint32_t>(q.paths.plane_loss_ppm(t.port), 1);
+    const uint64_t gap = std::max<uint64_t>(2, 1'000'000 / ppm / 8);
+    const bool repeat = e.loss_tx && e.stats.tx_pkts - e.loss_tx < gap;
+    e.loss_tx = e.stats.tx_pkts;
+    const bool keep = cfg_.paths.plane_lossy_keep_evs && q.paths.plane_lossy(t.port) && !repeat;
+    if (!keep) q.paths.assume_bad(t.ev, why, now);
+    if (keep || q.paths.at(t.ev).state == EvState::kAssumedBad) {
+      if (!keep) t.flags |= kTxDemoted;
       // Many distinct EVs of one plane failing with nothing delivered on it:
       // the plane (a NIC port's far side, a T0) is down. Retire all of it.
       // ... and for longer than an RTT: a burst of inferred losses inside one
@@ -333,6 +346,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
       q.stats.spurious_rtx++;
       q.reo_extra = std::min<Time>(std::max<Time>(q.reo_extra * 2, cfg_.min_reorder),
                                    std::max<Time>(q.srtt, cfg_.min_reorder));
+      if (t.ev_first < q.paths.size()) q.paths.plane_loss_undo(q.paths.at(t.ev_first).port);
       if ((t.flags & kTxDemoted) && t.ev_first < q.paths.size()) q.paths.undo_bad(t.ev_first, now);
       t.flags &= uint8_t(~kTxDemoted);
     } else if (!cfg_.tseth && t.tx_count == 1 && t.sent) {

@@ -261,6 +261,7 @@ enum class EvEventReason : uint8_t {
   kSuppressed,   // a demotion suppressed by ev_min_active
   kSpurious,     // the loss that demoted it was reordering: undone
   kPlaneLoss,    // its plane lost packets on many EVs with no delivery
+  kPlaneLossy,   // left the active set: its plane loses far more than the QP's others
 };
 const char* to_string(EvEventReason r);
 
@@ -293,7 +294,7 @@ struct QpStats {
   uint64_t tx_sacks = 0, tx_nacks = 0, rx_sacks = 0, rx_nacks = 0;
   uint64_t rtx_sack = 0, rtx_nack = 0, rtx_timeout = 0;
   uint64_t spurious_rtx = 0;
-  uint64_t timeouts = 0, tlp_probes = 0, plane_suspects = 0;
+  uint64_t timeouts = 0, tlp_probes = 0, plane_suspects = 0, plane_lossy = 0;
   uint64_t ev_skips = 0, ev_assumed_bad = 0, ev_readmitted = 0, ev_promoted = 0;
   uint64_t rem_access_errors = 0;  // as responder: requests refused
   uint64_t wimm_completions = 0, send_completions = 0;

@@ -129,6 +129,9 @@ FILE* g_ev_log = nullptr;
       "      --engine K=V     engine tunable (repeatable): probe_initial_us, probe_max_us,\n"
       "                       probe_timeout_us, probe_successes, probe_inflight_max\n"
       "                       (probes of one QP at once; 0: no limit), plane_suspect_losses,\n"
+      "                       plane_lossy_ppm (0: no down-weighting of a lossy plane),\n"
+      "                       plane_lossy_ratio, plane_lossy_div, plane_window,\n"
+      "                       plane_lossy_keep_evs,\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
       "                       cc_qa (0: NSCC without quick adapt), cc_max_cwnd,\n"
@@ -472,6 +475,16 @@ void apply_engine(core::EngineConfig& e,
       e.paths.probe_successes = uint32_t(n);
     else if (k == "plane_suspect_losses")
       e.paths.plane_suspect_losses = uint32_t(n);
+    else if (k == "plane_lossy_ppm")
+      e.paths.plane_lossy_ppm = uint32_t(n);
+    else if (k == "plane_lossy_ratio")
+      e.paths.plane_lossy_ratio = uint32_t(n);
+    else if (k == "plane_lossy_div")
+      e.paths.plane_lossy_div = uint32_t(n);
+    else if (k == "plane_window")
+      e.paths.plane_window = uint32_t(n);
+    else if (k == "plane_lossy_keep_evs")
+      e.paths.plane_lossy_keep_evs = n != 0;
     else if (k == "min_reorder_us")
       e.min_reorder = us;
     else if (k == "min_rto_us")
@@ -671,8 +684,8 @@ uint64_t ev_changes(Side& s) {
 
 struct Totals {
   uint64_t bytes = 0, msgs = 0, rtx = 0, timeouts = 0, ev_changes = 0;
-  uint64_t ev_skips = 0, assumed_bad = 0, readmitted = 0, plane_suspects = 0, tlp = 0, spurious = 0,
-           trims = 0;
+  uint64_t ev_skips = 0, assumed_bad = 0, readmitted = 0, plane_suspects = 0, plane_lossy = 0, tlp = 0,
+           spurious = 0, trims = 0;
   std::vector<uint64_t> plane_bytes;
 };
 
@@ -688,6 +701,7 @@ Totals qp_totals(Side& s) {
     t.assumed_bad += st->ev_assumed_bad;
     t.readmitted += st->ev_readmitted;
     t.plane_suspects += st->plane_suspects;
+    t.plane_lossy += st->plane_lossy;
     t.tlp += st->tlp_probes;
     t.spurious += st->spurious_rtx;
     t.trims += st->rx_nacks;
@@ -1199,13 +1213,14 @@ int run_client(const Opts& o) {
           "\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64
           ",\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"timeouts\":%" PRIu64
           ",\"ev_changes\":%" PRIu64 ",\"ev_skips\":%" PRIu64 ",\"ev_assumed_bad\":%" PRIu64
-          ",\"ev_readmitted\":%" PRIu64 ",\"plane_suspects\":%" PRIu64 ",\"tlp\":%" PRIu64
+          ",\"ev_readmitted\":%" PRIu64 ",\"plane_suspects\":%" PRIu64 ",\"plane_lossy\":%" PRIu64
+          ",\"tlp\":%" PRIu64
           ",\"spurious_rtx\":%" PRIu64 ",\"nacks\":%" PRIu64
           ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"%s}}\n",
           o.imm ? "write_imm" : "write", o.size, o.qps, secs, bytes, completed,
           double(bytes) * 8 / secs / 1e9, double(completed) / secs, t.rtx, t.timeouts, evc,
-          t.ev_skips, t.assumed_bad, t.readmitted, t.plane_suspects, t.tlp, t.spurious, t.trims,
-          planes_json(t.plane_bytes).c_str(), o.verify ? (verified ? "ok" : "fail") : "off",
+          t.ev_skips, t.assumed_bad, t.readmitted, t.plane_suspects, t.plane_lossy, t.tlp, t.spurious,
+          t.trims, planes_json(t.plane_bytes).c_str(), o.verify ? (verified ? "ok" : "fail") : "off",
           verdict.c_str(), mem.c_str());
     else {
       std::printf("total: %.3f Gbit/s, %.0f msg/s, %.1f MB in %.2f s; retransmissions %" PRIu64 ", ACK timeouts %" PRIu64
@@ -1214,8 +1229,8 @@ int run_client(const Opts& o) {
                   t.timeouts, evc);
       std::printf("EVs: %" PRIu64 " assumed bad (retired), %" PRIu64
                   " readmitted by probes, %" PRIu64 " skipped (ECN/trim); plane suspicions %" PRIu64
-                  "\n",
-                  t.assumed_bad, t.readmitted, t.ev_skips, t.plane_suspects);
+                  ", lossy planes down-weighted %" PRIu64 "\n",
+                  t.assumed_bad, t.readmitted, t.ev_skips, t.plane_suspects, t.plane_lossy);
       std::printf("per plane (MB):");
       for (size_t p = 0; p < t.plane_bytes.size(); p++) std::printf(" %s=%.1f", o.devs[p].c_str(), double(t.plane_bytes[p]) / 1e6);
       std::printf("\n");
