@@ -63,11 +63,14 @@ class PathSet {
     bool queued = false;      // waiting in the QP's probe queue (for a port or a probe token)
     uint8_t probe_ok = 0;     // consecutive successes
     uint16_t probe_id = 0;
+    // Low 32 bits of stats.tx_pkts at its last silent loss (Engine::mark_lost;
+    // 0: none). Here it fills the padding before next_probe: an idle QP's
+    // EVs are most of its memory.
+    uint32_t loss_tx = 0;
     Time next_probe = kNever; // when to send the next probe (ASSUMED_BAD only)
     Time backoff = 0;
     Time probe_sent = 0;
     uint64_t skip_rot = 0;    // rotation in which it was skipped
-    uint64_t loss_tx = 0;     // stats.tx_pkts at its last silent loss (Engine::mark_lost)
     EvStats stats;
   };
 
