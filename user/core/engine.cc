@@ -1213,8 +1213,8 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
     ctrl_->pop();
     sent++;
   }
-  // Data: round-robin over the QPs that may have something to send, one
-  // packet per QP per turn. A QP found with nothing to send (no probe,
+  // Data: round-robin over the QPs that may have something to send, up to
+  // tx_quantum payload bytes per QP per turn (one packet when 0). A QP found with nothing to send (no probe,
   // retransmission or unsent packet: the common case with many QPs waiting
   // for acknowledgements) leaves the list until want_tx() puts it back.
   uint32_t port_full = 0;
@@ -1233,8 +1233,14 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
     // A QP that had nothing outstanding starts its ACK timeout and tail-loss
     // timer with this packet.
     const bool was_idle = q->una == q->next_psn;
-    if (emit_data(*q, sink, now, port_full)) {
+    const uint64_t turn_start = q->stats.tx_data_bytes;
+    bool any = false;
+    while (sent < budget && emit_data(*q, sink, now, port_full)) {
       sent++;
+      any = true;
+      if (q->stats.tx_data_bytes - turn_start >= cfg_.tx_quantum || q->state != QpState::kRts) break;
+    }
+    if (any) {
       idle = 0;
       if (was_idle) timer_floor_ = std::min(timer_floor_, qp_deadline(*q));
     } else {

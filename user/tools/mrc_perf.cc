@@ -133,6 +133,7 @@ FILE* g_ev_log = nullptr;
       "                       plane_lossy_ratio, plane_lossy_div, plane_window,\n"
       "                       plane_lossy_keep_evs,\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
+      "                       tx_quantum,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
       "                       cc_qa (0: NSCC without quick adapt), cc_max_cwnd,\n"
       "                       cc_base_rtt_us, report_all_ev_events,\n"
@@ -493,6 +494,8 @@ void apply_engine(core::EngineConfig& e,
       e.sack_bytes = uint32_t(n);
     else if (k == "sack_delay_us")
       e.sack_delay = us;
+    else if (k == "tx_quantum")
+      e.tx_quantum = uint32_t(n);
     else if (k == "evs_per_port")
       e.auto_evs_per_port = uint32_t(n);
     else if (k == "active_per_port")
