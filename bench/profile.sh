@@ -11,7 +11,8 @@
 #
 # -l PCT: a grey failure for the whole run, PCT% random loss on plane 1 in
 # both directions (mrc_fault on the wire, `fabric.sh plane RUN 1 loss PCT`);
-# -l 0 runs over the same wire namespace without loss, to compare with.
+# -l 0 runs over the same wire namespace and fault program without loss, to
+# compare with.
 #
 # Needs root and perf (linux-perf). Builds nothing: point -b at a build
 # directory (default ./build). Writes DIR/perf.data, DIR/stages.json and
@@ -52,8 +53,16 @@ trap cleanup EXIT INT TERM
 # The wire (where mrc_fault runs) only when a fault is asked for.
 RUN=$("$FABRIC" up direct planes=4 wire=$([ -n "$LOSS" ] && echo on || echo off) offload=on mtu=3500 | tail -1)
 STATE=$("$FABRIC" state "$RUN")
-# (-l 0: the same wire without loss, to compare with)
-[ -z "$LOSS" ] || [ "$LOSS" = 0 ] || "$FABRIC" plane "$RUN" 1 loss "$LOSS" >/dev/null
+# -l 0: the same wire and the same fault program on plane 1, passing
+# everything, to compare with (the program costs CPU of its own: comparing
+# against a wire without it charged that cost to the loss)
+if [ -n "$LOSS" ]; then
+	if [ "$LOSS" = 0 ]; then
+		"$FABRIC" fault "$RUN" set p1 --dir both >/dev/null
+	else
+		"$FABRIC" plane "$RUN" 1 loss "$LOSS" >/dev/null
+	fi
+fi
 jq_() { python3 -c "import json,sys; d=json.load(open('$STATE')); print($1)"; }
 NSA=$(jq_ "d['hosts']['A']['ns']"); NSB=$(jq_ "d['hosts']['B']['ns']")
 DEVA=$(jq_ "','.join(p['ifname'] for p in d['hosts']['A']['ports'])")
