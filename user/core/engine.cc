@@ -234,7 +234,7 @@ Engine::Qp* Engine::qp_by_num(uint32_t qpn) const {
 }
 
 Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   if (std::find(pds_.begin(), pds_.end(), init.pd) == pds_.end())
     return Error(EINVAL, "create_qp: unknown protection domain");
   Cq* scq = cq_by_handle(init.send_cq);
@@ -275,7 +275,7 @@ Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
 }
 
 Status Engine::destroy_qp(uint32_t qpn) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "destroy_qp: unknown QP " + std::to_string(qpn));
   if (Cq* c = cq_by_handle(q->send_cq)) c->refs--;
@@ -367,7 +367,7 @@ Status Engine::check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uin
 }
 
 Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t mrc) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "modify_qp: unknown QP " + std::to_string(qpn));
   MRC_TRY(check_transition(*q, a, ibv, mrc));
@@ -615,7 +615,7 @@ void Engine::flush(Qp& q, WcStatus first) {
 }
 
 Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "post_send: unknown QP " + std::to_string(qpn));
   if (q->state == QpState::kErr) {
@@ -663,7 +663,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
 }
 
 Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "post_recv: unknown QP " + std::to_string(qpn));
   if (q->state == QpState::kReset) return Error(EINVAL, "post_recv: QP is in RESET");
@@ -687,7 +687,7 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
 // Profiles, controller hooks, events
 
 Status Engine::install_ev_profile(uint64_t id, EvProfile p) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   if (id == 0) return Error(EINVAL, "EV profile id 0 is reserved for AUTO");
   if (ev_profile_in_use(id)) return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
   if (p.ev_min_active > p.evs.size() && p.mode != EvMode::kAuto)
@@ -699,14 +699,14 @@ Status Engine::install_ev_profile(uint64_t id, EvProfile p) {
 }
 
 Status Engine::remove_ev_profile(uint64_t id) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   if (ev_profile_in_use(id)) return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
   if (!ev_profiles_.erase(id)) return Error(EINVAL, "EV profile " + std::to_string(id) + " is not installed");
   return {};
 }
 
 Status Engine::install_cc_profile(uint64_t id, CcProfile p) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   if (id == 0) return Error(EINVAL, "CC profile id 0 is reserved (default)");
   if (cc_profile_in_use(id)) return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
   cc_profiles_[id] = p;
@@ -714,7 +714,7 @@ Status Engine::install_cc_profile(uint64_t id, CcProfile p) {
 }
 
 Status Engine::remove_cc_profile(uint64_t id) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   if (cc_profile_in_use(id)) return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
   if (!cc_profiles_.erase(id)) return Error(EINVAL, "CC profile " + std::to_string(id) + " is not installed");
   return {};
@@ -733,7 +733,7 @@ bool Engine::cc_profile_in_use(uint64_t id) const {
 }
 
 Status Engine::set_ev_denied(uint64_t profile, uint32_t ev, uint8_t port, bool denied) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   auto it = ev_profiles_.find(profile);
   if (it == ev_profiles_.end()) return Error(EINVAL, "EV profile " + std::to_string(profile) + " is not installed");
   bool found = false;
@@ -803,7 +803,7 @@ size_t Engine::poll_ev_events(std::span<EvEvent> out) {
 bool Engine::port_up(uint8_t port) const { return port < 32 && !(ports_down_ >> port & 1); }
 
 void Engine::set_port_state(uint8_t port, bool up, Time now) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   now_ = now;
   if (port == 0 || port > kMaxPorts || port_up(port) == up) return;
   if (up)
@@ -852,13 +852,13 @@ void Engine::set_port_state(uint8_t port, bool up, Time now) {
 }
 
 void Engine::set_receive_penalty(uint8_t pen, bool restore) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   rcv_pen_ = pen > 127 ? 127 : pen;
   rcv_restore_ = restore;
 }
 
 Status Engine::send_ep_request(const EpRequest& r, Time now) {
-  timer_floor_ = 0;  // some QP's next deadline may now be sooner
+  rescan_ = true;  // some QP's next deadline may now be sooner
   if (r.op > MRC_EP_OP_EV_PROBE) return Error(EINVAL, "endpoint request: unknown operation");
   if (r.port == 0 || r.port > kMaxPorts) return Error(EINVAL, "endpoint request: port must be 1..16");
   bool have = false;
@@ -911,12 +911,12 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
     const uint8_t op = p.bth.opcode;
     if (op == MRC_OP_EP_REQUEST) {
       on_ep_request(p, f.port, rx_ts, now);
-      timer_floor_ = 0;
+      rescan_ = true;
       continue;
     }
     if (op == MRC_OP_EP_RESPONSE) {
       on_ep_response(p, f.port, now);
-      timer_floor_ = 0;
+      rescan_ = true;
       continue;
     }
     Qp* q = qp_by_num(p.bth.dqpn);
@@ -935,7 +935,7 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
         on_trimmed(*q, p, f.port, now);
       else
         on_data(*q, p, f.port, rx_ts, now);
-      timer_floor_ = std::min(timer_floor_, qp_deadline(*q));
+      arm(*q);
       continue;
     }
     if (q->state != QpState::kRts) {
@@ -948,7 +948,9 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       case MRC_OP_ACK: on_aeth(*q, p, now); break;
       default: stats_.rx_unexpected++; break;
     }
-    timer_floor_ = std::min(timer_floor_, qp_deadline(*q));
+    // The window may have opened: a QP parked by tx() sends again.
+    if (q->state == QpState::kRts && (q->lost || q->sq_next != q->sq_tail)) want_tx(*q);
+    arm(*q);
   }
   // SACKs owed for data volume go out once per QP and burst, triggered by
   // the burst's last packet: a driver that hands over 64 frames at a time
@@ -1188,25 +1190,64 @@ bool Engine::tx_ready() const {
   return false;
 }
 
+void Engine::arm(Qp& q) {
+  const Time d = qp_deadline(q);
+  if (d >= q.armed) return;  // its live entry comes up no later
+  q.armed = d;
+  timer_heap_.emplace_back(d, q.qpn);
+  std::push_heap(timer_heap_.begin(), timer_heap_.end(), std::greater<>());
+  // Stale entries pile up when deadlines keep moving forward between
+  // expiries (a QP re-armed by every received packet): rebuild now and then.
+  if (timer_heap_.size() > 4 * active_.size() + 4096) rescan_ = true;
+}
+
+void Engine::run_timers(Qp& q, Time now) {
+  if (q.state == QpState::kRtr || q.state == QpState::kRts) {
+    if (q.sack_deadline <= now) {
+      q.sack_deadline = kNever;
+      if (q.last.valid) queue_sack(q, q.last, MRC_MP_NONE, false, false);
+    }
+  }
+  if (q.state == QpState::kRts) requester_timers(q, now);
+}
+
 size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
   now_ = now;
   size_t sent = 0;
-  // Timers first: they may queue control frames and retransmissions. No
-  // QP's deadline comes before timer_floor_, so with many QPs the loop runs
-  // only when one is due, not on every call.
-  const bool timers = now >= timer_floor_;
-  if (timers) {
-    for (uint32_t qpn : active_) {
-      Qp* q = qp_by_num(qpn);
-      if (!q) continue;
-      if (q->state == QpState::kRtr || q->state == QpState::kRts) {
-        if (q->sack_deadline <= now) {
-          q->sack_deadline = kNever;
-          if (q->last.valid) queue_sack(*q, q->last, MRC_MP_NONE, false, false);
-        }
+  // Timers first: they may queue control frames and retransmissions. Only
+  // the QPs whose deadline came run theirs (the heap), so with many QPs a
+  // timer costs O(log QPs), not a walk over all of them.
+  if (rescan_) {
+    rescan_ = false;
+    timer_heap_.clear();
+    for (uint32_t qpn : active_)
+      if (Qp* q = qp_by_num(qpn)) {
+        q->armed = kNever;
+        run_timers(*q, now);
+        // What an API call changed (ports, EVs, attributes) may unblock a
+        // QP tx() parked.
+        if (q->state == QpState::kRts && (q->lost || q->sq_next != q->sq_tail)) want_tx(*q);
       }
-      if (q->state == QpState::kRts) requester_timers(*q, now);
+    for (uint32_t qpn : active_)
+      if (Qp* q = qp_by_num(qpn)) arm(*q);
+  } else if (!timer_heap_.empty() && timer_heap_.front().first <= now) {
+    // Take every entry that came up, then run them: a QP still due after
+    // its timers ran (a probe waiting for a port) is armed for the next
+    // call, not run again in this one.
+    timers_due_.clear();
+    while (!timer_heap_.empty() && timer_heap_.front().first <= now) {
+      std::pop_heap(timer_heap_.begin(), timer_heap_.end(), std::greater<>());
+      const auto [t, qpn] = timer_heap_.back();
+      timer_heap_.pop_back();
+      Qp* q = qp_by_num(qpn);
+      if (!q || q->armed != t) continue;  // stale: the QP is gone or has an earlier entry
+      q->armed = kNever;
+      timers_due_.push_back(qpn);
     }
+    for (uint32_t qpn : timers_due_)
+      if (Qp* q = qp_by_num(qpn)) run_timers(*q, now);
+    for (uint32_t qpn : timers_due_)
+      if (Qp* q = qp_by_num(qpn)) arm(*q);
   }
   while (sent < budget && !ctrl_->empty()) {
     if (!emit_ctrl(ctrl_->front(), sink, now)) break;  // port full: retry later
@@ -1214,9 +1255,11 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
     sent++;
   }
   // Data: round-robin over the QPs that may have something to send, up to
-  // tx_quantum payload bytes per QP per turn (one packet when 0). A QP found with nothing to send (no probe,
-  // retransmission or unsent packet: the common case with many QPs waiting
-  // for acknowledgements) leaves the list until want_tx() puts it back.
+  // tx_quantum payload bytes per QP per turn (one packet when 0). A QP found
+  // with nothing to send (no probe, retransmission or unsent packet: the
+  // common case with many QPs waiting for acknowledgements), or blocked by
+  // its window with packets in flight, leaves the list until want_tx() puts
+  // it back.
   uint32_t port_full = 0;
   size_t idle = 0;
   while (sent < budget && !txq_.empty() && idle < txq_.size()) {
@@ -1242,32 +1285,30 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
     }
     if (any) {
       idle = 0;
-      if (was_idle) timer_floor_ = std::min(timer_floor_, qp_deadline(*q));
+      if (was_idle) arm(*q);
+    } else if (q->una != q->next_psn && !q->tlp_pending && q->probe_queue.empty() &&
+               (q->inflight + q->attr.path_mtu > q->cc.cwnd() ||
+                uint32_t(codec::psn_diff(q->next_psn, q->una)) >= q->mpr_eff)) {
+      // Its congestion or MPR window is full: only an acknowledgement (rx())
+      // or one of its timers (a loss frees the window: mark_lost; a
+      // tail-loss probe) lets it send again, and those put it back. With
+      // hundreds of QPs waiting for their windows, each call would otherwise
+      // walk them all to find nothing to send.
+      q->in_txq = false;
+      txq_[rr_] = txq_.back();
+      txq_.pop_back();
+      rr_ = (rr_ + txq_.size() - 1) % std::max<size_t>(txq_.size(), 1);
     } else {
       idle++;
     }
-  }
-  if (timers) {
-    // Everything due ran (and what it queued went out above, or waits in
-    // ctrl_ with deadline 0 via next_deadline()): the next floor is the
-    // earliest deadline of any QP.
-    Time f = kNever;
-    for (uint32_t qpn : active_)
-      if (const Qp* q = qp_by_num(qpn)) f = std::min(f, qp_deadline(*q));
-    timer_floor_ = f;
   }
   return sent;
 }
 
 Time Engine::next_deadline() const {
-  if (!ctrl_->empty()) return 0;
-  if (timer_floor_) return timer_floor_;  // every QP's deadline is at or after it
-  Time t = kNever;
-  for (uint32_t qpn : active_) {
-    const Qp* q = qp_by_num(qpn);
-    if (q) t = std::min(t, qp_deadline(*q));
-  }
-  return t;
+  if (!ctrl_->empty() || rescan_) return 0;  // tx() has work now
+  // The earliest entry; if stale, tx() finds nothing due and waits again.
+  return timer_heap_.empty() ? kNever : timer_heap_.front().first;
 }
 
 }  // namespace mrc::core

@@ -266,9 +266,18 @@ class Engine {
   std::vector<uint32_t> txq_;
   std::vector<EvEvent> ev_events_;
   size_t ev_head_ = 0, ev_count_ = 0;
-  // No QP has a timer due before this (0: unknown, tx() runs them all and
-  // recomputes it). Lowered by whatever may bring a QP's deadline forward.
-  Time timer_floor_ = 0;
+  // QP timers: a min-heap of (deadline, qpn) with at most one live entry
+  // per QP, the one at Qp::armed; older entries of a QP are stale and
+  // skipped when they come up. Whatever may bring a QP's deadline forward
+  // arms it; a deadline that moved later is found when its entry comes up.
+  // rescan_: a deadline may have moved without its QP being armed (API
+  // calls, port changes, endpoint requests): tx() runs every active QP's
+  // timers and rebuilds the heap.
+  std::vector<std::pair<Time, uint32_t>> timer_heap_;
+  std::vector<uint32_t> timers_due_;  // scratch: the QPs whose entries came up
+  bool rescan_ = true;
+  void arm(Qp& q);
+  void run_timers(Qp& q, Time now);
   // EV probe budget (EngineConfig::probe_rate): tokens in 1/1e9 units.
   uint64_t probe_tokens_ = 0;
   Time probe_tokens_at_ = 0;

@@ -165,6 +165,7 @@ struct Engine::Qp {
   uint8_t tlp_port = 0;
   uint8_t tlp_unanswered = 0;  // probes in a row that got no answer
   Time probe_check = 0;      // next time EV probes may be due
+  Time armed = kNever;       // time of this QP's live entry in Engine::timer_heap_ (kNever: none)
   std::vector<uint32_t> probe_queue;  // ASSUMED_BAD EVs to probe now
 
   // responder

@@ -398,7 +398,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
       q.paths.probe_result(uint32_t(idx), s.verdict == MRC_MP_NONE, now);
       // One probe fewer outstanding: a probe held back by probe_inflight_max may go.
       q.probe_check = std::min(q.probe_check, now);
-      timer_floor_ = std::min(timer_floor_, now);
+      arm(q);
     } else if (s.verdict == MRC_MP_ALWAYS_SKIP) {
       q.paths.assume_bad(uint32_t(idx), EvEventReason::kAlwaysSkip, now);
     } else if (ecn) {
@@ -662,7 +662,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
     // One probe fewer queued: its answer (or its timeout) is due, or the
     // probe that probe_inflight_max held back may go. The timers look again.
     q.probe_check = std::min(q.probe_check, q.paths.next_probe_deadline());
-    timer_floor_ = std::min(timer_floor_, q.probe_check);
+    arm(q);
     if (!stale) return true;
   }
   // 2. Tail-loss probe: refreshes the ACK state when SACKs stopped coming.
