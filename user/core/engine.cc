@@ -1281,7 +1281,8 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
     while (sent < budget && emit_data(*q, sink, now, port_full)) {
       sent++;
       any = true;
-      if (q->stats.tx_data_bytes - turn_start >= cfg_.tx_quantum || q->state != QpState::kRts) break;
+      if (q->stats.tx_data_bytes - turn_start >= cfg_.tx_quantum || q->state != QpState::kRts)
+        break;
     }
     if (any) {
       idle = 0;
