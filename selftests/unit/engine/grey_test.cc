@@ -85,15 +85,7 @@ Outcome run(const EngineConfig& cfg, const LossModel& drop, size_t n, uint64_t s
   for (int i = 0; i < kWrites; i++) {
     ph = phases[i];
     faulty = i < 2;
-    Sge sg{src.addr(i * n), uint32_t(n), src.mr.lkey};
-    SendWr wr;
-    wr.wr_id = uint64_t(i);
-    wr.opcode = WrOpcode::kRdmaWrite;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.remote_addr = dst.addr(i * n);
-    wr.rkey = dst.mr.rkey;
-    if (!p.e(0).post_send(q0, wr).ok()) return out;
+    if (!post_write(p.e(0), q0, src, dst, i * n, n, uint64_t(i)).ok()) return out;
     if (!p.run(
             [&] {
               p.poll(0, p.h(0).scq, wc);

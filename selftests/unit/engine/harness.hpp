@@ -330,6 +330,21 @@ struct Buffer {
   uint64_t addr(size_t off = 0) { return uint64_t(uintptr_t(bytes.data() + off)); }
 };
 
+// Posts an RDMA WRITE of `len` bytes at `off` of src to the same offset of
+// dst on QP `qpn` of engine `e`.
+inline mrc::Status post_write(core::Engine& e, uint32_t qpn, Buffer& src, Buffer& dst, size_t off,
+                              size_t len, uint64_t wr_id) {
+  core::Sge sg{src.addr(off), uint32_t(len), src.mr.lkey};
+  core::SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = core::WrOpcode::kRdmaWrite;
+  wr.sg_list = &sg;
+  wr.num_sge = 1;
+  wr.remote_addr = dst.addr(off);
+  wr.rkey = dst.mr.rkey;
+  return e.post_send(qpn, wr);
+}
+
 inline codec::Packet parse_or_die(const std::vector<uint8_t>& f) {
   codec::Packet p;
   codec::CodecConfig c;

@@ -29,6 +29,15 @@ struct Schedule {
   bool ok = false;
 };
 
+// Posts one write of `len` bytes on each QP: QP i's slice of src to its
+// slice of dst (wr_id i). False if any post fails.
+bool post_writes(Pair& p, const std::vector<std::pair<uint32_t, uint32_t>>& qps, Buffer& src,
+                 Buffer& dst, size_t len) {
+  for (size_t i = 0; i < qps.size(); i++)
+    if (!post_write(p.e(0), qps[i].first, src, dst, i * len, len, i).ok()) return false;
+  return true;
+}
+
 Schedule run(uint32_t quantum, uint64_t seed) {
   PairOptions o;
   o.seed = seed;
@@ -46,17 +55,7 @@ Schedule run(uint32_t quantum, uint64_t seed) {
       s.order.push_back(k.bth.dqpn);
     return Hook{};
   };
-  for (int i = 0; i < kQps; i++) {
-    Sge sg{src.addr(size_t(i) * kBytes), uint32_t(kBytes), src.mr.lkey};
-    SendWr wr;
-    wr.wr_id = uint64_t(i);
-    wr.opcode = WrOpcode::kRdmaWrite;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.remote_addr = dst.addr(size_t(i) * kBytes);
-    wr.rkey = dst.mr.rkey;
-    EXPECT_TRUE(p.e(0).post_send(qps[size_t(i)].first, wr).ok());
-  }
+  EXPECT_TRUE(post_writes(p, qps, src, dst, kBytes));
   std::vector<Wc> wc;
   const bool finished = p.run([&] {
     const size_t before = wc.size();
@@ -132,17 +131,7 @@ TEST(QpScheduling, AQpBlockedByItsWindowSendsAgainOnItsAck) {
   for (int i = 0; i < kMany; i++) qps.push_back(p.connect());
   Buffer src(p.e(0), p.h(0).pd, kMany * kBytes, 1, kAccessLocalWrite);
   Buffer dst(p.e(1), p.h(1).pd, kMany * kBytes, 2, kAccessLocalWrite | kAccessRemoteWrite);
-  for (int i = 0; i < kMany; i++) {
-    Sge sg{src.addr(size_t(i) * kBytes), uint32_t(kBytes), src.mr.lkey};
-    SendWr wr;
-    wr.wr_id = uint64_t(i);
-    wr.opcode = WrOpcode::kRdmaWrite;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.remote_addr = dst.addr(size_t(i) * kBytes);
-    wr.rkey = dst.mr.rkey;
-    ASSERT_TRUE(p.e(0).post_send(qps[size_t(i)].first, wr).ok());
-  }
+  ASSERT_TRUE(post_writes(p, qps, src, dst, kBytes));
   std::vector<Wc> wc;
   ASSERT_TRUE(p.run([&] {
     p.poll(0, p.h(0).scq, wc);
@@ -182,17 +171,7 @@ TEST(QpTimers, TailLossOfEveryQpIsRepairedByItsOwnTimer) {
     }
     return h;
   };
-  for (int i = 0; i < kMany; i++) {
-    Sge sg{src.addr(size_t(i) * kLen), uint32_t(kLen), src.mr.lkey};
-    SendWr wr;
-    wr.wr_id = uint64_t(i);
-    wr.opcode = WrOpcode::kRdmaWrite;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.remote_addr = dst.addr(size_t(i) * kLen);
-    wr.rkey = dst.mr.rkey;
-    ASSERT_TRUE(p.e(0).post_send(qps[size_t(i)].first, wr).ok());
-  }
+  ASSERT_TRUE(post_writes(p, qps, src, dst, kLen));
   const Time start = p.now;
   std::vector<Wc> wc;
   ASSERT_TRUE(p.run([&] {
