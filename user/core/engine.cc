@@ -615,7 +615,8 @@ void Engine::flush(Qp& q, WcStatus first) {
 }
 
 Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
-  rescan_ = true;  // some QP's next deadline may now be sooner
+  // Only this QP's deadlines may move (arm() below), not every QP's: no
+  // rescan per posted message.
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "post_send: unknown QP " + std::to_string(qpn));
   if (q->state == QpState::kErr) {
@@ -659,11 +660,11 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
   q->sq_tail = uint32_t((q->sq_tail + 1) % q->sq.size());
   q->sq_count++;
   if (q->state == QpState::kRts) want_tx(*q);
+  arm(*q);
   return {};
 }
 
 Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
-  rescan_ = true;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "post_recv: unknown QP " + std::to_string(qpn));
   if (q->state == QpState::kReset) return Error(EINVAL, "post_recv: QP is in RESET");
@@ -680,6 +681,7 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
   if (q->rq_count == q->cap.max_recv_wr) return Error(ENOMEM, "post_recv: receive queue full");
   q->rq[(q->rq_head + q->rq_count) % q->rq.size()] = wr.wr_id;
   q->rq_count++;
+  arm(*q);
   return {};
 }
 
