@@ -680,8 +680,7 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
   }
   if (q->rq_count == q->cap.max_recv_wr) return Error(ENOMEM, "post_recv: receive queue full");
   q->rq[(q->rq_head + q->rq_count) % q->rq.size()] = wr.wr_id;
-  q->rq_count++;
-  arm(*q);
+  q->rq_count++;  // no deadline depends on the receive queue: nothing to arm
   return {};
 }
 
@@ -951,7 +950,7 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       default: stats_.rx_unexpected++; break;
     }
     // The window may have opened: a QP parked by tx() sends again.
-    if (q->state == QpState::kRts && (q->lost || q->sq_next != q->sq_tail)) want_tx(*q);
+    if (q->state == QpState::kRts && q->has_tx_work()) want_tx(*q);
     arm(*q);
   }
   // SACKs owed for data volume go out once per QP and burst, triggered by
@@ -1228,7 +1227,7 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
         run_timers(*q, now);
         // What an API call changed (ports, EVs, attributes) may unblock a
         // QP tx() parked.
-        if (q->state == QpState::kRts && (q->lost || q->sq_next != q->sq_tail)) want_tx(*q);
+        if (q->state == QpState::kRts && q->has_tx_work()) want_tx(*q);
       }
     for (uint32_t qpn : active_)
       if (Qp* q = qp_by_num(qpn)) arm(*q);
@@ -1267,8 +1266,7 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
   while (sent < budget && !txq_.empty() && idle < txq_.size()) {
     rr_ = (rr_ + 1) % txq_.size();
     Qp* q = qp_by_num(txq_[rr_]);
-    if (!q || q->state != QpState::kRts ||
-        !(q->lost || q->tlp_pending || !q->probe_queue.empty() || q->sq_next != q->sq_tail)) {
+    if (!q || q->state != QpState::kRts || !q->has_tx_work()) {
       if (q) q->in_txq = false;
       txq_[rr_] = txq_.back();
       txq_.pop_back();

@@ -54,10 +54,10 @@ struct EngineConfig {
   uint32_t sack_bytes = 16384;     // coalesce SACKs up to this many new bytes
   Time sack_delay = 20'000;        // ...or this long after the first unacked packet
   // Payload bytes a QP may send in one round-robin turn before the next QP
-  // with something to send gets its turn (0: one packet per turn). Whole
-  // SACK's worth at a time lets the receiver coalesce: with hundreds of QPs
-  // and one packet each per turn, every packet of a QP arrives sack_delay
-  // after the last one and is acknowledged on its own.
+  // with something to send gets its turn (0: one packet per turn). With
+  // hundreds of busy QPs, one packet per turn switches to another QP's
+  // (cold) state at every packet; a larger turn makes a newly busy QP wait
+  // longer behind the others (performance.md, "256 QPs: a quantum per turn").
   uint32_t tx_quantum = 16384;
   Time min_reorder = 10'000;       // floor of the RACK reordering window
   Time min_rto = 50'000;           // floor for the tail-loss probe timer

@@ -186,6 +186,10 @@ struct Engine::Qp {
   uint32_t imm_span = 0;  // WriteIMMs known beyond imm_next (outstanding)
 
   bool win_ready() const { return !win.empty(); }
+  // Anything for tx() to send: a probe, a retransmission or unsent data.
+  bool has_tx_work() const {
+    return lost || tlp_pending || !probe_queue.empty() || sq_next != sq_tail;
+  }
   // Records a delivered transmission for loss inference. A retransmitted
   // packet acknowledged sooner than an RTT after its last transmission was
   // delivered by an earlier copy: its send time says nothing (RACK's rule).

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <utility>
 
 #include "codec/ev.hpp"
 #include "engine/harness.hpp"
@@ -100,6 +101,20 @@ Outcome run(const EngineConfig& cfg, const LossModel& drop, size_t n, uint64_t s
   return out;
 }
 
+// The same configuration with the lossy-plane rule off.
+EngineConfig without_rule(EngineConfig cfg) {
+  cfg.paths.plane_lossy_ppm = 0;
+  return cfg;
+}
+
+// Plane 1 losing 5% (both directions), 64 MiB per write: with `on`, then
+// with the lossy-plane rule off.
+std::pair<Outcome, Outcome> plane1_loss5_with_and_without_rule(const EngineConfig& on) {
+  const size_t n = 64 << 20;
+  return {run(on, random_loss(1u << 1, 0.05), n, 3),
+          run(without_rule(on), random_loss(1u << 1, 0.05), n, 3)};
+}
+
 TEST(GreyFailure, LossyPlaneIsDownWeightedAndReturnsWhenHealed) {
   // Plane 1 loses 5% of its frames (both directions). Down-weighted to 1/8
   // (plane_lossy_div = 8) it carries a small share of the data, and far
@@ -109,11 +124,7 @@ TEST(GreyFailure, LossyPlaneIsDownWeightedAndReturnsWhenHealed) {
   EngineConfig on;
   ASSERT_GT(on.paths.plane_lossy_ppm, 0u);
   on.paths.plane_lossy_div = 8;
-  EngineConfig off = on;
-  off.paths.plane_lossy_ppm = 0;
-  const size_t n = 64 << 20;
-  Outcome a = run(on, random_loss(1u << 1, 0.05), n, 3);
-  Outcome b = run(off, random_loss(1u << 1, 0.05), n, 3);
+  auto [a, b] = plane1_loss5_with_and_without_rule(on);
   ASSERT_TRUE(a.ok);
   ASSERT_TRUE(b.ok);
   EXPECT_GE(a.st.plane_lossy, 1u);
@@ -190,11 +201,7 @@ TEST(GreyFailure, ByDefaultALossyPlaneKeepsItsShareAndItsEvs) {
   EngineConfig on;
   ASSERT_EQ(on.paths.plane_lossy_div, 1u);
   ASSERT_TRUE(on.paths.plane_lossy_keep_evs);
-  EngineConfig off = on;
-  off.paths.plane_lossy_ppm = 0;
-  const size_t n = 64 << 20;
-  Outcome a = run(on, random_loss(1u << 1, 0.05), n, 3);
-  Outcome b = run(off, random_loss(1u << 1, 0.05), n, 3);
+  auto [a, b] = plane1_loss5_with_and_without_rule(on);
   ASSERT_TRUE(a.ok);
   ASSERT_TRUE(b.ok);
   EXPECT_GE(a.st.plane_lossy, 1u);
@@ -223,13 +230,10 @@ TEST(GreyFailure, AnEvThatAlwaysLosesIsRetiredOnALossyPlane) {
     if (broken && from == 0 && codec::is_data_opcode(k.bth.opcode)) black++;
     return broken || lossy(from, plane, k, rng);
   };
-  EngineConfig on;
-  EngineConfig off = on;
-  off.paths.plane_lossy_ppm = 0;
-  Outcome a = run(on, model, 64 << 20, 11);
+  Outcome a = run(EngineConfig{}, model, 64 << 20, 11);
   const uint64_t black_on = black;
   black = frames = 0;
-  Outcome b = run(off, model, 64 << 20, 11);
+  Outcome b = run(without_rule(EngineConfig{}), model, 64 << 20, 11);
   const uint64_t black_off = black;
   ASSERT_TRUE(a.ok);
   ASSERT_TRUE(b.ok);
