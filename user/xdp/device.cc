@@ -66,7 +66,9 @@ Result<Device> Device::open(const DeviceConfig& cfg) {
   SocketConfig scfg = cfg.socket;
   if (scfg.fill_target == 0) {
     // Half of the frames wait in fill rings, half stay free for TX.
-    const uint32_t share = cfg.umem.frame_count / (2 * total);
+    const uint32_t spans = cfg.umem.tx_chunks > 1 ? cfg.umem.tx_frames * cfg.umem.tx_chunks : 0;
+    const uint32_t share =
+        (cfg.umem.frame_count - std::min(spans, cfg.umem.frame_count)) / (2 * total);
     scfg.fill_target = std::max<uint32_t>(std::min(share, cfg.umem.fill_size), 1);
   }
   d.sockets_.reserve(total);

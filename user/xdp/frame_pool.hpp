@@ -14,12 +14,13 @@ namespace mrc::xdp {
 class FramePool {
  public:
   FramePool() = default;
-  // All frame_count frames of frame_size bytes start free.
-  FramePool(uint32_t frame_count, uint32_t frame_size)
+  // All frame_count frames of frame_size bytes from UMEM address base on
+  // start free.
+  FramePool(uint32_t frame_count, uint32_t frame_size, uint64_t base = 0)
       : stack_(frame_count), capacity_(frame_count) {
     // Lowest addresses on top, so a fresh pool hands out frames in order.
     for (uint32_t i = 0; i < frame_count; ++i)
-      stack_[i] = static_cast<uint64_t>(frame_count - 1 - i) * frame_size;
+      stack_[i] = base + static_cast<uint64_t>(frame_count - 1 - i) * frame_size;
     top_ = frame_count;
   }
 

@@ -27,6 +27,15 @@ Status validate(const UmemConfig& c) {
   if (c.frame_count < 64)
     return make_error(EINVAL,
                       "UMEM needs at least 64 frames, got " + std::to_string(c.frame_count));
+  if (c.tx_chunks < 1 || c.tx_chunks > kMaxTxChunks)
+    return make_error(EINVAL, "UMEM tx_chunks must be 1.." + std::to_string(kMaxTxChunks) +
+                                  ", got " + std::to_string(c.tx_chunks));
+  if (c.tx_chunks > 1 &&
+      (c.tx_frames == 0 || uint64_t(c.tx_frames) * c.tx_chunks + 64 > c.frame_count))
+    return make_error(EINVAL, "UMEM of " + std::to_string(c.frame_count) +
+                                  " frames has no room for " + std::to_string(c.tx_frames) +
+                                  " TX frames of " + std::to_string(c.tx_chunks) +
+                                  " frames and 64 single frames");
   if (!power_of_two(c.fill_size) || !power_of_two(c.comp_size))
     return make_error(EINVAL, "UMEM fill_size and comp_size must be powers of two");
   return ok_status();
@@ -77,7 +86,12 @@ Result<Umem> Umem::create(const UmemConfig& cfg) {
                                 std::to_string(cfg.frame_count) + " frames of " +
                                 std::to_string(cfg.frame_size) + " bytes)" + hint);
   }
-  s->pool = FramePool(cfg.frame_count, cfg.frame_size);
+  const uint32_t span_frames = cfg.tx_chunks > 1 ? cfg.tx_frames * cfg.tx_chunks : 0;
+  const uint32_t single = cfg.frame_count - span_frames;
+  s->pool = FramePool(single, cfg.frame_size);
+  s->tx_base = uint64_t(single) * cfg.frame_size;
+  if (span_frames)
+    s->tx_pool = FramePool(cfg.tx_frames, cfg.tx_chunks * cfg.frame_size, s->tx_base);
   Umem u;
   u.s_ = std::move(s);
   return u;
@@ -103,6 +117,11 @@ uint32_t Umem::rx_frame_capacity() const {
   return s_->cfg.frame_size - s_->cfg.headroom - kXdpPacketHeadroom;
 }
 uint32_t Umem::tx_frame_capacity() const { return s_->cfg.frame_size - s_->cfg.headroom; }
+uint32_t Umem::tx_span_capacity() const {
+  return s_->cfg.tx_chunks * s_->cfg.frame_size - s_->cfg.headroom;
+}
+FramePool& Umem::tx_pool() { return s_->tx_pool; }
+const FramePool& Umem::tx_pool() const { return s_->tx_pool; }
 uint32_t Umem::socket_count() const { return s_->sockets; }
 
 }  // namespace mrc::xdp

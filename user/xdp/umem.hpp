@@ -3,7 +3,8 @@
 // the device (each socket has its own fill and completion ring), plus the
 // frame pool that tracks which frames are free.
 //
-// Frame layout (aligned mode, frame_size 2048 or 4096):
+// Frame layout (aligned mode, frame_size 2048 or 4096; multi-buffer TX
+// frames span tx_chunks adjacent frames, see UmemConfig::tx_chunks):
 //
 //   RX: | user headroom | XDP_PACKET_HEADROOM (256) ... meta | packet data ... |
 //       the kernel puts received data at frame + headroom + 256; an XDP
@@ -29,6 +30,9 @@ namespace mrc::xdp {
 
 // Bytes the kernel keeps in front of received data (XDP_PACKET_HEADROOM).
 inline constexpr uint32_t kXdpPacketHeadroom = 256;
+// Most descriptors one multi-buffer TX frame may take (a copy-mode skb holds
+// its first descriptor in the head and at most MAX_SKB_FRAGS - 1 = 16 more).
+inline constexpr uint32_t kMaxTxChunks = 17;
 
 struct UmemConfig {
   uint32_t frame_count = 8192;
@@ -37,6 +41,13 @@ struct UmemConfig {
   uint32_t fill_size = 2048;   // per-socket fill ring entries (power of two)
   uint32_t comp_size = 2048;   // per-socket completion ring entries (power of two)
   bool hugepages = false;      // try MAP_HUGETLB first; falls back to 4 KiB pages
+  // Multi-buffer TX frames: tx_frames frames of tx_chunks adjacent frames
+  // each, taken from the end of the area (the rest stays the shared pool of
+  // single frames for RX and small TX). A socket bound with multi_buffer
+  // sends such a frame as one descriptor per frame it covers, chained with
+  // XDP_PKT_CONTD. tx_chunks 1: no multi-buffer TX frames (tx_frames ignored).
+  uint32_t tx_chunks = 1;  // 1..17 (the kernel's MAX_SKB_FRAGS bounds a packet)
+  uint32_t tx_frames = 0;
 };
 
 class Umem {
@@ -62,6 +73,12 @@ class Umem {
   uint32_t rx_frame_capacity() const;
   // Largest frame user space can send from one UMEM frame.
   uint32_t tx_frame_capacity() const;
+  // Largest frame user space can send from one multi-buffer TX frame
+  // (tx_chunks frames); tx_frame_capacity() when there are none.
+  uint32_t tx_span_capacity() const;
+  // The pool of multi-buffer TX frames (empty when tx_chunks is 1).
+  FramePool& tx_pool();
+  const FramePool& tx_pool() const;
   // Sockets created on this UMEM and still alive.
   uint32_t socket_count() const;
 

@@ -22,6 +22,8 @@ struct Umem::State {
   xsk_ring_cons comp0{};
   bool first_ring_taken = false;
   FramePool pool;
+  FramePool tx_pool;     // multi-buffer TX frames (tx_chunks > 1)
+  uint64_t tx_base = 0;  // their first address; the shared pool lies below
   uint32_t sockets = 0;
   bool need_wakeup = true;  // the first socket's choice; shared sockets inherit it
 

@@ -25,6 +25,12 @@
 #define SO_BUSY_POLL_BUDGET 70
 #endif
 // Linux 6.17+: frames one sendto() processes in copy mode (default 32).
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
 #ifndef XDP_MAX_TX_SKB_BUDGET
 #define XDP_MAX_TX_SKB_BUDGET 9
 #endif
@@ -139,6 +145,7 @@ Result<XskSocket> XskSocket::create(Umem& umem, const std::string& ifname, uint3
   // to copy mode by itself.
   if (cfg.bind_mode == BindMode::kCopy) bind |= XDP_COPY;
   if (cfg.bind_mode == BindMode::kZeroCopy) bind |= XDP_ZEROCOPY;
+  if (cfg.multi_buffer) bind |= XDP_USE_SG;
   xc.bind_flags = bind;
 
   int err = 0;
@@ -160,6 +167,8 @@ Result<XskSocket> XskSocket::create(Umem& umem, const std::string& ifname, uint3
           "that mode - give it its own Device)";
     else if (-err == EOPNOTSUPP && cfg.bind_mode == BindMode::kZeroCopy)
       hint = " (the driver has no AF_XDP zero-copy support; use copy or auto)";
+    else if (-err == EINVAL && cfg.multi_buffer)
+      hint = " (multi-buffer AF_XDP needs Linux 6.6+; or queue beyond the interface's queue count)";
     else if (-err == EINVAL)
       hint = " (queue beyond the interface's queue count, or ring sizes not powers of two)";
     else if (-err == EBUSY)
@@ -226,6 +235,14 @@ Result<XskSocket> XskSocket::create(Umem& umem, const std::string& ifname, uint3
   s.busy_poll_ = cfg.busy_poll;
   s.clear_magic_ = cfg.clear_meta_magic;
   s.cache_ = FrameCache(&us->pool);
+  s.multi_buffer_ = cfg.multi_buffer;
+  s.chunk_size_ = us->cfg.frame_size;
+  if (cfg.multi_buffer && us->cfg.tx_chunks > 1) {
+    s.tx_chunks_ = us->cfg.tx_chunks;
+    s.tx_base_ = us->tx_base;
+    s.tx_span_ = uint64_t(us->cfg.tx_chunks) * us->cfg.frame_size;
+    s.tx_cache_ = FrameCache(&us->tx_pool);
+  }
   s.refill();
   return s;
 }
@@ -275,7 +292,7 @@ uint32_t XskSocket::refill() {
 
 uint32_t XskSocket::rx(std::span<RxFrame> out) {
   uint32_t idx = 0;
-  const uint32_t n = xsk_ring_cons__peek(&r_->rx, static_cast<uint32_t>(out.size()), &idx);
+  uint32_t n = xsk_ring_cons__peek(&r_->rx, static_cast<uint32_t>(out.size()), &idx);
   if (n == 0) {
     if (busy_poll_ || (need_wakeup_ && xsk_ring_prod__needs_wakeup(r_->fill))) {
       recvfrom(xsk_socket__fd(r_->xsk), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
@@ -283,6 +300,15 @@ uint32_t XskSocket::rx(std::span<RxFrame> out) {
     }
     if (c_.fill_frames - c_.rx_frames < fill_target_ / 2) refill();
     return 0;
+  }
+  if (multi_buffer_) {
+    // Whole packets only: a packet cut by out's size stays in the ring.
+    uint32_t whole = n;
+    while (whole > 0 && (xsk_ring_cons__rx_desc(&r_->rx, idx + whole - 1)->options & XDP_PKT_CONTD))
+      --whole;
+    if (whole < n) xsk_ring_cons__cancel(&r_->rx, n - whole);
+    n = whole;
+    if (n == 0) return 0;
   }
   const uint64_t offset_mask = ~frame_mask_;
   uint64_t bytes = 0;
@@ -296,6 +322,7 @@ uint32_t XskSocket::rx(std::span<RxFrame> out) {
     f.socket = index_;
     f.port = port_;
     f.queue = queue_;
+    f.more = (d->options & XDP_PKT_CONTD) != 0;
     bytes += d->len;
   }
   xsk_ring_cons__release(&r_->rx, n);
@@ -341,10 +368,19 @@ uint32_t XskSocket::reap() {
     uint32_t idx = 0;
     const uint32_t n = xsk_ring_cons__peek(comp, kChunk, &idx);
     if (n == 0) break;
-    for (uint32_t i = 0; i < n; ++i)
-      buf[i] = *xsk_ring_cons__comp_addr(comp, idx + i) & frame_mask_;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t a = *xsk_ring_cons__comp_addr(comp, idx + i) & frame_mask_;
+      if (a < tx_base_ || tx_chunks_ == 1) {
+        buf[k++] = a;
+      } else if ((a - tx_base_) % tx_span_ == 0) {
+        // A multi-buffer frame's first descriptor frees it; the kernel
+        // completes all its descriptors together (one skb).
+        tx_cache_.put(&a, 1);
+      }
+    }
     xsk_ring_cons__release(comp, n);
-    cache_.put(buf, n);
+    cache_.put(buf, k);
     total += n;
     if (n < kChunk) break;
   }
@@ -358,19 +394,24 @@ uint32_t XskSocket::reap() {
 
 uint32_t XskSocket::tx_reserve(std::span<TxFrame> out) {
   if (tx_outstanding() > 0) reap();
+  // Ring space is counted in descriptors: a multi-buffer frame may need
+  // tx_chunks_ of them (tx_submit() takes only what its length needs).
   uint32_t want = static_cast<uint32_t>(out.size());
-  const uint32_t ring_free = xsk_prod_nb_free(&r_->tx, want + r_->tx_reserved);
+  const uint32_t need = want * tx_chunks_;
+  const uint32_t ring_free = xsk_prod_nb_free(&r_->tx, need + r_->tx_reserved);
   const uint32_t space = ring_free > r_->tx_reserved ? ring_free - r_->tx_reserved : 0;
-  if (space < want) {
-    want = space;
+  if (space < need) {
+    want = space / tx_chunks_;
     ++c_.tx_ring_full;
   }
-  const uint32_t room = ~static_cast<uint32_t>(frame_mask_) + 1 - headroom_;
+  FrameCache& cache = tx_chunks_ > 1 ? tx_cache_ : cache_;
+  const uint32_t room =
+      static_cast<uint32_t>(tx_chunks_ > 1 ? tx_span_ : ~frame_mask_ + 1) - headroom_;
   uint32_t done = 0;
   uint64_t buf[kChunk];
   while (done < want) {
     const uint32_t ask = std::min(want - done, kChunk);
-    const uint32_t got = cache_.get(buf, ask);
+    const uint32_t got = cache.get(buf, ask);
     for (uint32_t i = 0; i < got; ++i) {
       TxFrame& f = out[done + i];
       f.addr = buf[i] + headroom_;
@@ -384,46 +425,72 @@ uint32_t XskSocket::tx_reserve(std::span<TxFrame> out) {
       break;
     }
   }
-  r_->tx_reserved += done;
+  r_->tx_reserved += done * tx_chunks_;
   return done;
 }
 
 void XskSocket::tx_cancel(std::span<const TxFrame> frames) {
   uint64_t buf[kChunk];
   size_t i = 0;
+  FrameCache& cache = tx_chunks_ > 1 ? tx_cache_ : cache_;
   while (i < frames.size()) {
     const uint32_t k = static_cast<uint32_t>(std::min<size_t>(kChunk, frames.size() - i));
-    for (uint32_t j = 0; j < k; ++j) buf[j] = frames[i + j].addr & frame_mask_;
-    cache_.put(buf, k);
+    // A multi-buffer frame's start (tx_span_ need not be a power of two).
+    for (uint32_t j = 0; j < k; ++j)
+      buf[j] = tx_chunks_ > 1 ? tx_base_ + (frames[i + j].addr - tx_base_) / tx_span_ * tx_span_
+                              : frames[i + j].addr & frame_mask_;
+    cache.put(buf, k);
     i += k;
   }
-  const uint32_t n = static_cast<uint32_t>(frames.size());
+  const uint32_t n = static_cast<uint32_t>(frames.size()) * tx_chunks_;
   r_->tx_reserved -= std::min(r_->tx_reserved, n);
 }
 
 void XskSocket::tx_submit(std::span<const TxFrame> frames, bool kick) {
   uint32_t n = static_cast<uint32_t>(frames.size());
   if (n == 0) return;
+  // Descriptors: one per UMEM frame a multi-buffer frame's bytes touch.
+  uint32_t descs = n;
+  if (tx_chunks_ > 1) {
+    descs = 0;
+    for (const TxFrame& f : frames) descs += descs_of(f);
+  }
   uint32_t idx = 0;
-  if (xsk_ring_prod__reserve(&r_->tx, n, &idx) != n) {
+  if (xsk_ring_prod__reserve(&r_->tx, descs, &idx) != descs) {
     // Only reachable when frames did not come from tx_reserve(): queue what
     // fits and give the rest back rather than lose them.
-    const uint32_t fit = std::min(n, xsk_prod_nb_free(&r_->tx, n));
+    const uint32_t free = xsk_prod_nb_free(&r_->tx, descs);
+    uint32_t fit = 0, fit_descs = 0;
+    while (fit < n && fit_descs + descs_of(frames[fit]) <= free)
+      fit_descs += descs_of(frames[fit++]);
     tx_cancel(frames.subspan(fit));
     n = fit;
-    if (n == 0 || xsk_ring_prod__reserve(&r_->tx, n, &idx) != n) return;
+    descs = fit_descs;
+    if (n == 0 || xsk_ring_prod__reserve(&r_->tx, descs, &idx) != descs) return;
   }
   uint64_t bytes = 0;
+  uint32_t k = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    xdp_desc* d = xsk_ring_prod__tx_desc(&r_->tx, idx + i);
-    d->addr = frames[i].addr;
-    d->len = frames[i].len;
-    d->options = 0;
-    bytes += frames[i].len;
+    const TxFrame& f = frames[i];
+    uint64_t addr = f.addr;
+    uint32_t left = f.len;
+    for (;;) {
+      // Up to the end of the UMEM frame addr lies in (aligned mode).
+      const uint32_t in_chunk = chunk_size_ - static_cast<uint32_t>(addr & ~frame_mask_);
+      const uint32_t len = std::min(left, in_chunk);
+      xdp_desc* d = xsk_ring_prod__tx_desc(&r_->tx, idx + k++);
+      d->addr = addr;
+      d->len = len;
+      left -= len;
+      d->options = left ? XDP_PKT_CONTD : 0;
+      if (!left) break;
+      addr += len;
+    }
+    bytes += f.len;
   }
-  xsk_ring_prod__submit(&r_->tx, n);
-  r_->tx_reserved -= std::min(r_->tx_reserved, n);
-  tx_submitted_ += n;
+  xsk_ring_prod__submit(&r_->tx, descs);
+  r_->tx_reserved -= std::min(r_->tx_reserved, n * tx_chunks_);
+  tx_submitted_ += descs;
   c_.tx_frames += n;
   c_.tx_bytes += bytes;
   // Zero-copy drivers that are polling the ring clear need_wakeup: no kick.

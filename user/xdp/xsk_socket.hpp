@@ -57,6 +57,11 @@ struct SocketConfig {
   // Clear the metadata magic of every frame put on the fill ring, so a stale
   // magic from an earlier use of the frame is never taken for fresh metadata.
   bool clear_meta_magic = true;
+  // Multi-buffer (XDP_USE_SG, Linux 6.6+): a received packet larger than one
+  // UMEM frame arrives as several descriptors (RxFrame::more on all but the
+  // last), and tx_reserve() hands out the UMEM's multi-buffer TX frames
+  // (UmemConfig::tx_chunks), sent as one descriptor per frame they cover.
+  bool multi_buffer = false;
 };
 
 // A received frame. The frame belongs to the caller until release().
@@ -70,6 +75,9 @@ struct RxFrame {
   uint16_t socket = 0;  // index of the socket in its Device
   uint16_t port = 0;    // index of the interface in its Device
   uint32_t queue = 0;   // rx queue
+  // Multi-buffer sockets: the packet continues in the next RxFrame (same
+  // socket, same burst; rx() returns whole packets only).
+  bool more = false;
 
   // The struct mrc_xdp_meta right before data, or nullptr when there is no
   // room for it or its magic is not MRC_XDP_META_MAGIC.
@@ -183,15 +191,26 @@ class XskSocket {
   // Frames in the fill ring (approximate: reads the kernel's consumer index).
   uint32_t fill_level() const;
   uint32_t fill_target() const { return fill_target_; }
-  // Frames in the socket's free-frame cache.
+  // Frames in the socket's free-frame cache (of the UMEM's shared pool).
   uint32_t cached_frames() const { return cache_.size(); }
-  // Returns the cache's frames to the pool (control path, e.g. teardown).
-  void flush_cache() { cache_.flush(); }
+  // Multi-buffer TX frames in the socket's cache (of the UMEM's tx_pool).
+  uint32_t cached_tx_frames() const { return tx_chunks_ > 1 ? tx_cache_.size() : 0; }
+  // Returns the caches' frames to their pools (control path, e.g. teardown).
+  void flush_cache() {
+    cache_.flush();
+    if (tx_chunks_ > 1) tx_cache_.flush();
+  }
 
   struct Rings;
 
  private:
   void kick_tx();
+  // Descriptors tx_submit() writes for f (1 for single-frame sockets).
+  uint32_t descs_of(const TxFrame& f) const {
+    if (tx_chunks_ == 1) return 1;
+    const uint32_t off = static_cast<uint32_t>(f.addr & ~frame_mask_);
+    return f.len ? (off + f.len + chunk_size_ - 1) / chunk_size_ : 1;
+  }
   void fill_put(const uint64_t* addrs, uint32_t n);
 
   std::unique_ptr<Rings> r_;  // heap: libxdp keeps pointers to the ring structs
@@ -207,9 +226,17 @@ class XskSocket {
   bool need_wakeup_ = false;
   bool busy_poll_ = false;
   bool clear_magic_ = false;
-  uint64_t tx_submitted_ = 0;
-  uint64_t tx_completed_ = 0;
+  bool multi_buffer_ = false;
+  uint64_t tx_submitted_ = 0;  // descriptors
+  uint64_t tx_completed_ = 0;  // descriptors
+  // Multi-buffer TX frames (tx_chunks_ > 1): their own cache over the UMEM's
+  // tx_pool, from address tx_base_ on, tx_span_ bytes each.
+  uint32_t tx_chunks_ = 1;
+  uint64_t tx_base_ = 0;
+  uint64_t tx_span_ = 0;
+  uint32_t chunk_size_ = 0;
   FrameCache cache_;
+  FrameCache tx_cache_;
   XskCounters c_;
 };
 

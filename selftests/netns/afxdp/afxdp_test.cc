@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -283,6 +284,122 @@ TEST_F(AfXdp, FramesArriveIntactBothWays) {
   }
   EXPECT_EQ(got, 512u);
   EXPECT_EQ(err, "");
+}
+
+// Multi-buffer sockets (SocketConfig::multi_buffer, UmemConfig::tx_chunks):
+// frames up to 8500 bytes leave A as 3 descriptors at most (one per 4 KiB
+// UMEM frame of a TX frame) and reach B as up to 3 (3840 bytes per frame
+// after the XDP headroom), each packet's pieces in one burst and in order.
+// Reserved TX frames that are cancelled and sent frames that complete go
+// back to the TX pool whole: every frame of both pools is accounted for.
+TEST_F(AfXdp, MultiBufferFramesArriveIntact) {
+  if (const std::string why = multi_buffer_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  make(1, 1, 9000);
+  auto cfg = [&](int side) {
+    DeviceConfig c = dev_cfg(topo_, side);
+    c.umem.tx_chunks = 3;
+    c.umem.tx_frames = 256;
+    c.socket.multi_buffer = true;
+    return c;
+  };
+  auto a = open_in(topo_, kA, cfg(kA));
+  ASSERT_OK(a);
+  auto b = open_in(topo_, kB, cfg(kB));
+  ASSERT_OK(b);
+  auto pa = attach_prog(topo_, kA, *a);
+  ASSERT_OK(pa);
+  auto pb = attach_prog(topo_, kB, *b);
+  ASSERT_OK(pb);
+  const auto& v = topo_.pairs()[0];
+  XskSocket& s = a->sockets()[0];
+  EXPECT_EQ(a->umem().tx_span_capacity(), 3u * 4096 - a->umem().config().headroom);
+  const uint32_t pool0 = a->umem().tx_pool().available();
+  EXPECT_EQ(pool0, 256u);
+
+  // Cancelled reservations come back as whole TX frames (starts of spans).
+  TxFrame f[64];
+  for (int round = 0; round < 8; round++) {
+    const uint32_t k = s.tx_reserve({f, 64});
+    ASSERT_EQ(k, 64u);
+    for (uint32_t i = 0; i < k; i++) EXPECT_EQ(f[i].room, 3u * 4096 - a->umem().config().headroom);
+    s.tx_cancel({f, k});
+  }
+  s.flush_cache();
+  EXPECT_EQ(a->umem().tx_pool().available(), pool0);
+  // ... each a distinct TX frame at the start of its span.
+  {
+    const uint64_t span = 3 * 4096,
+                   base = uint64_t(a->umem().config().frame_count - 256 * 3) * 4096;
+    std::set<uint64_t> starts;
+    std::vector<TxFrame> kept;
+    for (int round = 0; round < 4; round++) {
+      const uint32_t k = s.tx_reserve({f, 64});
+      ASSERT_EQ(k, 64u);
+      for (uint32_t i = 0; i < k; i++) {
+        const uint64_t at = f[i].addr - a->umem().config().headroom;
+        EXPECT_TRUE(at >= base && (at - base) % span == 0) << "TX frame at " << at;
+        starts.insert(at);
+      }
+      if (round % 2)
+        s.tx_cancel({f, k});  // the next round gets these back (LIFO)
+      else
+        kept.insert(kept.end(), f, f + k);
+    }
+    EXPECT_EQ(starts.size(), 3u * 64) << "a cancelled TX frame came back elsewhere";
+    s.tx_cancel(kept);
+    s.flush_cache();
+    EXPECT_EQ(a->umem().tx_pool().available(), pool0);
+  }
+
+  auto len_of = [](uint64_t seq) {
+    return static_cast<uint32_t>(60 + (seq * 977) % (8500 - 60 + 1));
+  };
+  Sender sa{&s, v.b_mac, v.a_mac};
+  const uint32_t kFrames = 3000;
+  uint64_t got = 0, bytes = 0, pieces = 0;
+  std::string err;
+  std::vector<uint8_t> pkt;
+  RxFrame buf[64];
+  uint32_t sent = 0;
+  const auto end = Clock::now() + kDeadline;
+  while (got < kFrames && Clock::now() < end) {
+    if (sent < kFrames && sent - got < 128)
+      sent += sa.send(std::min<uint32_t>(32, kFrames - sent), len_of);
+    a->flush_tx();
+    const uint32_t n = b->rx(buf);
+    if (n == 0) {
+      (void)b->wait(1);
+      continue;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      pkt.insert(pkt.end(), buf[i].data, buf[i].data + buf[i].len);
+      ++pieces;
+      if (buf[i].more) continue;
+      FrameHdr h{};
+      const std::string e =
+          verify_frame(pkt.data(), static_cast<uint32_t>(pkt.size()), v.b_mac, v.a_mac, &h);
+      if (!e.empty() && err.empty()) err = e;
+      if (e.empty() && h.seq != got && err.empty()) err = "out of order at " + std::to_string(got);
+      bytes += pkt.size();
+      pkt.clear();
+      ++got;
+    }
+    EXPECT_FALSE(buf[n - 1].more) << "a burst ended inside a packet";
+    b->release({buf, n});
+  }
+  EXPECT_EQ(got, kFrames);
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(bytes, sa.bytes);
+  EXPECT_GT(pieces, got + kFrames / 2) << "frames were not split";
+  EXPECT_EQ((*pb)->counter(kRedirect), kFrames);
+  // Every TX frame back in the pool, every single frame accounted for.
+  ASSERT_TRUE(drain_tx(*a));
+  s.flush_cache();
+  EXPECT_EQ(a->umem().tx_pool().available(), pool0);
+  EXPECT_EQ(a->umem().tx_pool().overflow(), 0u);
+  EXPECT_EQ(frames_accounted(*a), a->umem().pool().capacity());
+  EXPECT_EQ(frames_accounted(*b), b->umem().pool().capacity());
+  EXPECT_EQ(a->sockets()[0].counters().tx_frames, kFrames);
 }
 
 // 200k frames in bursts of 64 with a receiver that keeps up: nothing lost,

@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +69,18 @@ std::string skip_reason() {
   close(fd);
   auto v = run({"ip", "-V"});
   if (!v) return "iproute2 (ip) not usable: " + v.error().message();
+  return "";
+}
+
+std::string multi_buffer_skip_reason() {
+  std::string why = skip_reason();
+  if (!why.empty()) return why;
+  utsname u{};
+  int major = 0, minor = 0;
+  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2)
+    return "cannot tell the kernel version";
+  if (major < 6 || (major == 6 && minor < 6))
+    return std::string("multi-buffer AF_XDP (XDP_USE_SG) needs Linux 6.6+, this is ") + u.release;
   return "";
 }
 

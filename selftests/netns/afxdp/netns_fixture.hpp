@@ -23,6 +23,9 @@ Result<std::string> run(const std::vector<std::string>& argv);
 
 // Why the AF_XDP netns tests cannot run here, or "" if they can.
 std::string skip_reason();
+// skip_reason(), or why multi-buffer AF_XDP (XDP_USE_SG) cannot run here:
+// it needs Linux 6.6 or later.
+std::string multi_buffer_skip_reason();
 
 struct VethSpec {
   std::string a_if;  // name in namespace A

@@ -72,7 +72,9 @@ static __always_inline void count(__u32 which)
 		*c += 1;
 }
 
-SEC("xdp")
+/* multi-buffer aware: only the Ethernet header is read (always in the first
+ * buffer), so veths of any MTU take it */
+SEC("xdp.frags")
 int xsk_redirect(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
