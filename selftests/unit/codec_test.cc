@@ -433,6 +433,55 @@ TEST(Codec, BuildRejectsInconsistentDescriptions) {
   EXPECT_EQ(build(p, buf), 0u);
 }
 
+// Multi-buffer frames: the same frame cut into buffers parses to the same
+// packet, its payload described by payload_head + payload_more.
+TEST(Codec, MultiBufferFrameParsesLikeTheWholeFrame) {
+  for (IpVersion v : {IpVersion::kV4, IpVersion::kV6}) {
+    Packet in = make_packet(MRC_OP_WRITE_LAST, v, 9999 / 4 * 4 + 3);
+    auto f = build_frame(in);
+    Packet whole;
+    ASSERT_EQ(parse(f, cfg, whole), ParseError::kOk);
+    for (uint32_t cut : {256u, 1000u, 3840u, uint32_t(f.size()) - 2}) {
+      std::vector<std::vector<uint8_t>> bufs;
+      for (size_t off = 0; off < f.size(); off += cut)
+        bufs.emplace_back(f.begin() + off, f.begin() + std::min(f.size(), off + cut));
+      std::vector<FrameSeg> more;
+      for (size_t i = 1; i < bufs.size(); i++)
+        more.push_back({bufs[i].data(), uint32_t(bufs[i].size())});
+      Packet out;
+      ASSERT_EQ(parse(bufs[0], cfg, out, more), ParseError::kOk) << "cut " << cut;
+      EXPECT_EQ(out.icrc, whole.icrc);
+      EXPECT_EQ(out.payload_len, whole.payload_len);
+      EXPECT_EQ(out.frame_len, whole.frame_len);
+      std::vector<uint8_t> pl(out.payload, out.payload + out.payload_head);
+      uint32_t left = out.payload_len - out.payload_head;
+      for (const FrameSeg& s : out.payload_more) {
+        const uint32_t k = std::min(left, s.len);
+        pl.insert(pl.end(), s.data, s.data + k);
+        left -= k;
+      }
+      ASSERT_EQ(pl.size(), whole.payload_len);
+      EXPECT_EQ(0, std::memcmp(pl.data(), whole.payload, pl.size())) << "cut " << cut;
+    }
+  }
+}
+
+TEST(Codec, MultiBufferFrameNeedsItsHeadersInTheFirstBuffer) {
+  Packet in = make_packet(MRC_OP_WRITE_ONLY, IpVersion::kV4, 4096);
+  auto f = build_frame(in);
+  const uint32_t first = kMinFirstSeg - 1;
+  FrameSeg rest{f.data() + first, uint32_t(f.size()) - first};
+  Packet out;
+  EXPECT_EQ(parse(std::span<const uint8_t>(f.data(), first), cfg, out, {&rest, 1}),
+            ParseError::kTruncated);
+  // A flipped byte in the last buffer fails the ICRC.
+  std::vector<uint8_t> tail(f.begin() + 2048, f.end());
+  tail[100] ^= 1;
+  FrameSeg t{tail.data(), uint32_t(tail.size())};
+  EXPECT_EQ(parse(std::span<const uint8_t>(f.data(), 2048), cfg, out, {&t, 1}),
+            ParseError::kBadIcrc);
+}
+
 // Conformance 3: PSNs wrap at 2^24.
 TEST(Codec, PsnArithmeticWraps) {
   EXPECT_EQ(psn_add(0xffffff, 1), 0u);

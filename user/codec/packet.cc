@@ -98,10 +98,16 @@ std::string_view to_string(ParseError e) {
   return "unknown parse error";
 }
 
-ParseError parse(std::span<const uint8_t> frame, const CodecConfig& cfg, Packet& out) {
+ParseError parse(std::span<const uint8_t> frame, const CodecConfig& cfg, Packet& out,
+                 std::span<const FrameSeg> more) {
   const uint8_t* p = frame.data();
-  const size_t n = frame.size();
+  size_t n = frame.size();
   out = Packet{};
+  if (!more.empty()) {
+    // Headers are read from the first buffer only.
+    if (n < kMinFirstSeg) return ParseError::kTruncated;
+    for (const FrameSeg& s : more) n += s.len;
+  }
   if (n < 14) return ParseError::kNotMrc;
   std::memcpy(out.eth.dst.data(), p, 6);
   std::memcpy(out.eth.src.data(), p + 6, 6);
@@ -351,10 +357,32 @@ ParseError parse(std::span<const uint8_t> frame, const CodecConfig& cfg, Packet&
     out.payload = p + off;
     out.payload_len = uint32_t(plen);
     out.payload_off = uint16_t(off);
+    out.payload_head = more.empty() ? uint32_t(plen) : uint32_t(std::min(plen, frame.size() - off));
+    if (out.payload_head < plen) out.payload_more = more;
   }
-  out.icrc = load_le32(p + l3_end - MRC_ICRC_LEN);
-  if (cfg.verify_icrc && icrc_compute(p + l3, p + l3_end - MRC_ICRC_LEN) != out.icrc)
-    return ParseError::kBadIcrc;
+  const size_t icrc_at = l3_end - MRC_ICRC_LEN;
+  if (more.empty()) {
+    out.icrc = load_le32(p + icrc_at);
+    if (cfg.verify_icrc && icrc_compute(p + l3, p + icrc_at) != out.icrc)
+      return ParseError::kBadIcrc;
+    return ParseError::kOk;
+  }
+  // Multi-buffer: the trailer may straddle buffers; the CRC runs on across them.
+  const size_t first = frame.size();
+  uint32_t crc = icrc_compute(p + l3, p + std::min(first, icrc_at));
+  uint8_t trailer[MRC_ICRC_LEN];
+  size_t pos = first;  // stream offset of the buffer at hand
+  for (size_t i = 0; i < MRC_ICRC_LEN; i++)
+    if (icrc_at + i < first) trailer[i] = p[icrc_at + i];
+  for (const FrameSeg& s : more) {
+    const size_t end = pos + s.len;
+    if (pos < icrc_at) crc = crc32(crc, s.data, std::min(end, icrc_at) - pos);
+    for (size_t i = 0; i < MRC_ICRC_LEN; i++)
+      if (icrc_at + i >= pos && icrc_at + i < end) trailer[i] = s.data[icrc_at + i - pos];
+    pos = end;
+  }
+  out.icrc = load_le32(trailer);
+  if (cfg.verify_icrc && crc != out.icrc) return ParseError::kBadIcrc;
   return ParseError::kOk;
 }
 

@@ -164,6 +164,19 @@ struct Eeth {
 
 enum class TrimKind : uint8_t { kNone = 0, kTrimmed, kTrimmedLastHop };
 
+// A further buffer of a multi-buffer frame (the first is parse()'s frame):
+// multi-buffer AF_XDP delivers a packet larger than one UMEM frame as
+// several descriptors.
+struct FrameSeg {
+  const uint8_t* data = nullptr;
+  uint32_t len = 0;
+};
+
+// Bytes a multi-buffer frame's first buffer must hold: every header MRC
+// defines ends within it (Ethernet + VLAN + IPv6 + UDP + BTH + the largest
+// extension stack are well under this).
+inline constexpr uint32_t kMinFirstSeg = 256;
+
 // A decoded packet, or the description of one to build. For parse() the
 // payload points into the parsed frame; for build() it is copied from.
 struct Packet {
@@ -185,6 +198,11 @@ struct Packet {
   Eeth eeth;
   const uint8_t* payload = nullptr;
   uint32_t payload_len = 0;
+  // parse of a multi-buffer frame: the first payload_head bytes are at
+  // payload, the rest continue in payload_more (in order; its last buffer
+  // also holds pad and ICRC). Single buffer: payload_head == payload_len.
+  uint32_t payload_head = 0;
+  std::span<const FrameSeg> payload_more;
   TrimKind trim = TrimKind::kNone;  // parse: header-only / trimmed DSCP
   uint32_t icrc = 0;                // parse: value found on the wire
   uint16_t l3_off = 0, l4_off = 0, bth_off = 0, payload_off = 0;  // parse only
@@ -239,7 +257,13 @@ std::string_view to_string(ParseError e);
 // Parses one Ethernet frame. On success `out` describes it. A trimmed data
 // packet (header only or trimmed DSCP) parses with out.trim != kNone and
 // no payload; its ICRC is not checked (the switch cut it off).
-ParseError parse(std::span<const uint8_t> frame, const CodecConfig& cfg, Packet& out);
+// A multi-buffer frame passes its further buffers in `more`: headers are
+// read from the first (at least kMinFirstSeg bytes, else kTruncated), the
+// ICRC covers all of them, and the payload is described by payload,
+// payload_head and payload_more (pointing into `more`, which must outlive
+// the Packet's use).
+ParseError parse(std::span<const uint8_t> frame, const CodecConfig& cfg, Packet& out,
+                 std::span<const FrameSeg> more = {});
 
 // ---------------------------------------------------------------------------
 // Build

@@ -378,8 +378,9 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
     return bad("EV profile " + std::to_string(a.ev_profile_id) + " is not installed");
   if ((mrc & kMrcCcProfileId) && a.cc_profile_id && !cc_profiles_.count(a.cc_profile_id))
     return bad("CC profile " + std::to_string(a.cc_profile_id) + " is not installed");
-  if ((ibv & kQpPathMtu) && (a.path_mtu < 256 || a.path_mtu > 9000 || a.path_mtu % 64))
-    return bad("path_mtu must be 256..9000 bytes and a multiple of 64");
+  if ((ibv & kQpPathMtu) && (a.path_mtu < 256 || a.path_mtu > kMaxPathMtu || a.path_mtu % 64))
+    return bad("path_mtu must be 256.." + std::to_string(kMaxPathMtu) +
+               " bytes and a multiple of 64");
   if ((ibv & kQpAccessFlags) && (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead)))
     return bad("unknown access flags");
   if ((mrc & kMrcMpr) && (a.mpr == 0 || a.mpr > cfg_.device.max_mpr)) return bad("mpr must be 1..max_mpr");
@@ -899,7 +900,8 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
   for (const RxFrame& f : frames) {
     stats_.rx_frames++;
     stats_.rx_bytes += f.len;
-    codec::ParseError e = codec::parse({f.data, f.len}, cfg_.codec, p);
+    for (const codec::FrameSeg& s : f.more) stats_.rx_bytes += s.len;
+    codec::ParseError e = codec::parse({f.data, f.len}, cfg_.codec, p, f.more);
     if (e == codec::ParseError::kNotMrc) {
       stats_.rx_not_mrc++;
       continue;

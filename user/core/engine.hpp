@@ -90,6 +90,9 @@ struct RxFrame {
   uint32_t len = 0;
   uint8_t port = 0;  // 1-based port it arrived on
   Time rx_ts = 0;    // receive timestamp (XDP metadata), 0 = use `now`
+  // A multi-buffer frame's further buffers (data/len is the first, holding
+  // at least codec::kMinFirstSeg bytes); valid during rx() only.
+  std::span<const codec::FrameSeg> more = {};
 };
 
 // An endpoint request the controller sends (EV probe or port status update).

@@ -153,7 +153,17 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
       to_error(q, kWcWrFlushErr);
       return;
     }
-    std::memcpy(reinterpret_cast<void*>(uintptr_t(va)), p.payload, p.payload_len);
+    auto* dst = reinterpret_cast<uint8_t*>(uintptr_t(va));
+    std::memcpy(dst, p.payload, p.payload_head);
+    uint32_t left = p.payload_len - p.payload_head;
+    dst += p.payload_head;
+    for (const codec::FrameSeg& s : p.payload_more) {  // a multi-buffer frame's further buffers
+      const uint32_t k = std::min(left, s.len);
+      std::memcpy(dst, s.data, k);
+      dst += k;
+      left -= k;
+      if (!left) break;
+    }
   }
   q.rwin.mark(psn);
   q.rcvd_bytes += p.payload_len;

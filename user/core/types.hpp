@@ -160,6 +160,10 @@ struct PlaneAddr {
 };
 
 constexpr size_t kMaxPorts = 16;
+// Largest path_mtu (payload bytes per packet): with MRC's headers (at most
+// 92 bytes over IPv6) a packet stays within IP's 65535-byte length field.
+// Above 9000 only multi-buffer devices carry it (DeviceOptions::frame_chunks).
+constexpr uint32_t kMaxPathMtu = 65280;
 
 struct QpAttr {
   // verbs part
@@ -167,7 +171,7 @@ struct QpAttr {
   QpState cur_qp_state = QpState::kReset;
   uint32_t qp_access_flags = 0;
   uint16_t pkey_index = 0;
-  uint32_t path_mtu = 4096;  // payload bytes per packet (256..9000, multiple of 64)
+  uint32_t path_mtu = 4096;  // payload bytes per packet (256..kMaxPathMtu, multiple of 64)
   uint32_t rq_psn = 0, sq_psn = 0;
   uint32_t dest_qp_num = 0;
   std::array<PlaneAddr, kMaxPorts + 1> av{};  // indexed by port (1-based)

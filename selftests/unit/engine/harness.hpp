@@ -246,6 +246,21 @@ class Pair {
       WireFrame f = std::move(it->second);
       flight.erase(it);
       core::RxFrame rf{f.bytes.data(), uint32_t(f.bytes.size()), f.port, now};
+      // Multi-buffer delivery: every buffer its own allocation, so a read
+      // past one (in the codec or the engine) is caught by ASan.
+      std::vector<std::vector<uint8_t>> bufs;
+      std::vector<codec::FrameSeg> segs;
+      if (rx_segment && f.bytes.size() > rx_segment) {
+        for (size_t off = 0; off < f.bytes.size(); off += rx_segment)
+          bufs.emplace_back(f.bytes.begin() + off,
+                            f.bytes.begin() + std::min(f.bytes.size(), off + rx_segment));
+        for (size_t i = 1; i < bufs.size(); i++)
+          segs.push_back({bufs[i].data(), uint32_t(bufs[i].size())});
+        rf.data = bufs[0].data();
+        rf.len = uint32_t(bufs[0].size());
+        rf.more = segs;
+        frames_segmented++;
+      }
       e(f.to).rx({&rf, 1}, now);
       rx_calls[f.to]++;
       frames_delivered++;
@@ -274,6 +289,11 @@ class Pair {
   std::multimap<Time, WireFrame> flight;
   uint64_t frames_sent = 0, frames_delivered = 0, frames_dropped = 0;
   size_t rx_burst = 1;          // frames per rx() call, as a driver's burst
+  // Bytes per receive buffer (rx_burst 1 only): a larger frame reaches the
+  // engine as a multi-buffer frame (RxFrame::more), as multi-buffer AF_XDP
+  // delivers it. 0: whole frames.
+  uint32_t rx_segment = 0;
+  uint64_t frames_segmented = 0;
   uint64_t rx_calls[2] = {};
   uint64_t frames_per_plane[17] = {};
   Time busy_until[2][17] = {};
@@ -285,7 +305,7 @@ class Pair {
       // A rate-limited plane has room for one more frame only when its
       // transmitter is at most one frame time behind.
       if (p.o_.gbps > 0 && p.busy_until[from][port] > p.now + 20'000) return nullptr;
-      buf.resize(9216);
+      buf.resize(std::max<size_t>(9216, p.o_.mtu + 128));
       *cap = uint32_t(buf.size());
       (void)port;
       return buf.data();
