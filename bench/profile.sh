@@ -7,8 +7,10 @@
 # nanoseconds per data packet for each stage.
 #
 #   bench/profile.sh [-b BUILD] [-t SECONDS] [-s BYTES] [-F HZ] [-o DIR] [-l PCT]
-#                    [-- mrc_perf options]
+#                    [-M MTU] [-- mrc_perf options]
 #
+# -M MTU: the veths' MTU (default 3500). Above 3506 pass mrc_perf a payload
+# (-m) and --frame-chunks that fit it, e.g. -M 16200 -- -m 16000 --frame-chunks 5.
 # -l PCT: a grey failure for the whole run, PCT% random loss on plane 1 in
 # both directions (mrc_fault on the wire, `fabric.sh plane RUN 1 loss PCT`);
 # -l 0 runs over the same wire namespace and fault program without loss, to
@@ -25,12 +27,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build SECS=5 SIZE=65536 HZ=2999 OUT= LOSS=
-while getopts b:t:s:F:o:l:h o; do
+BUILD=$ROOT/build SECS=5 SIZE=65536 HZ=2999 OUT= LOSS= MTU=3500
+while getopts b:t:s:F:o:l:M:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; t) SECS=$OPTARG ;; s) SIZE=$OPTARG ;;
-    F) HZ=$OPTARG ;; o) OUT=$OPTARG ;; l) LOSS=$OPTARG ;;
-    *) sed -n '2,21p' "$0"; exit 2 ;;
+    F) HZ=$OPTARG ;; o) OUT=$OPTARG ;; l) LOSS=$OPTARG ;; M) MTU=$OPTARG ;;
+    *) sed -n '2,24p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -51,7 +53,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 # The wire (where mrc_fault runs) only when a fault is asked for.
-RUN=$("$FABRIC" up direct planes=4 wire=$([ -n "$LOSS" ] && echo on || echo off) offload=on mtu=3500 | tail -1)
+RUN=$("$FABRIC" up direct planes=4 wire=$([ -n "$LOSS" ] && echo on || echo off) offload=on mtu="$MTU" | tail -1)
 STATE=$("$FABRIC" state "$RUN")
 # -l 0: the same wire and the same fault program on plane 1, passing
 # everything, to compare with (the program costs CPU of its own: comparing

@@ -231,9 +231,7 @@ static __always_inline int mrc_reply_finish(void *data, void *data_end, const st
 /* Resizes the frame to new_len bytes. */
 static __always_inline int mrc_resize(struct xdp_md *ctx, __u32 new_len)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	int delta = (int)new_len - (int)(data_end - data);
+	int delta = (int)new_len - (int)bpf_xdp_get_buff_len(ctx);
 
 	if (delta == 0)
 		return 0;
@@ -432,7 +430,7 @@ int mrc_xdp_rx(struct xdp_md *ctx)
 	struct udphdr *udp;
 	struct mrc_bth *bth;
 	__be16 mrc_port_be, proto;
-	__u32 l3_end, udp_len, fp;
+	__u32 l3_end, udp_len, fp, flen;
 	__u8 b1;
 
 	pi = bpf_map_lookup_elem(&mrc_ports, &ifindex);
@@ -442,8 +440,11 @@ int mrc_xdp_rx(struct xdp_md *ctx)
 	cfg = bpf_map_lookup_elem(&mrc_cfg, &key);
 	if (!st || !cfg)
 		return XDP_PASS;
+	/* the whole frame: a multi-buffer frame has only its first buffer
+	 * between data and data_end (the headers always fit there) */
+	flen = bpf_xdp_get_buff_len(ctx);
 	st->rx_packets++;
-	st->rx_bytes += data_end - data;
+	st->rx_bytes += flen;
 
 	mrc_port_be = bpf_htons(cfg->udp_port ? cfg->udp_port : MRC_UDP_PORT_DEFAULT);
 	dscp.trimmed = cfg->dscp_trimmed;
@@ -495,7 +496,7 @@ int mrc_xdp_rx(struct xdp_md *ctx)
 		if (ip->frag_off & bpf_htons(MRC_IPV4_FRAG_MASK))
 			return drop(&st->drop_ip_fragment);
 		tot = bpf_ntohs(ip->tot_len);
-		if (tot < sizeof(*ip) + sizeof(*udp) || tot > (__u32)(data_end - (void *)ip))
+		if (tot < sizeof(*ip) + sizeof(*udp) || p.l3 + tot > flen)
 			return drop(&st->drop_bad_ip);
 		if (mrc_ip4_fold((const __u16 *)ip) != 0xffff)
 			return drop(&st->drop_bad_ip);
@@ -530,7 +531,7 @@ int mrc_xdp_rx(struct xdp_md *ctx)
 		if ((w0 >> 28) != 6)
 			return drop(&st->drop_bad_ip);
 		plen = bpf_ntohs(ip6->payload_len);
-		if (plen < sizeof(*udp) || plen > (__u32)(data_end - (void *)(ip6 + 1)))
+		if (plen < sizeof(*udp) || p.l3 + sizeof(*ip6) + plen > flen)
 			return drop(&st->drop_bad_ip);
 		p.v6 = 1;
 		p.ip_len = sizeof(*ip6);

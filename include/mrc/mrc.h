@@ -106,6 +106,10 @@ struct mrc_device_opts {
 	uint32_t umem_frames;  /* 0: 16384 */
 	int engine_cpu;        /* with MRC_DEVICE_PIN_CPU */
 	const char *pin_dir;   /* mrcd's bpffs directory; NULL: /sys/fs/bpf/mrc */
+	uint32_t frame_chunks; /* UMEM frames one packet may fill: 0 or 1
+				* single-buffer; 2..17 multi-buffer AF_XDP
+				* (Linux 6.6+), path MTU up to ~frame_chunks x
+				* 3.8 KB (Documentation/afxdp.md) */
 };
 
 /*

@@ -83,6 +83,13 @@ struct DeviceOptions {
   uint32_t queues = 0;         // rx queues per interface with a socket; 0 = all
   uint32_t frame_size = 4096;  // UMEM frame size (2048 or 4096)
   uint32_t umem_frames = 16384;
+  // UMEM frames one packet may fill (1..17). 1: single-buffer AF_XDP, a
+  // packet fits one frame. More: multi-buffer AF_XDP (XDP_USE_SG, Linux
+  // 6.6+): packets up to about frame_chunks x frame_size bytes, sent and
+  // received as several descriptors; QPs' path_mtu is clamped to
+  // PortInfo::max_path_mtu. The interfaces' MTU must carry such packets
+  // (native XDP on them then needs the multi-buffer-aware mrc_xdp).
+  uint32_t frame_chunks = 1;
   bool busy_poll = false;      // SO_PREFER_BUSY_POLL sockets, spinning engine thread
   int engine_cpu = -1;         // pin the engine thread to this CPU (-1: no pinning)
   Progress progress = Progress::kThread;

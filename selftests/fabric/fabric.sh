@@ -472,7 +472,7 @@ _fabric_xdp_pass() { # RUN
 		if .wire then "\(.wire.ns)/\(.wire.a)", "\(.wire.ns)/\(.wire.b)"
 		elif ($h[.a.node] and ($h[.b.node] | not)) then "\(.b.ns)/\(.b.ifname)"
 		else empty end' "$(fabric_state "$run")"); do
-		ip -n "${e%/*}" link set dev "${e#*/}" xdpdrv obj "$obj" sec xdp ||
+		ip -n "${e%/*}" link set dev "${e#*/}" xdpdrv obj "$obj" sec xdp.frags ||
 			{ fabric_err "attaching XDP_PASS to ${e#*/} in ${e%/*} failed"; return 1; }
 	done
 }

@@ -395,6 +395,8 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
       return fail_null<mrc_device>(EINVAL, "mrc_open_device: unknown flags");
     if (opts->frame_size && opts->frame_size != 2048 && opts->frame_size != 4096)
       return fail_null<mrc_device>(EINVAL, "mrc_open_device: frame_size must be 2048 or 4096");
+    if (opts->frame_chunks > 17)
+      return fail_null<mrc_device>(EINVAL, "mrc_open_device: frame_chunks must be 0..17");
     if ((opts->flags & MRC_DEVICE_PIN_CPU) && opts->engine_cpu < 0)
       return fail_null<mrc_device>(EINVAL,
                                    "mrc_open_device: MRC_DEVICE_PIN_CPU needs engine_cpu >= 0");
@@ -408,6 +410,7 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
     o.queues = opts->queues;
     if (opts->frame_size) o.frame_size = opts->frame_size;
     if (opts->umem_frames) o.umem_frames = opts->umem_frames;
+    if (opts->frame_chunks) o.frame_chunks = opts->frame_chunks;
   }
   int stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop < 0) return fail_null<mrc_device>(errno, "mrc_open_device: eventfd");

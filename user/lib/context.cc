@@ -345,6 +345,7 @@ struct Context::Impl {
     std::array<Wc, kBurst> wc;
     std::array<core::EvEvent, 64> evs;
     std::array<uint32_t, 16> errs;
+    std::array<codec::FrameSeg, kBurst> segs;  // multi-buffer packets' further buffers
   };
   std::unique_ptr<Scratch> scratch;
   std::unique_ptr<Sink> sink_;
@@ -449,11 +450,24 @@ struct Context::Impl {
     uint32_t n = dev.rx(rx);
     if (n) {
       work = true;
+      uint32_t k = 0, nseg = 0;
+      auto& segs = scratch->segs;
       for (uint32_t i = 0; i < n; i++) {
         const mrc_xdp_meta* m = rx[i].meta();
-        in[i] = {rx[i].data, rx[i].len, ports[rx[i].port].port, m ? m->rx_ts_ns : now};
+        in[k] = {rx[i].data, rx[i].len, ports[rx[i].port].port, m ? m->rx_ts_ns : now};
+        if (rx[i].more) {
+          // A multi-buffer packet: its further descriptors as segments, read
+          // in place by the engine (no gathering copy).
+          const uint32_t first = nseg;
+          while (rx[i].more && i + 1 < n) {
+            i++;
+            segs[nseg++] = {rx[i].data, rx[i].len};
+          }
+          in[k].more = {segs.data() + first, nseg - first};
+        }
+        k++;
       }
-      eng->rx({in.data(), n}, now);
+      eng->rx({in.data(), k}, now);
       dev.release({rx.data(), n});
     }
     // Completions to the application, before the transmit's syscalls.
@@ -640,6 +654,11 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   dc.umem.frame_count = o.umem_frames;
   dc.umem.headroom = 0;
   dc.socket.busy_poll = o.busy_poll;
+  if (o.frame_chunks > 1) {
+    dc.umem.tx_chunks = o.frame_chunks;
+    dc.umem.tx_frames = std::min<uint32_t>(4096, o.umem_frames / (2 * o.frame_chunks));
+    dc.socket.multi_buffer = true;
+  }
   dc.socket.load_default_prog = false;
   auto dev = xdp::Device::open(dc);
   if (!dev) return std::move(dev).error().wrap("opening AF_XDP sockets");
@@ -739,6 +758,16 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
     } else {
       im.tx_note = "live-frames TX unavailable, using AF_XDP TX: " + lt.error().message();
     }
+  }
+  if (o.frame_chunks > 1 && !im.live) {
+    // Multi-buffer: a packet fills at most frame_chunks UMEM frames, on the
+    // way out (from the start of the first) and on the way in (each after
+    // the kernel's XDP headroom).
+    const uint32_t out = im.dev.umem().tx_span_capacity();
+    const uint32_t in = o.frame_chunks * im.dev.umem().rx_frame_capacity();
+    const uint32_t frame = std::min(out, in);
+    im.max_path_mtu =
+        frame > max_frame_overhead() + 256 ? (frame - max_frame_overhead()) / 64 * 64 : 256;
   }
   for (auto& pi : im.ports) {
     pi.tx = im.live ? "live" : "xsk";

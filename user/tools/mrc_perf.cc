@@ -64,6 +64,7 @@ struct Opts {
   uint8_t timeout = 14;
   uint8_t retry_linear = 7, retry_exp = 7;
   bool generic = false, busy_poll = false;
+  uint32_t frame_chunks = 1;  // --frame-chunks: UMEM frames per packet (multi-buffer above 1)
   int cpu = -1;
   uint32_t queues = 0;
   bool no_cc = false;
@@ -121,6 +122,9 @@ FILE* g_ev_log = nullptr;
       "      --tx MODE        TX backend: xsk (AF_XDP), live (XDP live frames, path MTU\n"
       "                       clamped to fit them; live/N: iterations with fewer than N\n"
       "                       frames use AF_XDP, 16) or auto (live if it works; xsk)\n"
+      "      --frame-chunks N multi-buffer AF_XDP: a packet may fill N UMEM frames of 4 KiB\n"
+      "                       (1..17; 1 = single-buffer). -m up to about N x 3.8 KB; the\n"
+      "                       planes' MTU must carry it (fabric.sh mtu=)\n"
       "      --clients N      server: serve N clients at once (each with --qps QPs; 1)\n"
       "      --slots N        message slots per QP in the target buffer (2 x inflight);\n"
       "                       both sides must agree. With -i --verify every message is\n"
@@ -172,6 +176,7 @@ Opts parse(int argc, char** argv) {
     kRetry,
     kGeneric,
     kBusy,
+    kFrameChunks,
     kCpu,
     kQueues,
     kNoCc,
@@ -209,6 +214,7 @@ Opts parse(int argc, char** argv) {
                               {"retry", required_argument, nullptr, kRetry},
                               {"generic", no_argument, nullptr, kGeneric},
                               {"busy-poll", no_argument, nullptr, kBusy},
+                              {"frame-chunks", required_argument, nullptr, kFrameChunks},
                               {"cpu", required_argument, nullptr, kCpu},
                               {"queues", required_argument, nullptr, kQueues},
                               {"no-cc", no_argument, nullptr, kNoCc},
@@ -263,6 +269,9 @@ Opts parse(int argc, char** argv) {
         }
         case kGeneric: o.generic = true; break;
         case kBusy: o.busy_poll = true; break;
+        case kFrameChunks:
+          o.frame_chunks = uint32_t(std::stoul(optarg));
+          break;
         case kCpu: o.cpu = std::stoi(optarg); break;
         case kQueues: o.queues = uint32_t(std::stoul(optarg)); break;
         case kNoCc: o.no_cc = true; break;
@@ -538,6 +547,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
   d.use_mrcd = !o.no_mrcd;
   d.force_generic = o.generic;
   d.busy_poll = o.busy_poll;
+  d.frame_chunks = o.frame_chunks;
   d.engine_cpu = o.cpu;
   d.progress = o.progress;
   s.spin_us = o.spin_us;

@@ -2,7 +2,8 @@
 // namespaces joined by 4 veth planes, each with its own Context (engine
 // thread, AF_XDP sockets, XDP program), QPs connected in process, and helpers
 // to register, fill, write and wait on completions. Used by datapath_test.cc
-// (AF_XDP TX) and live_tx_datapath_test.cc (live-frames TX).
+// (AF_XDP TX), live_tx_datapath_test.cc (live-frames TX) and
+// multibuf_datapath_test.cc (multi-buffer AF_XDP).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -34,9 +35,10 @@ struct Host {
 class DatapathFixture : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why = xsktest::skip_reason();
+    std::string why =
+        frame_chunks_ > 1 ? xsktest::multi_buffer_skip_reason() : xsktest::skip_reason();
     if (!why.empty()) GTEST_SKIP() << why;
-    auto t = xsktest::Topology::create(kPlanes, 1, 9000);
+    auto t = xsktest::Topology::create(kPlanes, 1, topo_mtu_);
     ASSERT_TRUE(t.ok()) << t.error().message();
     topo_ = std::move(*t);
     for (int side = 0; side < 2; side++) {
@@ -48,6 +50,7 @@ class DatapathFixture : public ::testing::Test {
       d.tx = backend_;
       d.live_tx_min = live_min_;
       d.progress = progress_;
+      d.frame_chunks = frame_chunks_;
       auto c = Context::open(d);
       ASSERT_TRUE(c.ok()) << c.error().message();
       h_[side].ctx = std::move(*c);
@@ -62,7 +65,7 @@ class DatapathFixture : public ::testing::Test {
 
   // A QP on each host, connected to each other (in-process "exchange").
   Pair connect(ConnectOptions o = ConnectOptions()) {
-    o.mtu = kMtu;
+    o.mtu = path_mtu_;
     Pair p;
     for (int s = 0; s < 2; s++) {
       QpInitAttr ia;
@@ -138,11 +141,72 @@ class DatapathFixture : public ::testing::Test {
 
   uint64_t plane_tx(Qp& q, uint8_t port) { return q.stats()->plane_tx_bytes[port]; }
 
+  // A WRITE of `len` bytes from host 0 to host 1 (with immediate: and its
+  // receive completion): placed byte for byte, nothing past it written.
+  void write_placed_byte_for_byte(Pair& p, size_t len, bool imm, uint64_t id) {
+    SCOPED_TRACE(std::to_string(len) + (imm ? " imm" : " write"));
+    std::vector<uint8_t> src(len + 4096), dst(len + 4096, 0xee);
+    fill(src, len + imm);
+    auto ms = reg(0, src, false), md = reg(1, dst, true);
+    if (imm) {
+      ASSERT_TRUE(p.q[1]->post_recv(RecvWr{77, nullptr, 0}).ok());
+    }
+    ASSERT_TRUE(write(*p.q[0], ms, 0, len, md, 0, id, imm, 0xfeed).ok());
+    std::vector<Wc> s, r;
+    ASSERT_TRUE(wait(0, s, [&] { return !s.empty(); }, std::chrono::seconds(60)));
+    EXPECT_EQ(s[0].status, core::kWcSuccess) << core::to_string(s[0].status);
+    EXPECT_EQ(s[0].byte_len, len);
+    if (imm) {
+      ASSERT_TRUE(wait(1, r, [&] { return !r.empty(); }, std::chrono::seconds(10)));
+      EXPECT_EQ(r[0].wr_id, 77u);
+      EXPECT_EQ(r[0].imm_data, 0xfeedu);
+      EXPECT_EQ(r[0].byte_len, len);
+    }
+    EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), len));
+    EXPECT_EQ(dst[len], 0xee) << "bytes past the message were written";
+    ASSERT_TRUE(h_[0].ctx->dereg_mr(ms).ok());
+    ASSERT_TRUE(h_[1].ctx->dereg_mr(md).ok());
+  }
+  // The same for every size in `sizes`, without and with immediate.
+  void writes_placed_byte_for_byte(Pair& p, std::initializer_list<size_t> sizes) {
+    uint64_t id = 0;
+    for (size_t len : sizes)
+      for (bool imm : {false, true}) {
+        write_placed_byte_for_byte(p, len, imm, ++id);
+        if (HasFatalFailure()) return;
+      }
+  }
+
+  // Once plane `port` is back up: rounds of 8 WRITEs of `msg` bytes (the
+  // first 8 x msg of src/dst) until host 0's QP sent a quarter of a round on
+  // the plane (60 s, scaled); each completes, every byte arrives.
+  void expect_plane_used_again(Pair& p, uint8_t port, const MemoryRegion& ms, const MemoryRegion& md,
+                               const std::vector<uint8_t>& src, const std::vector<uint8_t>& dst,
+                               size_t msg) {
+    const uint64_t before = plane_tx(*p.q[0], port);
+    std::vector<Wc> s;
+    const auto deadline = Clock::now() + scaled(std::chrono::seconds(60));
+    size_t round = 0;
+    while (plane_tx(*p.q[0], port) - before < 8 * msg / 4 && Clock::now() < deadline) {
+      for (size_t i = 0; i < 8; i++)
+        ASSERT_TRUE(write(*p.q[0], ms, i * msg, msg, md, i * msg, 1000 + i).ok());
+      ASSERT_TRUE(wait(0, s, [&] { return s.size() == 8 * (round + 1); }, std::chrono::seconds(60)));
+      round++;
+    }
+    EXPECT_GE(plane_tx(*p.q[0], port) - before, 8 * msg / 4 / 2)
+        << "plane " << int(port) << " not used again after it came back";
+    for (const auto& w : s) ASSERT_EQ(w.status, core::kWcSuccess);
+    EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), 8 * msg));
+  }
+
   // TX backend of both hosts (DeviceOptions::tx, live_tx_min); a test
   // class sets them in its constructor.
   TxBackend backend_ = DeviceOptions().tx;
   uint32_t live_min_ = DeviceOptions().live_tx_min;
   Progress progress_ = DeviceOptions().progress;  // of both hosts
+  uint32_t topo_mtu_ = 9000;                      // of every veth
+  uint32_t frame_chunks_ = DeviceOptions().frame_chunks;
+  uint32_t path_mtu_ = kMtu;  // connect()'s ConnectOptions::mtu
   xsktest::Topology topo_;
   Host h_[2];
 };

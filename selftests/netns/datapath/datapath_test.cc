@@ -35,25 +35,7 @@ class Sizes : public Datapath, public ::testing::WithParamInterface<SizeCase> {}
 TEST_P(Sizes, WriteIsPlacedByteForByte) {
   const auto [len, imm] = GetParam();
   Pair p = connect();
-  std::vector<uint8_t> src(len + 4096), dst(len + 4096, 0xee);
-  fill(src, len);
-  auto ms = reg(0, src, false), md = reg(1, dst, true);
-  if (imm) {
-    ASSERT_TRUE(p.q[1]->post_recv(RecvWr{77, nullptr, 0}).ok());
-  }
-  ASSERT_TRUE(write(*p.q[0], ms, 0, len, md, 0, 1, imm, 0xfeed).ok());
-  std::vector<Wc> s, r;
-  ASSERT_TRUE(wait(0, s, [&] { return !s.empty(); }, std::chrono::seconds(60)));
-  EXPECT_EQ(s[0].status, core::kWcSuccess) << core::to_string(s[0].status);
-  EXPECT_EQ(s[0].byte_len, len);
-  if (imm) {
-    ASSERT_TRUE(wait(1, r, [&] { return !r.empty(); }, std::chrono::seconds(10)));
-    EXPECT_EQ(r[0].wr_id, 77u);
-    EXPECT_EQ(r[0].imm_data, 0xfeedu);
-    EXPECT_EQ(r[0].byte_len, len);
-  }
-  EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), len));
-  EXPECT_EQ(dst[len], 0xee) << "bytes past the message were written";
+  write_placed_byte_for_byte(p, len, imm, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Netns, Sizes,
@@ -146,18 +128,7 @@ TEST_F(Datapath, PlaneDownMidTransferThenBack) {
   EXPECT_LT(plane_tx(*p.q[0], 2) - at_down, 4u * kMsg);
   // Back up: the plane carries traffic again.
   ASSERT_TRUE(topo_.ip(0, {"link", "set", plane2, "up"}).ok());
-  const uint64_t before = plane_tx(*p.q[0], 2);
-  std::vector<Wc> s2;
-  const auto deadline = Clock::now() + scaled(std::chrono::seconds(60));
-  size_t round = 0;
-  while (plane_tx(*p.q[0], 2) - before < 8 * kMsg / 4 && Clock::now() < deadline) {
-    for (size_t i = 0; i < 8; i++) ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, 1000 + i).ok());
-    ASSERT_TRUE(wait(0, s2, [&] { return s2.size() == 8 * (round + 1); }, std::chrono::seconds(60)));
-    round++;
-  }
-  EXPECT_GE(plane_tx(*p.q[0], 2) - before, 8 * kMsg / 4 / 2) << "plane 2 not used again after it came back";
-  for (const auto& w : s2) ASSERT_EQ(w.status, core::kWcSuccess);
-  EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), 8 * kMsg));
+  expect_plane_used_again(p, 2, ms, md, src, dst, kMsg);
 }
 
 TEST_F(Datapath, AllPlanesDownErrorsWithinRetryBudget) {

@@ -245,6 +245,9 @@ TEST(CApi, OpenDeviceRefusesBadListsAndOptionsBeforeTouchingAnything) {
   o.frame_size = 1000;
   expect_errno(open({"lo"}, &o), EINVAL, "frame_size");
   o = {};
+  o.frame_chunks = 18;
+  expect_errno(open({"lo"}, &o), EINVAL, "frame_chunks");
+  o = {};
   o.flags = MRC_DEVICE_PIN_CPU;
   o.engine_cpu = -1;
   expect_errno(open({"lo"}, &o), EINVAL, "engine_cpu");
