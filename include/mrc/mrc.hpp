@@ -91,6 +91,10 @@ struct DeviceOptions {
   // (native XDP on them then needs the multi-buffer-aware mrc_xdp).
   uint32_t frame_chunks = 1;
   bool busy_poll = false;      // SO_PREFER_BUSY_POLL sockets, spinning engine thread
+  // The engine thread's idle passes before it sleeps: 0 = 64 passes (a few
+  // microseconds); N = keep polling (yielding the CPU between passes) for N
+  // microseconds, so a burst that arrives within them needs no wakeup.
+  uint32_t idle_spin_us = 0;
   int engine_cpu = -1;         // pin the engine thread to this CPU (-1: no pinning)
   Progress progress = Progress::kThread;
   uint32_t progress_idle_us = 1000;  // kApplication: the engine thread's fallback delay
@@ -307,6 +311,7 @@ class Context {
   // and the engine thread; passes that left their transmit to the next one.
   struct ProgressStats {
     uint64_t app_passes, thread_passes, tx_deferred;
+    uint64_t thread_sleeps;  // times the engine thread slept on its sockets and timer
   };
   ProgressStats progress_stats() const;
 

@@ -541,6 +541,8 @@ struct Context::Impl {
       pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
     uint32_t idle_spins = 0;
+    core::Time idle_since = 0;
+    const core::Time spin_ns = core::Time(opts.idle_spin_us) * 1000;
     while (!stop.load(std::memory_order_acquire)) {
       // kApplication: stand aside while an application thread drives the
       // engine; wake when it stops doing so (or on stop).
@@ -572,7 +574,23 @@ struct Context::Impl {
       }
       // Nothing to do right now: spin a little (busy polling keeps latency
       // low), then sleep on the sockets, the wake fd and the engine's timer.
-      if (++idle_spins < (opts.busy_poll ? 4096u : 64u)) continue;
+      if (spin_ns) {
+        // idle_spin_us: poll for that long, giving the CPU to whoever else
+        // wants it between passes (on a small host: the softirq that brings
+        // the next packets).
+        const core::Time t = mono_ns();
+        if (!idle_spins++) idle_since = t;
+        if (t - idle_since < spin_ns) {
+          sched_yield();
+          continue;
+        }
+      } else if (++idle_spins < (opts.busy_poll ? 4096u : 64u)) {
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        pstats.thread_sleeps++;
+      }
       sleep_on_io(100'000'000, false);
       idle_spins = 0;
     }

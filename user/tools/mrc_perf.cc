@@ -65,6 +65,7 @@ struct Opts {
   uint8_t retry_linear = 7, retry_exp = 7;
   bool generic = false, busy_poll = false;
   uint32_t frame_chunks = 1;  // --frame-chunks: UMEM frames per packet (multi-buffer above 1)
+  uint32_t idle_spin_us = 0;  // --idle-spin: DeviceOptions::idle_spin_us
   int cpu = -1;
   uint32_t queues = 0;
   bool no_cc = false;
@@ -125,6 +126,8 @@ FILE* g_ev_log = nullptr;
       "      --frame-chunks N multi-buffer AF_XDP: a packet may fill N UMEM frames of 4 KiB\n"
       "                       (1..17; 1 = single-buffer). -m up to about N x 3.8 KB; the\n"
       "                       planes' MTU must carry it (fabric.sh mtu=)\n"
+      "      --idle-spin US   the engine thread polls US microseconds (yielding) before it\n"
+      "                       sleeps (0: 64 passes)\n"
       "      --clients N      server: serve N clients at once (each with --qps QPs; 1)\n"
       "      --slots N        message slots per QP in the target buffer (2 x inflight);\n"
       "                       both sides must agree. With -i --verify every message is\n"
@@ -177,6 +180,7 @@ Opts parse(int argc, char** argv) {
     kGeneric,
     kBusy,
     kFrameChunks,
+    kIdleSpin,
     kCpu,
     kQueues,
     kNoCc,
@@ -215,6 +219,7 @@ Opts parse(int argc, char** argv) {
                               {"generic", no_argument, nullptr, kGeneric},
                               {"busy-poll", no_argument, nullptr, kBusy},
                               {"frame-chunks", required_argument, nullptr, kFrameChunks},
+                              {"idle-spin", required_argument, nullptr, kIdleSpin},
                               {"cpu", required_argument, nullptr, kCpu},
                               {"queues", required_argument, nullptr, kQueues},
                               {"no-cc", no_argument, nullptr, kNoCc},
@@ -271,6 +276,9 @@ Opts parse(int argc, char** argv) {
         case kBusy: o.busy_poll = true; break;
         case kFrameChunks:
           o.frame_chunks = uint32_t(std::stoul(optarg));
+          break;
+        case kIdleSpin:
+          o.idle_spin_us = uint32_t(std::stoul(optarg));
           break;
         case kCpu: o.cpu = std::stoi(optarg); break;
         case kQueues: o.queues = uint32_t(std::stoul(optarg)); break;
@@ -548,6 +556,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
   d.force_generic = o.generic;
   d.busy_poll = o.busy_poll;
   d.frame_chunks = o.frame_chunks;
+  d.idle_spin_us = o.idle_spin_us;
   d.engine_cpu = o.cpu;
   d.progress = o.progress;
   s.spin_us = o.spin_us;

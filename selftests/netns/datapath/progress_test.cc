@@ -38,6 +38,30 @@ class AppProgress : public dptest::DatapathFixture {
 
 class ThreadProgress : public dptest::DatapathFixture {};
 
+// DeviceOptions::idle_spin_us: the engine thread keeps polling that long
+// before it sleeps. Transfers are unchanged; an idle thread makes many
+// passes per sleep (the default makes at most 64 idle passes).
+class SpinningThread : public dptest::DatapathFixture {
+ protected:
+  SpinningThread() { idle_spin_us_ = 5000; }
+};
+
+TEST_F(SpinningThread, TransfersAndPollsBeforeSleeping) {
+  Pair p = connect();
+  writes_placed_byte_for_byte(p, {1, 1 << 20, 16 << 20});
+  ASSERT_FALSE(HasFatalFailure());
+  // Idle now: wait for a few sleeps of host 0's engine thread.
+  const auto s0 = h_[0].ctx->progress_stats();
+  const auto end = Clock::now() + scaled(std::chrono::seconds(10));
+  while (h_[0].ctx->progress_stats().thread_sleeps < s0.thread_sleeps + 3 && Clock::now() < end)
+    std::this_thread::yield();
+  const auto s1 = h_[0].ctx->progress_stats();
+  ASSERT_GE(s1.thread_sleeps, s0.thread_sleeps + 3);
+  const double per_sleep =
+      double(s1.thread_passes - s0.thread_passes) / double(s1.thread_sleeps - s0.thread_sleeps);
+  EXPECT_GT(per_sleep, 100) << "passes per sleep with a 5 ms spin";
+}
+
 // Messages of every size class in flight at once, WRITE-with-immediate on
 // the last: data placed, completions in order, and the application threads
 // (not the engine threads) ran the engine while they polled.
