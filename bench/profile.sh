@@ -7,8 +7,10 @@
 # nanoseconds per data packet for each stage.
 #
 #   bench/profile.sh [-b BUILD] [-t SECONDS] [-s BYTES] [-F HZ] [-o DIR] [-l PCT]
-#                    [-M MTU] [-- mrc_perf options]
+#                    [-M MTU] [-S RATE] [-- mrc_perf options]
 #
+# -S RATE: every plane shaped to RATE (tbf in the wire, both directions,
+# `fabric.sh plane RUN P shape RATE`), as bench/compare's shaped section.
 # -M MTU: the veths' MTU (default 3500). Above 3506 pass mrc_perf a payload
 # (-m) and --frame-chunks that fit it, e.g. -M 16200 -- -m 16000 --frame-chunks 5.
 # -l PCT: a grey failure for the whole run, PCT% random loss on plane 1 in
@@ -27,12 +29,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build SECS=5 SIZE=65536 HZ=2999 OUT= LOSS= MTU=3500
-while getopts b:t:s:F:o:l:M:h o; do
+BUILD=$ROOT/build SECS=5 SIZE=65536 HZ=2999 OUT= LOSS= MTU=3500 SHAPE=
+while getopts b:t:s:F:o:l:M:S:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; t) SECS=$OPTARG ;; s) SIZE=$OPTARG ;;
     F) HZ=$OPTARG ;; o) OUT=$OPTARG ;; l) LOSS=$OPTARG ;; M) MTU=$OPTARG ;;
-    *) sed -n '2,24p' "$0"; exit 2 ;;
+    S) SHAPE=$OPTARG ;; *) sed -n '2,26p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -52,9 +54,12 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# The wire (where mrc_fault runs) only when a fault is asked for.
-RUN=$("$FABRIC" up direct planes=4 wire=$([ -n "$LOSS" ] && echo on || echo off) offload=on mtu="$MTU" | tail -1)
+# The wire (where mrc_fault and the shapers run) only when asked for.
+RUN=$("$FABRIC" up direct planes=4 wire=$([ -n "$LOSS$SHAPE" ] && echo on || echo off) offload=on mtu="$MTU" | tail -1)
 STATE=$("$FABRIC" state "$RUN")
+if [ -n "$SHAPE" ]; then
+	for p in 0 1 2 3; do "$FABRIC" plane "$RUN" "$p" shape "$SHAPE" >/dev/null; done
+fi
 # -l 0: the same wire and the same fault program on plane 1, passing
 # everything, to compare with (the program costs CPU of its own: comparing
 # against a wire without it charged that cost to the loss)
