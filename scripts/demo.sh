@@ -53,7 +53,9 @@ fi
 need=("$BUILD/user/tools/mrc_perf" "$BUILD/selftests/fabric/mrc_fault" "$BUILD/bpf/fabric_pass.bpf.o")
 built=1
 for f in "${need[@]}"; do [ -e "$f" ] || built=0; done
-if [ "$built" = 0 ]; then
+# An existing build is brought up to date (ninja does nothing when it is):
+# a checkout updated since its last build must not run stale objects.
+if [ "$built" = 0 ] || [ -f "$BUILD/build.ninja" ]; then
 	say "building into $BUILD (cmake + ninja; a few minutes the first time)"
 	if [ ! -f "$BUILD/build.ninja" ]; then
 		cmake -S "$ROOT" -B "$BUILD" -G Ninja >"${TMPDIR:-/tmp}/mrc-demo-cmake.$$.log" 2>&1 ||

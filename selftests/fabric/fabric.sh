@@ -472,7 +472,10 @@ _fabric_xdp_pass() { # RUN
 		if .wire then "\(.wire.ns)/\(.wire.a)", "\(.wire.ns)/\(.wire.b)"
 		elif ($h[.a.node] and ($h[.b.node] | not)) then "\(.b.ns)/\(.b.ifname)"
 		else empty end' "$(fabric_state "$run")"); do
-		ip -n "${e%/*}" link set dev "${e#*/}" xdpdrv obj "$obj" sec xdp.frags ||
+		# xdp.frags (multi-buffer aware, any MTU); an object built before
+		# it was still has only "xdp" (MTUs up to 3506)
+		ip -n "${e%/*}" link set dev "${e#*/}" xdpdrv obj "$obj" sec xdp.frags 2>/dev/null ||
+			ip -n "${e%/*}" link set dev "${e#*/}" xdpdrv obj "$obj" sec xdp ||
 			{ fabric_err "attaching XDP_PASS to ${e#*/} in ${e%/*} failed"; return 1; }
 	done
 }
