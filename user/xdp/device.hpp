@@ -69,7 +69,8 @@ class Device {
   BindMode mode() const;
 
   // ---- data path ----
-  // Frames from the sockets in round-robin order, up to out.size().
+  // Frames from the sockets in round-robin order, up to out.size() (whole
+  // packets of multi-buffer sockets: see XskSocket::rx).
   uint32_t rx(std::span<RxFrame> out);
   // Each frame back to the fill ring of the socket it came from.
   void release(std::span<const RxFrame> frames);

@@ -143,7 +143,10 @@ class XskSocket {
   explicit operator bool() const { return r_ != nullptr; }
 
   // ---- RX ----
-  // Up to out.size() received frames; 0 when the ring is empty.
+  // Up to out.size() received frames; 0 when the ring is empty. A
+  // multi-buffer socket returns whole packets only, so out must hold a
+  // packet's descriptors (at most kMaxTxChunks with this layer's peers;
+  // libmrc passes 64): a packet larger than out waits in the ring.
   uint32_t rx(std::span<RxFrame> out);
   // Returns frames to this socket's fill ring (any frame of the same Umem).
   void release(std::span<const RxFrame> frames);
