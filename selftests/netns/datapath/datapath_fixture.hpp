@@ -154,11 +154,13 @@ class DatapathFixture : public ::testing::Test {
     }
     ASSERT_TRUE(write(*p.q[0], ms, 0, len, md, 0, id, imm, 0xfeed).ok());
     std::vector<Wc> s, r;
-    ASSERT_TRUE(wait(0, s, [&] { return !s.empty(); }, std::chrono::seconds(60)));
+    ASSERT_TRUE(wait(
+        0, s, [&] { return !s.empty(); }, std::chrono::seconds(60)));
     EXPECT_EQ(s[0].status, core::kWcSuccess) << core::to_string(s[0].status);
     EXPECT_EQ(s[0].byte_len, len);
     if (imm) {
-      ASSERT_TRUE(wait(1, r, [&] { return !r.empty(); }, std::chrono::seconds(10)));
+      ASSERT_TRUE(wait(
+          1, r, [&] { return !r.empty(); }, std::chrono::seconds(10)));
       EXPECT_EQ(r[0].wr_id, 77u);
       EXPECT_EQ(r[0].imm_data, 0xfeedu);
       EXPECT_EQ(r[0].byte_len, len);
@@ -181,9 +183,9 @@ class DatapathFixture : public ::testing::Test {
   // Once plane `port` is back up: rounds of 8 WRITEs of `msg` bytes (the
   // first 8 x msg of src/dst) until host 0's QP sent a quarter of a round on
   // the plane (60 s, scaled); each completes, every byte arrives.
-  void expect_plane_used_again(Pair& p, uint8_t port, const MemoryRegion& ms, const MemoryRegion& md,
-                               const std::vector<uint8_t>& src, const std::vector<uint8_t>& dst,
-                               size_t msg) {
+  void expect_plane_used_again(Pair& p, uint8_t port, const MemoryRegion& ms,
+                               const MemoryRegion& md, const std::vector<uint8_t>& src,
+                               const std::vector<uint8_t>& dst, size_t msg) {
     const uint64_t before = plane_tx(*p.q[0], port);
     std::vector<Wc> s;
     const auto deadline = Clock::now() + scaled(std::chrono::seconds(60));
@@ -191,7 +193,8 @@ class DatapathFixture : public ::testing::Test {
     while (plane_tx(*p.q[0], port) - before < 8 * msg / 4 && Clock::now() < deadline) {
       for (size_t i = 0; i < 8; i++)
         ASSERT_TRUE(write(*p.q[0], ms, i * msg, msg, md, i * msg, 1000 + i).ok());
-      ASSERT_TRUE(wait(0, s, [&] { return s.size() == 8 * (round + 1); }, std::chrono::seconds(60)));
+      ASSERT_TRUE(wait(
+          0, s, [&] { return s.size() == 8 * (round + 1); }, std::chrono::seconds(60)));
       round++;
     }
     EXPECT_GE(plane_tx(*p.q[0], port) - before, 8 * msg / 4 / 2)
