@@ -363,24 +363,24 @@ uint32_t XskSocket::fill_level() const {
 uint32_t XskSocket::reap() {
   xsk_ring_cons* comp = r_->comp;
   uint32_t total = 0;
-  uint64_t buf[kChunk];
+  uint64_t buf[kChunk], spans[kChunk];
   for (;;) {
     uint32_t idx = 0;
     const uint32_t n = xsk_ring_cons__peek(comp, kChunk, &idx);
     if (n == 0) break;
-    uint32_t k = 0;
+    uint32_t k = 0, m = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t a = *xsk_ring_cons__comp_addr(comp, idx + i) & frame_mask_;
-      if (a < tx_base_ || tx_chunks_ == 1) {
+      if (tx_chunks_ == 1 || a < tx_base_)
         buf[k++] = a;
-      } else if ((a - tx_base_) % tx_span_ == 0) {
+      else if (span_of(a) == a)
         // A multi-buffer frame's first descriptor frees it; the kernel
         // completes all its descriptors together (one skb).
-        tx_cache_.put(&a, 1);
-      }
+        spans[m++] = a;
     }
     xsk_ring_cons__release(comp, n);
     cache_.put(buf, k);
+    if (m) tx_cache_.put(spans, m);
     total += n;
     if (n < kChunk) break;
   }
@@ -435,10 +435,8 @@ void XskSocket::tx_cancel(std::span<const TxFrame> frames) {
   FrameCache& cache = tx_chunks_ > 1 ? tx_cache_ : cache_;
   while (i < frames.size()) {
     const uint32_t k = static_cast<uint32_t>(std::min<size_t>(kChunk, frames.size() - i));
-    // A multi-buffer frame's start (tx_span_ need not be a power of two).
     for (uint32_t j = 0; j < k; ++j)
-      buf[j] = tx_chunks_ > 1 ? tx_base_ + (frames[i + j].addr - tx_base_) / tx_span_ * tx_span_
-                              : frames[i + j].addr & frame_mask_;
+      buf[j] = tx_chunks_ > 1 ? span_of(frames[i + j].addr) : frames[i + j].addr & frame_mask_;
     cache.put(buf, k);
     i += k;
   }

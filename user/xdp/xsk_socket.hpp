@@ -208,6 +208,11 @@ class XskSocket {
 
  private:
   void kick_tx();
+  // Start of the multi-buffer TX frame holding UMEM address addr (tx_span_
+  // need not be a power of two).
+  uint64_t span_of(uint64_t addr) const {
+    return tx_base_ + (addr - tx_base_) / tx_span_ * tx_span_;
+  }
   // Descriptors tx_submit() writes for f (1 for single-frame sockets).
   uint32_t descs_of(const TxFrame& f) const {
     if (tx_chunks_ == 1) return 1;
