@@ -513,7 +513,7 @@ void Engine::enter_rts(Qp& q) {
   q.retries = 0;
   CcProfile cc = cfg_.default_cc;
   if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
-  q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu);
+  q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target);
   q.reo_wnd = cfg_.min_reorder;
 }
 

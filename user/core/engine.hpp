@@ -72,6 +72,15 @@ struct EngineConfig {
   bool report_all_ev_events = false;  // also SKIP, promotions, probe failures
   // Congestion control of QPs without a CC profile (id 0).
   CcProfile default_cc;
+  // Floor of NSCC's target queueing delay when a profile leaves it to the
+  // engine (target_delay 0: the learned base RTT, the smallest RTT seen). On
+  // a software host that minimum is a round trip in which neither engine
+  // thread had to wake up; most round trips carry one or two wake-ups
+  // without any queue, which a target of a few microseconds reads as
+  // congestion (quick adapt). A floor above the host's wake-up delay keeps
+  // one QP's window open on CPU-bound hosts, but lets shaped bottlenecks
+  // queue more: performance.md, "NSCC on software hosts", measures both.
+  Time cc_min_target = 4'000;
 };
 
 // Frames go out through this interface, one call pair per frame, no copies

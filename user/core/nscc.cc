@@ -9,10 +9,10 @@ constexpr double kDelayAlpha = 0.0125;   // EWMA gain of the average queueing de
 constexpr double kRefBdp = 150000.0;     // 100 Gbit/s x 12 us, htsim's scaling reference
 constexpr double kRefRtt = 12000.0;      // ns
 constexpr uint64_t kFastDelay = 1000;    // ns: "no queue" for fast increase
-constexpr uint64_t kMinTarget = 4000;    // ns
 }  // namespace
 
-void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_bytes) {
+void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_bytes,
+                     uint64_t min_target) {
   const NsccConfig& c = prof.nscc;
   p_ = Params{};
   p_.enabled = prof.enabled;
@@ -22,6 +22,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.max_cwnd = std::max<uint64_t>(p_.max_cwnd, mtu);
   p_.base_rtt = c.base_rtt;
   p_.target_delay = c.target_delay;
+  p_.min_target = min_target;
   p_.qa_threshold = c.qa_threshold;
   p_.qa_gate = c.qa_gate ? c.qa_gate : 3;
   p_.adjust_bytes = c.adjust_bytes_threshold ? c.adjust_bytes_threshold : 8ull * mtu;
@@ -34,7 +35,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.max_md_jump = c.max_md_jump > 0 ? c.max_md_jump : 0.5;
   cwnd_ = p_.max_cwnd;
   base_rtt_ = p_.base_rtt;
-  target_ = p_.target_delay ? p_.target_delay : std::max<uint64_t>(base_rtt_, kMinTarget);
+  target_ = p_.target_delay ? p_.target_delay : std::max<uint64_t>(base_rtt_, p_.min_target);
   inc_ = 0;
   received_ = achieved_ = ignore_bytes_ = low_delay_bytes_ = 0;
   last_adjust_ = last_dec_ = qa_window_end_ = 0;
@@ -46,7 +47,7 @@ void Nscc::update_base(uint64_t rtt) {
   if (p_.base_rtt || !rtt) return;
   if (!base_rtt_ || rtt < base_rtt_) {
     base_rtt_ = rtt;
-    if (!p_.target_delay) target_ = std::max<uint64_t>(base_rtt_, kMinTarget);
+    if (!p_.target_delay) target_ = std::max<uint64_t>(base_rtt_, p_.min_target);
   }
 }
 

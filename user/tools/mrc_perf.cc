@@ -142,6 +142,7 @@ FILE* g_ev_log = nullptr;
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       tx_quantum,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
+      "                       cc_min_target_us (floor of a learned target),\n"
       "                       cc_qa (0: NSCC without quick adapt), cc_max_cwnd,\n"
       "                       cc_base_rtt_us, report_all_ev_events,\n"
       "                       probe_rate (EV probes per second, all QPs; 0: no limit),\n"
@@ -519,6 +520,8 @@ void apply_engine(core::EngineConfig& e,
       e.auto_active_per_port = uint32_t(n);
     else if (k == "cc_target_delay_us")
       e.default_cc.nscc.target_delay = uint32_t(us);
+    else if (k == "cc_min_target_us")
+      e.cc_min_target = us;
     else if (k == "cc_max_cwnd")
       e.default_cc.nscc.max_cwnd = uint32_t(n);
     else if (k == "cc_base_rtt_us")
