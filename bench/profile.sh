@@ -25,7 +25,9 @@
 # On a VM without PMU counters perf samples with the cpu-clock timer: work
 # done with interrupts disabled is charged to the point where they are
 # enabled again (_raw_spin_unlock_irqrestore, page_frag_free, ...), which
-# this script counts in the kernel stage it belongs to.
+# this script counts in the kernel stage it belongs to; with call chains
+# (perf record -g) such a sample whose caller is a wire shaper's dequeue
+# (tbf/htb, -S) counts as "qdisc shaper".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -81,7 +83,7 @@ SPID=$!
 sleep 0.5
 # `ip netns exec` and the shell exec the tools: these PIDs are mrc_perf's.
 echo "$SPID" >"$OUT/pids"
-perf record -q -a -F "$HZ" -o "$OUT/perf.data" -- \
+perf record -q -a -g -F "$HZ" -o "$OUT/perf.data" -- \
   sh -c 'echo $$ >>"$0/pids"; exec ip netns exec "$@"' "$OUT" "$NSA" "$PERF" client "$B0" -d "$DEVA" \
   -s "$SIZE" -D "$SECS" --no-mrcd --counters "$@" >"$OUT/client.log" 2>&1 &
 PPID_=$!
@@ -107,6 +109,13 @@ gbps = re.search(r"total: ([\d.]+) Gbit/s", open(f"{out}/client.log").read())
 gbps = float(gbps.group(1)) if gbps else 0.0
 data_pkts = c_tx  # data packets (and probes) the client sent
 
+# The wire's shapers (-S): their dequeue runs in the sender's softirq and,
+# when the bucket is empty, re-arms the qdisc watchdog timer.
+SHAPER = r"^tbf_|^htb_|qdisc_watchdog"
+# Samples charged to where interrupts are enabled again (no PMU: cpu-clock
+# sampling) or to a lock: the caller that did the work decides the stage.
+IRQ_SPOT = re.compile(r"_raw_spin_unlock_irq|_raw_spin_unlock_bh|queued_spin|pv_native_safe|__local_bh_enable")
+WAKE = re.compile(r"try_to_wake_up|__wake_up|sock_def_readable|schedule|ppoll|futex")
 # First match wins.
 STAGES = [
     ("ICRC (ISA-L crc32)", r"crc32|crc_"),
@@ -120,31 +129,63 @@ STAGES = [
     ("kernel AF_XDP TX (frame -> skb)", r"xsk_sendmsg|__xsk_generic_xmit|xsk_build_skb|xsk_destruct_skb|sock_wfree|sock_alloc_send|__dev_direct_xmit|xsk_cq|alloc_skb|kmem_cache|kmalloc|kfree|__build_skb|skb_release|consume_skb|__alloc_skb|skb_put|skb_store_bits|xsk_tx_"),
     ("kernel veth + XDP + AF_XDP RX", r"veth_|bpf_prog_|xdp_|^__xsk_|xsk_rcv|xsk_map|__xsk_map|page_frag|skb_pp_cow|napi|net_rx_action|handle_softirqs|do_softirq|__local_bh_enable|sock_def_readable|xp_alloc|xsk_poll|page_pool|__netif|netif_|dev_hard_start|validate_xmit|xsk_generic_rcv|bpf_"),
     ("kernel memcpy", r"^__pi_memcpy|^memcpy|copy_user|memcpy_orig|rep_movs"),
+    ("qdisc shaper (tbf/htb dequeue, its timer)", SHAPER),
     ("scheduler, wakeups, locks", r"schedule|finish_task_switch|try_to_wake_up|_raw_spin|queued_spin|pv_native|wake_up|futex|hrtimer|update_|enqueue|dequeue|pick_next|select_task|ttwu|tick_|sysvec|asm_|irq_"),
 ]
 rx = [(n, re.compile(p)) for n, p in STAGES]
 by = collections.Counter()
 pids = set()
 total = 0
-for line in open(f"{out}/samples.txt"):
+shaper_rx = re.compile(SHAPER)
+def samples(path):
+    """(header line, [(symbol, dso), leaf first]) per sample of `perf script` with -g."""
+    head, stack = None, []
+    for line in open(path):
+        if not line.strip():
+            if head:
+                yield head, stack
+            head, stack = None, []
+        elif line[0] in " \t" and head:
+            f = line.split(None, 1)
+            if len(f) == 2:
+                sym_, _, dso_ = f[1].strip().rpartition(" (")
+                stack.append((re.sub(r"\+0x[0-9a-f]+$", "", sym_), dso_.rstrip(")")))
+        else:
+            head, stack = line, []
+    if head:
+        yield head, stack
+for line, stack in samples(f"{out}/samples.txt"):
     parts = line.split()
     if len(parts) < 3:
         continue
     comm = parts[0]
     if comm != "mrc_perf":
         continue
-    # comm pid [cpu] ip sym (dso) -- the symbol may contain spaces
-    m = re.match(r"\s*(\S+)\s+(\d+)\s+\[(\d+)\]\s+[0-9a-f]+\s+(.*?)\s+\(([^)]*)\)\s*$", line)
+    # comm pid [cpu] (with -g: time: and the event follow, the stack below)
+    m = re.match(r"\s*(\S+)\s+(\d+)\s+\[(\d+)\]", line)
     if not m or int(m.group(2)) not in ours:
         continue
-    sym, dso = m.group(4), m.group(5)
-    sym = re.sub(r"\+0x[0-9a-f]+$", "", sym)
+    if stack:
+        sym, dso = stack[0]
+    else:
+        m2 = re.match(r".*?\s+[0-9a-f]+\s+(.*?)\s+\(([^)]*)\)\s*$", line)
+        if not m2:
+            continue
+        sym, dso = re.sub(r"\+0x[0-9a-f]+$", "", m2.group(1)), m2.group(2)
     total += 1
     name = "other (" + ("kernel" if "kernel" in dso else "user") + ")"
     for n, r in rx:
         if r.search(sym):
             name = n
             break
+    if IRQ_SPOT.search(sym):
+        # Walk up to the first caller that says whose work it was.
+        for f, _ in stack[1:]:
+            if shaper_rx.search(f):
+                name = "qdisc shaper (tbf/htb dequeue, its timer)"
+                break
+            if WAKE.search(f):
+                break
     by[name] += 1
 ns_per_sample = 1e9 / hz
 rows = []
