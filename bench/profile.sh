@@ -111,7 +111,8 @@ data_pkts = c_tx  # data packets (and probes) the client sent
 
 # The wire's shapers (-S): their dequeue runs in the sender's softirq and,
 # when the bucket is empty, re-arms the qdisc watchdog timer.
-SHAPER = r"^tbf_|^htb_|qdisc_watchdog"
+SHAPER = "qdisc shaper (tbf/htb dequeue, its timer)"
+SHAPER_RX = re.compile(r"^tbf_|^htb_|qdisc_watchdog")
 # Samples charged to where interrupts are enabled again (no PMU: cpu-clock
 # sampling) or to a lock: the caller that did the work decides the stage.
 IRQ_SPOT = re.compile(r"_raw_spin_unlock_irq|_raw_spin_unlock_bh|queued_spin|pv_native_safe|__local_bh_enable")
@@ -129,14 +130,12 @@ STAGES = [
     ("kernel AF_XDP TX (frame -> skb)", r"xsk_sendmsg|__xsk_generic_xmit|xsk_build_skb|xsk_destruct_skb|sock_wfree|sock_alloc_send|__dev_direct_xmit|xsk_cq|alloc_skb|kmem_cache|kmalloc|kfree|__build_skb|skb_release|consume_skb|__alloc_skb|skb_put|skb_store_bits|xsk_tx_"),
     ("kernel veth + XDP + AF_XDP RX", r"veth_|bpf_prog_|xdp_|^__xsk_|xsk_rcv|xsk_map|__xsk_map|page_frag|skb_pp_cow|napi|net_rx_action|handle_softirqs|do_softirq|__local_bh_enable|sock_def_readable|xp_alloc|xsk_poll|page_pool|__netif|netif_|dev_hard_start|validate_xmit|xsk_generic_rcv|bpf_"),
     ("kernel memcpy", r"^__pi_memcpy|^memcpy|copy_user|memcpy_orig|rep_movs"),
-    ("qdisc shaper (tbf/htb dequeue, its timer)", SHAPER),
+    (SHAPER, SHAPER_RX.pattern),
     ("scheduler, wakeups, locks", r"schedule|finish_task_switch|try_to_wake_up|_raw_spin|queued_spin|pv_native|wake_up|futex|hrtimer|update_|enqueue|dequeue|pick_next|select_task|ttwu|tick_|sysvec|asm_|irq_"),
 ]
 rx = [(n, re.compile(p)) for n, p in STAGES]
 by = collections.Counter()
-pids = set()
 total = 0
-shaper_rx = re.compile(SHAPER)
 def samples(path):
     """(header line, [(symbol, dso), leaf first]) per sample of `perf script` with -g."""
     head, stack = None, []
@@ -161,17 +160,11 @@ for line, stack in samples(f"{out}/samples.txt"):
     comm = parts[0]
     if comm != "mrc_perf":
         continue
-    # comm pid [cpu] (with -g: time: and the event follow, the stack below)
+    # comm pid [cpu]; the stack follows, leaf first
     m = re.match(r"\s*(\S+)\s+(\d+)\s+\[(\d+)\]", line)
-    if not m or int(m.group(2)) not in ours:
+    if not m or int(m.group(2)) not in ours or not stack:
         continue
-    if stack:
-        sym, dso = stack[0]
-    else:
-        m2 = re.match(r".*?\s+[0-9a-f]+\s+(.*?)\s+\(([^)]*)\)\s*$", line)
-        if not m2:
-            continue
-        sym, dso = re.sub(r"\+0x[0-9a-f]+$", "", m2.group(1)), m2.group(2)
+    sym, dso = stack[0]
     total += 1
     name = "other (" + ("kernel" if "kernel" in dso else "user") + ")"
     for n, r in rx:
@@ -181,8 +174,8 @@ for line, stack in samples(f"{out}/samples.txt"):
     if IRQ_SPOT.search(sym):
         # Walk up to the first caller that says whose work it was.
         for f, _ in stack[1:]:
-            if shaper_rx.search(f):
-                name = "qdisc shaper (tbf/htb dequeue, its timer)"
+            if SHAPER_RX.search(f):
+                name = SHAPER
                 break
             if WAKE.search(f):
                 break

@@ -80,7 +80,7 @@ struct EngineConfig {
   // congestion (quick adapt). A floor above the host's wake-up delay keeps
   // one QP's window open on CPU-bound hosts, but lets shaped bottlenecks
   // queue more: performance.md, "NSCC on software hosts", measures both.
-  Time cc_min_target = 4'000;
+  Time cc_min_target = kNsccMinTarget;
 };
 
 // Frames go out through this interface, one call pair per frame, no copies

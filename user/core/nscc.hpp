@@ -21,7 +21,7 @@ class Nscc {
     uint64_t max_cwnd = 4 << 20;
     uint64_t base_rtt = 0;  // 0: learned (minimum RTT seen)
     uint64_t target_delay = 0;  // 0: derived from base_rtt
-    uint64_t min_target = 4000;  // floor of a derived target
+    uint64_t min_target = kNsccMinTarget;  // floor of a derived target
     uint64_t qa_threshold = 0;  // 0: 4 x target
     uint8_t qa_gate = 3;
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
@@ -32,8 +32,7 @@ class Nscc {
   Nscc() = default;
   // `min_target` is the floor of a target derived from the base RTT
   // (EngineConfig::cc_min_target).
-  void configure(const CcProfile& p, uint32_t mtu, uint64_t mpr_window_bytes,
-                 uint64_t min_target = 4000);
+  void configure(const CcProfile& p, uint32_t mtu, uint64_t mpr_window_bytes, uint64_t min_target);
 
   bool enabled() const { return p_.enabled; }
   // Bytes that may be in flight. Unlimited (~0) when CC is disabled.

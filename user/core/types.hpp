@@ -231,6 +231,10 @@ struct EvProfile {
   uint32_t active_per_plane = 0;  // 0: half of each plane's EVs are active
 };
 
+// Floor of an NSCC target delay derived from the base RTT, ns
+// (EngineConfig::cc_min_target's default).
+inline constexpr uint64_t kNsccMinTarget = 4000;
+
 // mrc_ctl_cc_nscc_cfg, with units as there. Zero fields take engine defaults.
 struct NsccConfig {
   bool disable_qa = false;
