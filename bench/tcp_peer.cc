@@ -5,7 +5,8 @@
 //   tcp_peer client --connect ADDR [--port P] [--mode tcp|tcp-multi|mptcp]
 //                   [--flows N] [--duration S | --bytes N] [--verify]
 //                   [--bind ADDR] [--sport P[,P...]]
-//                   [--pingpong --msg-size B (--iters N | --duration S)] [--sample-ms 10]
+//                   [--pingpong --msg-size B (--iters N | --duration S) [--spin-us N]]
+//                   [--sample-ms 10]
 //   --cc ALGO sets TCP_CONGESTION on every socket (e.g. cubic; default: the
 //   namespace's default, bbr on the project machines).
 //
@@ -20,6 +21,10 @@
 // (an ECMP route then hashes each flow to a known next hop). --pingpong
 // measures round trips of --msg-size byte messages (--iters of them, or as
 // many as fit in --duration) and prints p50/p99/p99.9 in microseconds.
+// --spin-us N (ping-pong): both ends poll the socket (non-blocking recv) for
+// up to N us before each blocking wait, as a polling RDMA application does
+// (mrc_perf -l --progress app --spin-us N); the server learns it from the
+// client's hello.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -58,6 +63,7 @@ struct Hello {
   uint16_t flow;
   uint32_t msg_size;
   uint32_t flows;
+  uint32_t spin_us;  // ping-pong: poll this long before a blocking recv
 } __attribute__((packed));
 
 struct Opts {
@@ -68,6 +74,7 @@ struct Opts {
   uint64_t bytes = 0;
   bool verify = false, pingpong = false, forever = false;
   uint32_t msg_size = 64, iters = 1000;
+  uint32_t spin_us = 0;  // --spin-us (ping-pong)
   bool iters_set = false;
   std::vector<uint16_t> sports;  // client: source port of flow i
   unsigned sample_ms = 10;
@@ -136,11 +143,21 @@ void set_timeouts(int fd, int ms) {
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-// Reads exactly n bytes before the deadline.
-bool read_full(int fd, void* p, size_t n, uint64_t deadline) {
+// Reads exactly n bytes before the deadline. spin_ns: each time the socket
+// has nothing, poll it with non-blocking reads for up to that long, then block.
+bool read_full(int fd, void* p, size_t n, uint64_t deadline, uint64_t spin_ns = 0) {
   auto* b = static_cast<uint8_t*>(p);
   while (n) {
-    ssize_t r = recv(fd, b, n, 0);
+    ssize_t r = -1;
+    if (spin_ns) {
+      const uint64_t until = now_ns() + spin_ns;
+      do {
+        r = recv(fd, b, n, MSG_DONTWAIT);
+      } while (r < 0 && errno == EAGAIN && now_ns() < until);
+      if (r < 0 && errno == EAGAIN) r = recv(fd, b, n, 0);
+    } else {
+      r = recv(fd, b, n, 0);
+    }
     if (r > 0) {
       b += r, n -= size_t(r);
     } else if (r == 0 || (errno != EAGAIN && errno != EINTR) || now_ns() > deadline) {
@@ -261,6 +278,7 @@ int server(const Opts& o) {
     std::mutex mu;
     uint32_t flows = 1;
     bool pingpong = false, verify = false;
+    uint32_t spin_us = 0;
     uint64_t t0 = 0, t_last = 0;
     int accepted = 0;
     while (accepted < int(flows)) {
@@ -283,6 +301,7 @@ int server(const Opts& o) {
         flows = std::max<uint32_t>(1, h.flows);
         pingpong = h.pingpong;
         verify = h.verify;
+        spin_us = h.pingpong ? h.spin_us : 0;
         t0 = now_ns();
         if (!pingpong) sampler.start(t0, &flow_rx, flows);
       }
@@ -292,7 +311,7 @@ int server(const Opts& o) {
         uint64_t off = 0;
         if (h.pingpong) {
           while (now_ns() < deadline) {
-            if (!read_full(fd, buf.data(), h.msg_size, deadline)) break;
+            if (!read_full(fd, buf.data(), h.msg_size, deadline, uint64_t(h.spin_us) * 1000)) break;
             if (!write_full(fd, buf.data(), h.msg_size, deadline)) break;
             received.fetch_add(h.msg_size, std::memory_order_relaxed);
           }
@@ -327,12 +346,12 @@ int server(const Opts& o) {
     const double secs = double(t_last - t0) / 1e9;
     const uint64_t total = received.load();
     std::printf("{\"summary\":{\"role\":\"server\",\"mode\":\"%s\",\"flows\":%u,\"bytes\":%" PRIu64
-                ",\"secs\":%.3f,\"gbps\":%.4f,\"verify\":\"%s\",\"errors\":%d}}\n",
+                ",\"secs\":%.3f,\"gbps\":%.4f,\"verify\":\"%s\",\"errors\":%d,\"spin_us\":%u}}\n",
                 o.mode.c_str(), flows, total, secs, secs > 0 ? double(total) * 8 / secs / 1e9 : 0.0,
                 !verify       ? "off"
                 : verify_fail ? "failed"
                               : "ok",
-                errors.load());
+                errors.load(), spin_us);
     std::fflush(stdout);
     if (verify && verify_fail) rc = 3;
   } while (o.forever && now_ns() < deadline);
@@ -386,8 +405,8 @@ int client(const Opts& o) {
       usleep(50000);
     }
     set_timeouts(fd, 200);
-    Hello h{kMagic,      uint8_t(o.pingpong), uint8_t(o.verify),
-            uint16_t(f), o.msg_size,          uint32_t(flows)};
+    Hello h{kMagic,     uint8_t(o.pingpong), uint8_t(o.verify), uint16_t(f),
+            o.msg_size, uint32_t(flows),     o.spin_us};
     if (!write_full(fd, &h, sizeof(h), now_ns() + 5000000000ull)) {
       std::fprintf(stderr, "tcp_peer: hello: %s\n", std::strerror(errno));
       return 1;
@@ -406,7 +425,7 @@ int client(const Opts& o) {
     for (uint32_t i = 0; i < iters && now_ns() < stop; i++) {
       uint64_t a = now_ns();
       if (!write_full(fds[0], buf.data(), buf.size(), deadline) ||
-          !read_full(fds[0], in.data(), in.size(), deadline))
+          !read_full(fds[0], in.data(), in.size(), deadline, uint64_t(o.spin_us) * 1000))
         break;
       us.push_back(double(now_ns() - a) / 1e3);
     }
@@ -419,10 +438,10 @@ int client(const Opts& o) {
     auto pct = [&](double q) { return us[std::min(us.size() - 1, size_t(q * double(us.size())))]; };
     std::printf(
         "{\"summary\":{\"role\":\"client\",\"mode\":\"%s\",\"pingpong\":true,\"msg_size\":%u,"
-        "\"iters\":%zu,"
+        "\"iters\":%zu,\"spin_us\":%u,"
         "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"min_us\":%.1f,\"max_us\":%.1f}}\n",
-        o.mode.c_str(), o.msg_size, us.size(), pct(0.5), pct(0.99), pct(0.999), us.front(),
-        us.back());
+        o.mode.c_str(), o.msg_size, us.size(), o.spin_us, pct(0.5), pct(0.99), pct(0.999),
+        us.front(), us.back());
     return (o.duration > 0 || us.size() == o.iters) ? 0 : 1;
   }
   std::atomic<uint64_t> sent{0};
@@ -484,8 +503,10 @@ int usage() {
       "N]\n"
       "                       [--timeout S] [--forever] [--cc ALGO]\n"
       "       tcp_peer client --connect ADDR [--port P] [--mode tcp|tcp-multi|mptcp] [--flows N]\n"
-      "                       [--duration S | --bytes N] [--verify] [--bind ADDR] [--sport P[,P...]]\n"
-      "                       [--sample-ms N] [--pingpong --msg-size B (--iters N | --duration S)]\n"
+      "                       [--duration S | --bytes N] [--verify] [--bind ADDR] [--sport "
+      "P[,P...]]\n"
+      "                       [--sample-ms N] [--pingpong --msg-size B (--iters N | --duration S)\n"
+      "                       [--spin-us N]]\n"
       "                       [--timeout S] [--cc ALGO]\n");
   return 2;
 }
@@ -525,6 +546,8 @@ int main(int argc, char** argv) {
       o.bytes = std::strtoull(v, nullptr, 10);
     } else if (a == "--msg-size") {
       o.msg_size = uint32_t(std::strtoul(v, nullptr, 10));
+    } else if (a == "--spin-us") {
+      o.spin_us = uint32_t(std::strtoul(v, nullptr, 10));
     } else if (a == "--iters") {
       o.iters = uint32_t(std::strtoul(v, nullptr, 10));
       o.iters_set = true;

@@ -2,8 +2,10 @@
 // injection program (mrc_fault.bpf.c) by link name from a fabric state file.
 // Documentation/fabric.md, "Fault injection", describes every option.
 #include <linux/if_link.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -291,7 +293,15 @@ Status Tool::attach(const Attachment& at) {
   if (!skel) return make_error(errno ? errno : ENOMEM, "opening the mrc_fault BPF object");
   if (int err = mrc_fault__load(skel.get()))
     return errno_error(err, "loading mrc_fault (verifier)");
+  // Pins need a bpf filesystem: say so instead of failing to mkdir in sysfs.
+  fs::path base = at.pin_dir;
   std::error_code ec;
+  while (!base.empty() && base != base.root_path() && !fs::exists(base, ec))
+    base = base.parent_path();
+  if (struct statfs sf{}; statfs(base.c_str(), &sf) == 0 && sf.f_type != BPF_FS_MAGIC)
+    return make_error(ENOTSUP, base.string() + " is not a bpf filesystem (mount -t bpf bpf " +
+                                   base.string() + "; fabric.sh fault does it): cannot pin " +
+                                   at.pin_dir);
   fs::create_directories(at.pin_dir, ec);
   if (ec) return make_error(ec.value(), "creating " + at.pin_dir);
   const std::pair<bpf_map*, const char*> maps[] = {{skel->maps.fault_cfg, "cfg"},

@@ -87,6 +87,12 @@ t_eq "ping-pong: iterations" "$(jq .summary.iters <<<"$pp")" 300
 t_check "ping-pong: 0 < p50 <= p99 <= p99.9" \
 	bash -c "jq -e '.summary | .p50_us > 0 and .p50_us <= .p99_us and .p99_us <= .p999_us' >/dev/null <<<'$pp'"
 t_check "ping-pong over mptcp" xfer mptcp --pingpong --msg-size 64 --iters 200
+t_check "ping-pong, both ends polling 50 us" xfer tcp --pingpong --msg-size 64 --iters 300 --spin-us 50
+pp=$(grep summary "$T_TMP/cli.json")
+t_eq "ping-pong polling: iterations" "$(jq .summary.iters <<<"$pp")" 300
+t_eq "ping-pong polling: client spin" "$(jq .summary.spin_us <<<"$pp")" 50
+t_eq "ping-pong polling: server spin (from the hello)" "$(summary spin_us)" 50
+t_eq "ping-pong polling: bytes echoed" "$(summary bytes)" $((300 * 64))
 
 # clos: the server signals its plane-1 address, the client opens the subflow
 # through plane 1's leaf and spines
