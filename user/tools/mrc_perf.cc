@@ -74,6 +74,7 @@ struct Opts {
   int live_min = -1;               // --tx live/N: DeviceOptions::live_tx_min (-1: default)
   Progress progress = Progress::kThread;  // --progress: thread or app
   uint32_t spin_us = 0;                   // --spin-us: polling before sleeping (app)
+  uint32_t progress_idle_us = 0;          // --progress-idle-us (0: the library's default)
   uint32_t clients = 1;  // server: clients served at once
   uint32_t slots = 0;    // message slots per QP (0: 2 x inflight)
   std::vector<std::pair<std::string, std::string>> engine;  // --engine KEY=VALUE
@@ -116,6 +117,8 @@ FILE* g_ev_log = nullptr;
       "                       completions; the engine thread only as a fallback)\n"
       "      --spin-us N      --progress app: poll for N us before sleeping in\n"
       "                       Context::progress() (0: sleep after 16 empty passes)\n"
+      "      --progress-idle-us N  --progress app: the engine thread takes over when\n"
+      "                       no pass came for N us (DeviceOptions::progress_idle_us)\n"
       "      --cpu N          pin the engine thread\n"
       "      --queues N       rx queues per interface with a socket (all)\n"
       "      --no-cc          congestion control off\n"
@@ -197,7 +200,8 @@ Opts parse(int argc, char** argv) {
     kEvProfile,
     kCcProfile,
     kProgress,
-    kSpinUs
+    kSpinUs,
+    kProgressIdle
   };
   static const option lo[] = {{"dev", required_argument, nullptr, 'd'},
                               {"port", required_argument, nullptr, 'p'},
@@ -238,6 +242,7 @@ Opts parse(int argc, char** argv) {
                               {"cc-profile", required_argument, nullptr, kCcProfile},
                               {"progress", required_argument, nullptr, kProgress},
                               {"spin-us", required_argument, nullptr, kSpinUs},
+                              {"progress-idle-us", required_argument, nullptr, kProgressIdle},
                               {nullptr, 0, nullptr, 0}};
   optind = o.server ? 2 : 3;
   int c;
@@ -325,6 +330,10 @@ Opts parse(int argc, char** argv) {
           break;
         case kSpinUs:
           o.spin_us = uint32_t(std::stoul(optarg));
+          break;
+        case kProgressIdle:
+          o.progress_idle_us = uint32_t(std::stoul(optarg));
+          if (!o.progress_idle_us) throw std::invalid_argument("--progress-idle-us: at least 1");
           break;
         case kProgress:
           if (!std::strcmp(optarg, "thread"))
@@ -563,6 +572,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
   d.engine_cpu = o.cpu;
   d.progress = o.progress;
   s.spin_us = o.spin_us;
+  if (o.progress_idle_us) d.progress_idle_us = o.progress_idle_us;
   d.queues = o.queues;
   d.tx = o.tx;
   if (o.live_min >= 0) d.live_tx_min = uint32_t(o.live_min);
