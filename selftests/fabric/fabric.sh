@@ -495,6 +495,9 @@ fabric_up() {
 	_fabric_parse_params "${args[@]}" || return 2
 	_fabric_validate || return 2
 	[ "$(id -u)" = 0 ] || { fabric_err "needs root"; return 1; }
+	# The run's fault programs pin under $FABRIC_BPFFS (mrc_fault, from any
+	# caller): a machine booted without systemd may not have it mounted.
+	fabric_ensure_bpffs || { fabric_err "cannot mount a bpffs at $FABRIC_BPFFS"; return 1; }
 	_F_MACPFX=$(od -An -N2 -tx1 /dev/urandom | tr -s ' ' | sed 's/^ //; s/ /:/')
 	_fabric_reset
 	if [ "$_F_TOPO" = direct ]; then _fabric_build_direct; else _fabric_build_clos; fi

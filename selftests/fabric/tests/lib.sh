@@ -58,8 +58,6 @@ trap 'exit 130' INT TERM
 
 # t_up ARGS... -> sets R (run id); the run is torn down at exit.
 t_up() {
-	# mrc_fault pins under the fabric's bpffs: a fresh boot may not have it
-	fabric_ensure_bpffs || { echo "FAIL $T_NAME: no bpf filesystem at $FABRIC_BPFFS"; exit 1; }
 	R=$(fabric_up "$@") || { echo "FAIL $T_NAME: fabric_up $*"; exit 1; }
 	T_RUNS+=("$R")
 	ST=$(fabric_state "$R")
