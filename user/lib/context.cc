@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,6 +141,14 @@ struct Context::Impl {
   // kApplication: an application thread drives progress until this time
   // (its last pass or the end of its sleep, plus progress_idle_us).
   std::atomic<core::Time> app_until{0};
+  // kApplication: the engine thread sleeps on this timer while it stands
+  // aside. Application threads push it out (at most every half
+  // progress_idle_us, one timerfd_settime), so a thread that keeps polling
+  // never wakes the engine thread; it fires progress_idle_us after the last
+  // pass (or sleep) that armed it. idle_armed: its current expiry.
+  int idle_tfd = -1;
+  std::atomic<core::Time> idle_armed{0};
+  std::atomic<uint64_t> stand_aside_wakes{0};
   std::atomic<core::Time> next_links{0};
   int wake_fd = -1, async_fd = -1;
   lib::MpmcQueue<QpRings*> ready{65536};
@@ -368,7 +377,9 @@ struct Context::Impl {
   // A pass from an application thread (kApplication); false without one
   // when another thread holds the engine.
   bool app_step() {
-    app_until.store(mono_ns() + core::Time(opts.progress_idle_us) * 1000, std::memory_order_relaxed);
+    const core::Time now = mono_ns(), idle = core::Time(opts.progress_idle_us) * 1000;
+    app_until.store(now + idle, std::memory_order_relaxed);
+    arm_idle(now, now + idle);
     std::unique_lock<std::mutex> lk(mu, std::try_to_lock);
     if (!lk.owns_lock()) return false;
     pstats.app_passes++;
@@ -411,8 +422,11 @@ struct Context::Impl {
       return;
     }
     const core::Time wait = deadline == core::kNever ? max_wait : std::min<core::Time>(deadline - now, max_wait);
-    if (app)
-      app_until.store(now + wait + core::Time(opts.progress_idle_us) * 1000, std::memory_order_relaxed);
+    if (app) {
+      const core::Time until = now + wait + core::Time(opts.progress_idle_us) * 1000;
+      app_until.store(until, std::memory_order_relaxed);
+      arm_idle(now, until);
+    }
     thread_local std::vector<pollfd> pfds;
     auto fds = dev.poll_fds();
     pfds.assign(fds.begin(), fds.end());
@@ -427,6 +441,25 @@ struct Context::Impl {
     // The link monitor's fd (if any) is the last of the device's fds.
     if (r > 0 && fds.size() > dev.sockets().size() && pfds[fds.size() - 1].revents)
       next_links.store(0, std::memory_order_relaxed);
+  }
+
+  // Moves the engine thread's stand-aside timer to `until` unless it is
+  // already within half of progress_idle_us of it (so a thread that keeps
+  // polling re-arms it every half progress_idle_us); one of racing threads
+  // does it. force: always (the engine thread, after the timer fired).
+  void arm_idle(core::Time now, core::Time until, bool force = false) {
+    if (idle_tfd < 0) return;
+    core::Time armed = idle_armed.load(std::memory_order_relaxed);
+    const core::Time half = core::Time(opts.progress_idle_us) * 500;
+    if (force) {
+      idle_armed.store(until, std::memory_order_relaxed);
+    } else {
+      if (armed > now && armed + half >= until && armed <= until + half) return;
+      if (!idle_armed.compare_exchange_strong(armed, until, std::memory_order_relaxed)) return;
+    }
+    itimerspec its{};
+    its.it_value = {time_t(until / 1'000'000'000ull), long(until % 1'000'000'000ull)};
+    (void)timerfd_settime(idle_tfd, TFD_TIMER_ABSTIME, &its, nullptr);
   }
 
   // One pass: posts, receive, completions, transmit. may_defer_tx (an
@@ -549,13 +582,21 @@ struct Context::Impl {
       if (app_mode()) {
         const core::Time now = mono_ns(), until = app_until.load(std::memory_order_relaxed);
         if (now < until) {
-          pollfd p{wake_fd, POLLIN, 0};
-          const core::Time wait = until - now;
+          // Sleep until the timer fires (no application pass pushed it out),
+          // a stop, or a 100 ms backstop. Woken with app_until still ahead
+          // (the timer was armed before the last passes, or racing threads
+          // armed it out of order): set it to app_until.
+          arm_idle(now, until, true);
+          pollfd p[2] = {{wake_fd, POLLIN, 0}, {idle_tfd, POLLIN, 0}};
+          const core::Time wait =
+              idle_tfd < 0 ? until - now : std::max<core::Time>(until - now, 100'000'000);
           timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
-          if (ppoll(&p, 1, &ts, nullptr) > 0) {
+          if (ppoll(p, idle_tfd < 0 ? 1 : 2, &ts, nullptr) > 0) {
             uint64_t v;
-            (void)!read(wake_fd, &v, sizeof v);
+            if (p[0].revents & POLLIN) (void)!read(wake_fd, &v, sizeof v);
+            if (p[1].revents & POLLIN) (void)!read(idle_tfd, &v, sizeof v);
           }
+          stand_aside_wakes.fetch_add(1, std::memory_order_relaxed);
           idle_spins = 0;
           continue;
         }
@@ -621,6 +662,7 @@ Context::~Context() {
   }
   if (impl_->wake_fd >= 0) close(impl_->wake_fd);
   if (impl_->async_fd >= 0) close(impl_->async_fd);
+  if (impl_->idle_tfd >= 0) close(impl_->idle_tfd);
 }
 
 std::array<uint32_t, 4> Context::query_version() {
@@ -802,6 +844,10 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   // One count per queued event: readable exactly while an event is queued.
   im.async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
   if (im.wake_fd < 0 || im.async_fd < 0) return errno_error(errno, "eventfd");
+  if (im.app_mode()) {
+    im.idle_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (im.idle_tfd < 0) return errno_error(errno, "timerfd_create");
+  }
   im.thr = std::thread([&im] { im.run(); });
   return ctx;
 }
@@ -1072,7 +1118,9 @@ Progress Context::progress_mode() const { return impl_->opts.progress; }
 
 Context::ProgressStats Context::progress_stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->pstats;
+  ProgressStats st = impl_->pstats;
+  st.stand_aside_wakes = impl_->stand_aside_wakes.load(std::memory_order_relaxed);
+  return st;
 }
 
 Result<bool> Context::progress(int timeout_ms) {

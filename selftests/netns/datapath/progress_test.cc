@@ -165,6 +165,40 @@ TEST_F(AppProgress, TheEngineThreadStandsInWhenTheApplicationStopsPolling) {
   EXPECT_EQ(b1.app_passes, b0.app_passes) << "nobody polled the receiver";
 }
 
+// While an application thread keeps polling, the engine thread sleeps on
+// its stand-aside timer, which the polls push out (it used to wake every
+// progress_idle_us to look, taking the CPU from the poller); once the polls
+// stop, the timer fires and the engine thread takes over.
+TEST_F(AppProgress, APollingApplicationLeavesTheEngineThreadAsleep) {
+  Pair p = connect();
+  Wc wc[16];
+  // 300 ms of polling on the receiver: 300 wake-ups at 1 ms if it looked.
+  const auto w0 = h_[1].ctx->progress_stats();
+  const auto end = Clock::now() + std::chrono::milliseconds(300);
+  while (Clock::now() < end) ASSERT_TRUE(h_[1].cq->poll(wc).ok());
+  const auto w1 = h_[1].ctx->progress_stats();
+  EXPECT_LE(w1.stand_aside_wakes - w0.stand_aside_wakes, 10u)
+      << "engine thread wake-ups while the application polled";
+  EXPECT_LE(w1.thread_passes - w0.thread_passes, 2u)
+      << "the engine thread ran while the application polled";
+  // The receiver stops polling: its engine thread must acknowledge and place.
+  constexpr size_t kLen = 1 << 20;
+  std::vector<uint8_t> src(kLen), dst(kLen, 0);
+  fill(src, 13);
+  auto ms = reg(0, src, false), md = reg(1, dst, true);
+  for (int i = 0; i < 16; i++)
+    ASSERT_TRUE(write(*p.q[0], ms, i * 65536, 65536, md, i * 65536, i).ok());
+  std::vector<Wc> s;
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() == 16; }, std::chrono::seconds(30)))
+      << s.size() << " of 16";
+  for (const auto& w : s) EXPECT_EQ(w.status, core::kWcSuccess) << core::to_string(w.status);
+  EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), kLen));
+  const auto w2 = h_[1].ctx->progress_stats();
+  EXPECT_GT(w2.thread_passes, w1.thread_passes) << "the receiver's engine thread never took over";
+  EXPECT_EQ(w2.app_passes, w1.app_passes);
+}
+
 // progress() belongs to application progress: with the engine thread it is
 // refused, as is a negative timeout.
 TEST_F(ThreadProgress, ProgressIsRefusedWhenTheEngineThreadDrives) {
