@@ -312,9 +312,9 @@ class Context {
   struct ProgressStats {
     uint64_t app_passes, thread_passes, tx_deferred;
     uint64_t thread_sleeps;  // times the engine thread slept on its sockets and timer
-    // kApplication: times the engine thread woke while it stood aside for
-    // application threads (its timer, a stop, or the 100 ms backstop)
-    uint64_t stand_aside_wakes;
+    // kApplication: times the engine thread, standing aside, woke only to
+    // find an application thread still driving progress (wasted wake-ups)
+    uint64_t stand_aside_checks;
   };
   ProgressStats progress_stats() const;
 

@@ -148,7 +148,7 @@ struct Context::Impl {
   // pass (or sleep) that armed it. idle_armed: its current expiry.
   int idle_tfd = -1;
   std::atomic<core::Time> idle_armed{0};
-  std::atomic<uint64_t> stand_aside_wakes{0};
+  std::atomic<uint64_t> stand_aside_checks{0};
   std::atomic<core::Time> next_links{0};
   int wake_fd = -1, async_fd = -1;
   lib::MpmcQueue<QpRings*> ready{65536};
@@ -596,7 +596,9 @@ struct Context::Impl {
             if (p[0].revents & POLLIN) (void)!read(wake_fd, &v, sizeof v);
             if (p[1].revents & POLLIN) (void)!read(idle_tfd, &v, sizeof v);
           }
-          stand_aside_wakes.fetch_add(1, std::memory_order_relaxed);
+          // Woken to find the application still driving: a wasted wake-up.
+          if (mono_ns() < app_until.load(std::memory_order_relaxed))
+            stand_aside_checks.fetch_add(1, std::memory_order_relaxed);
           idle_spins = 0;
           continue;
         }
@@ -1119,7 +1121,7 @@ Progress Context::progress_mode() const { return impl_->opts.progress; }
 Context::ProgressStats Context::progress_stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   ProgressStats st = impl_->pstats;
-  st.stand_aside_wakes = impl_->stand_aside_wakes.load(std::memory_order_relaxed);
+  st.stand_aside_checks = impl_->stand_aside_checks.load(std::memory_order_relaxed);
   return st;
 }
 

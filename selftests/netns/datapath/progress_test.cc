@@ -180,15 +180,16 @@ TEST_F(AppProgress, TheEngineThreadStandsInWhenTheApplicationStopsPolling) {
 TEST_F(AppProgress, APollingApplicationLeavesTheEngineThreadAsleep) {
   Pair p = connect();
   Wc wc[16];
-  // 300 ms of polling on the receiver: 300 wake-ups at 1 ms if it looked.
+  // 300 ms of polling on the receiver: about 300 wasted wake-ups of its
+  // engine thread if it woke every progress_idle_us (1 ms) to look. On a
+  // loaded machine the poller may be off its CPU for longer than that, and
+  // the engine thread then rightly takes over (it does not count those).
   const auto w0 = h_[1].ctx->progress_stats();
   const auto end = Clock::now() + std::chrono::milliseconds(300);
   while (Clock::now() < end) ASSERT_TRUE(h_[1].cq->poll(wc).ok());
   const auto w1 = h_[1].ctx->progress_stats();
-  EXPECT_LE(w1.stand_aside_wakes - w0.stand_aside_wakes, 10u)
-      << "engine thread wake-ups while the application polled";
-  EXPECT_LE(w1.thread_passes - w0.thread_passes, 2u)
-      << "the engine thread ran while the application polled";
+  EXPECT_LE(w1.stand_aside_checks - w0.stand_aside_checks, 15u)
+      << "engine thread woken while the application polled";
   // The receiver stops polling: its engine thread must take over.
   write_to_a_host_that_does_not_poll(p, 13);
   if (HasFatalFailure()) return;
