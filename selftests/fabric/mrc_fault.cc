@@ -300,7 +300,7 @@ Status Tool::attach(const Attachment& at) {
     base = base.parent_path();
   if (struct statfs sf{}; statfs(base.c_str(), &sf) == 0 && sf.f_type != BPF_FS_MAGIC)
     return make_error(ENOTSUP, base.string() + " is not a bpf filesystem (mount -t bpf bpf " +
-                                   base.string() + "; fabric.sh fault does it): cannot pin " +
+                                   base.string() + "; fabric.sh up does it): cannot pin " +
                                    at.pin_dir);
   fs::create_directories(at.pin_dir, ec);
   if (ec) return make_error(ec.value(), "creating " + at.pin_dir);

@@ -588,10 +588,9 @@ struct Context::Impl {
           // armed it out of order): set it to app_until.
           arm_idle(now, until, true);
           pollfd p[2] = {{wake_fd, POLLIN, 0}, {idle_tfd, POLLIN, 0}};
-          const core::Time wait =
-              idle_tfd < 0 ? until - now : std::max<core::Time>(until - now, 100'000'000);
+          const core::Time wait = std::max<core::Time>(until - now, 100'000'000);
           timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
-          if (ppoll(p, idle_tfd < 0 ? 1 : 2, &ts, nullptr) > 0) {
+          if (ppoll(p, 2, &ts, nullptr) > 0) {
             uint64_t v;
             if (p[0].revents & POLLIN) (void)!read(wake_fd, &v, sizeof v);
             if (p[1].revents & POLLIN) (void)!read(idle_tfd, &v, sizeof v);
