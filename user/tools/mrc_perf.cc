@@ -116,13 +116,13 @@ FILE* g_ev_log = nullptr;
       "                       or app (this program's thread while it waits for\n"
       "                       completions; the engine thread only as a fallback)\n"
       "      --spin-us N      --progress app: poll for N us before sleeping in\n"
-      "                       Context::progress() (0: sleep after 16 empty passes)\n"
+      "                       Context::progress() (0: sleep once a pass finds nothing)\n"
       "      --progress-idle-us N  --progress app: the engine thread takes over when\n"
       "                       no pass came for N us (DeviceOptions::progress_idle_us)\n"
       "      --cpu N          pin the engine thread\n"
       "      --queues N       rx queues per interface with a socket (all)\n"
       "      --no-cc          congestion control off\n"
-      "      --counters       print engine, AF_XDP and XDP counters at the end\n"
+      "      --counters       print engine, progress, AF_XDP and XDP counters at the end\n"
       "      --tx MODE        TX backend: xsk (AF_XDP), live (XDP live frames, path MTU\n"
       "                       clamped to fit them; live/N: iterations with fewer than N\n"
       "                       frames use AF_XDP, 16) or auto (live if it works; xsk)\n"
@@ -623,6 +623,13 @@ void dump_counters(Side& s) {
   auto es = s.ctx->engine_stats();
   std::fprintf(stderr, "  engine: rx %" PRIu64 " frames, tx %" PRIu64 " frames, unknown QP %" PRIu64
                ", not MRC %" PRIu64 "\n", es.rx_frames, es.tx_frames, es.rx_unknown_qp, es.rx_not_mrc);
+  const auto ps = s.ctx->progress_stats();
+  std::fprintf(stderr,
+               "  progress (%s): application passes %" PRIu64 ", engine-thread passes %" PRIu64
+               ", deferred transmits %" PRIu64 ", engine-thread sleeps %" PRIu64
+               ", stand-aside checks %" PRIu64 "\n",
+               to_string(s.ctx->progress_mode()), ps.app_passes, ps.thread_passes, ps.tx_deferred,
+               ps.thread_sleeps, ps.stand_aside_checks);
   for (size_t i = 0; i < std::size(es.rx_parse_errors); i++)
     if (es.rx_parse_errors[i])
       std::fprintf(stderr, "  engine: dropped %" PRIu64 " frames: %s\n", es.rx_parse_errors[i],
