@@ -22,6 +22,7 @@ RUN_PKGS=(
   iperf3                                   # TCP peer in bench/ and the resilience suite
   gnuplot-nox                              # plots of the scenario runner and demo
   procps psmisc kmod util-linux jq
+  linux-perf                               # bench/profile.sh, bench/latcost.sh
   python3                                  # fabric scenario runner (standard library only)
 )
 VM_PKGS=(
