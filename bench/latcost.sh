@@ -45,25 +45,12 @@ command -v perf >/dev/null || { echo "latcost: perf missing (scripts/deps.sh ins
 PERF=${MRC_PERF:-$BUILD/user/tools/mrc_perf} TCP=$BUILD/bench/tcp_peer
 for b in "$PERF" "$TCP"; do [ -x "$b" ] || { echo "latcost: $b not built" >&2; exit 1; }; done
 export MRC_BUILD_DIR=$BUILD
-FABRIC=$ROOT/selftests/fabric/fabric.sh
 OUT=${OUT:-$(mktemp -d /tmp/mrc-latcost.XXXXXX)}
 mkdir -p "$OUT"
 EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,irq:softirq_entry
 
-RUN= SPID=
-cleanup() {
-  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null || true
-  [ -n "$RUN" ] && "$FABRIC" down "$RUN" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT INT TERM
-
-RUN=$("$FABRIC" up direct planes=1 wire=off offload=on mtu=3500 | tail -1)
-STATE=$("$FABRIC" state "$RUN")
-jq_() { python3 -c "import json,sys; d=json.load(open('$STATE')); print($1)"; }
-NSA=$(jq_ "d['hosts']['A']['ns']"); NSB=$(jq_ "d['hosts']['B']['ns']")
-DEVA=$(jq_ "d['hosts']['A']['ports'][0]['ifname']")
-DEVB=$(jq_ "d['hosts']['B']['ports'][0]['ifname']")
-B0=$(jq_ "d['hosts']['B']['ports'][0]['ipv4']")
+. "$ROOT/bench/bench_lib.sh"
+bench_fabric_up planes=1 wire=off offload=on mtu=3500
 echo "latcost: fabric $RUN, $ROUNDS rounds of mrc and tcp, $SECS s each, $SIZE B, placement $PLACE, out $OUT"
 
 port=27600

@@ -45,20 +45,12 @@ command -v perf >/dev/null || { echo "profile: perf missing (scripts/deps.sh ins
 PERF=$BUILD/user/tools/mrc_perf
 [ -x "$PERF" ] || { echo "profile: $PERF not built" >&2; exit 1; }
 export MRC_BUILD_DIR=$BUILD
-FABRIC=$ROOT/selftests/fabric/fabric.sh
 OUT=${OUT:-$(mktemp -d /tmp/mrc-profile.XXXXXX)}
 mkdir -p "$OUT"
 
-RUN= SPID=
-cleanup() {
-  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null || true
-  [ -n "$RUN" ] && "$FABRIC" down "$RUN" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT INT TERM
-
+. "$ROOT/bench/bench_lib.sh"
 # The wire (where mrc_fault and the shapers run) only when asked for.
-RUN=$("$FABRIC" up direct planes=4 wire=$([ -n "$LOSS$SHAPE" ] && echo on || echo off) offload=on mtu="$MTU" | tail -1)
-STATE=$("$FABRIC" state "$RUN")
+bench_fabric_up planes=4 wire=$([ -n "$LOSS$SHAPE" ] && echo on || echo off) offload=on mtu="$MTU"
 if [ -n "$SHAPE" ]; then
 	for p in 0 1 2 3; do "$FABRIC" plane "$RUN" "$p" shape "$SHAPE" >/dev/null; done
 fi
@@ -72,11 +64,6 @@ if [ -n "$LOSS" ]; then
 		"$FABRIC" plane "$RUN" 1 loss "$LOSS" >/dev/null
 	fi
 fi
-jq_() { python3 -c "import json,sys; d=json.load(open('$STATE')); print($1)"; }
-NSA=$(jq_ "d['hosts']['A']['ns']"); NSB=$(jq_ "d['hosts']['B']['ns']")
-DEVA=$(jq_ "','.join(p['ifname'] for p in d['hosts']['A']['ports'])")
-DEVB=$(jq_ "','.join(p['ifname'] for p in d['hosts']['B']['ports'])")
-B0=$(jq_ "d['hosts']['B']['ports'][0]['ipv4']")
 
 ip netns exec "$NSB" "$PERF" server -d "$DEVB" -s "$SIZE" --no-mrcd --counters "$@" >"$OUT/server.log" 2>&1 &
 SPID=$!

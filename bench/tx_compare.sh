@@ -30,26 +30,13 @@ MODES=("$@")
 PERF=$BUILD/user/tools/mrc_perf
 [ -x "$PERF" ] || { echo "tx_compare: $PERF not built" >&2; exit 1; }
 export MRC_BUILD_DIR=$BUILD
-FABRIC=$ROOT/selftests/fabric/fabric.sh
 OUT=${OUT:-$(mktemp -d /tmp/mrc-txcmp.XXXXXX)}
 mkdir -p "$OUT"
 SX=() CX=()
 [ "$PIN" = 1 ] && SX=(--cpu 1) CX=(--cpu 0)
 
-RUN= SPID=
-cleanup() {
-  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null || true
-  [ -n "$RUN" ] && "$FABRIC" down "$RUN" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT INT TERM
-
-RUN=$("$FABRIC" up direct planes=4 wire=off offload=on mtu=3500 | tail -1)
-STATE=$("$FABRIC" state "$RUN")
-jq_() { python3 -c "import json,sys; d=json.load(open('$STATE')); print($1)"; }
-NSA=$(jq_ "d['hosts']['A']['ns']"); NSB=$(jq_ "d['hosts']['B']['ns']")
-DEVA=$(jq_ "','.join(p['ifname'] for p in d['hosts']['A']['ports'])")
-DEVB=$(jq_ "','.join(p['ifname'] for p in d['hosts']['B']['ports'])")
-B0=$(jq_ "d['hosts']['B']['ports'][0]['ipv4']")
+. "$ROOT/bench/bench_lib.sh"
+bench_fabric_up planes=4 wire=off offload=on mtu=3500
 echo "tx_compare: fabric $RUN, $ROUNDS rounds of ${MODES[*]}, $SECS s each, pin=$PIN, out $OUT"
 
 : >"$OUT/results.txt"

@@ -1,0 +1,27 @@
+# Shared by the bench/*.sh scripts (sourced, after ROOT is set): a veth fabric
+# of two hosts for this run, torn down on exit with the server left running.
+#
+#   bench_fabric_up ARGS...   `fabric.sh up direct ARGS...`; sets RUN, NSA and
+#                             NSB (the hosts' namespaces), DEVA and DEVB (their
+#                             plane interfaces, comma-separated) and B0 (host
+#                             B's first plane address)
+#   SPID                      a background server to stop on exit (its PID)
+FABRIC=$ROOT/selftests/fabric/fabric.sh
+RUN= SPID=
+bench_cleanup() {
+  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null || true
+  [ -n "$RUN" ] && "$FABRIC" down "$RUN" >/dev/null 2>&1 || true
+}
+trap bench_cleanup EXIT INT TERM
+
+bench_fabric_up() {
+  RUN=$("$FABRIC" up direct "$@" | tail -1)
+  local state
+  state=$("$FABRIC" state "$RUN")
+  local q="import json,sys; d=json.load(open(sys.argv[1])); h=d['hosts']"
+  NSA=$(python3 -c "$q; print(h['A']['ns'])" "$state")
+  NSB=$(python3 -c "$q; print(h['B']['ns'])" "$state")
+  DEVA=$(python3 -c "$q; print(','.join(p['ifname'] for p in h['A']['ports']))" "$state")
+  DEVB=$(python3 -c "$q; print(','.join(p['ifname'] for p in h['B']['ports']))" "$state")
+  B0=$(python3 -c "$q; print(h['B']['ports'][0]['ipv4'])" "$state")
+}
