@@ -19,8 +19,8 @@
 # same (both on CPU 0: no idle vCPU to wake, every round trip is two context
 # switches on one CPU), split (server on CPU 1, client on CPU 0).
 # Needs root and perf (scripts/deps.sh installs linux-perf); builds nothing
-# (default BUILD ./build; MRC_PERF names another mrc_perf). Documentation/performance.md, "Blocking round
-# trips".
+# (default BUILD ./build; MRC_PERF names another mrc_perf binary).
+# Documentation/performance.md, "Blocking round trips".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -29,7 +29,7 @@ while getopts b:r:t:s:p:o:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;;
     s) SIZE=$OPTARG ;; p) PLACE=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,22p' "$0"; exit 2 ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
