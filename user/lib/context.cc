@@ -447,8 +447,8 @@ struct Context::Impl {
   // already within half of progress_idle_us of it (so a thread that keeps
   // polling re-arms it every half progress_idle_us); one of racing threads
   // does it. force: always (the engine thread, after the timer fired).
+  // Application progress only (the timer exists in that mode alone).
   void arm_idle(core::Time now, core::Time until, bool force = false) {
-    if (idle_tfd < 0) return;
     core::Time armed = idle_armed.load(std::memory_order_relaxed);
     const core::Time half = core::Time(opts.progress_idle_us) * 500;
     if (force) {
