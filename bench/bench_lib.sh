@@ -6,6 +6,9 @@
 #                             plane interfaces, comma-separated) and B0 (host
 #                             B's first plane address)
 #   SPID                      a background server to stop on exit (its PID)
+#   bench_setup NAME BIN...   root or exit 77, every BIN built or exit 1,
+#                             MRC_BUILD_DIR=$BUILD exported, OUT (default a
+#                             new /tmp/mrc-NAME.XXXXXX) made
 FABRIC=$ROOT/selftests/fabric/fabric.sh
 RUN= SPID=
 bench_cleanup() {
@@ -13,6 +16,16 @@ bench_cleanup() {
   [ -n "$RUN" ] && "$FABRIC" down "$RUN" >/dev/null 2>&1 || true
 }
 trap bench_cleanup EXIT INT TERM
+
+bench_setup() {
+  local name=$1 b
+  shift
+  [ "$(id -u)" -eq 0 ] || { echo "$name: needs root" >&2; exit 77; }
+  for b in "$@"; do [ -x "$b" ] || { echo "$name: $b not built" >&2; exit 1; }; done
+  export MRC_BUILD_DIR=$BUILD
+  OUT=${OUT:-$(mktemp -d "/tmp/mrc-$name.XXXXXX")}
+  mkdir -p "$OUT"
+}
 
 bench_fabric_up() {
   RUN=$("$FABRIC" up direct "$@" | tail -1)

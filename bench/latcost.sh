@@ -40,16 +40,11 @@ case $PLACE in
   split) SCPU=(taskset -c 1) CCPU=(taskset -c 0) ;;
   *) echo "latcost: -p none|same|split" >&2; exit 2 ;;
 esac
-[ "$(id -u)" -eq 0 ] || { echo "latcost: needs root" >&2; exit 77; }
-command -v perf >/dev/null || { echo "latcost: perf missing (scripts/deps.sh installs linux-perf)" >&2; exit 1; }
 PERF=${MRC_PERF:-$BUILD/user/tools/mrc_perf} TCP=$BUILD/bench/tcp_peer
-for b in "$PERF" "$TCP"; do [ -x "$b" ] || { echo "latcost: $b not built" >&2; exit 1; }; done
-export MRC_BUILD_DIR=$BUILD
-OUT=${OUT:-$(mktemp -d /tmp/mrc-latcost.XXXXXX)}
-mkdir -p "$OUT"
-EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,irq:softirq_entry
-
 . "$ROOT/bench/bench_lib.sh"
+bench_setup latcost "$PERF" "$TCP"
+command -v perf >/dev/null || { echo "latcost: perf missing (scripts/deps.sh installs linux-perf)" >&2; exit 1; }
+EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,irq:softirq_entry
 bench_fabric_up planes=1 wire=off offload=on mtu=3500
 echo "latcost: fabric $RUN, $ROUNDS rounds of mrc and tcp, $SECS s each, $SIZE B, placement $PLACE, out $OUT"
 

@@ -40,15 +40,10 @@ while getopts b:t:s:F:o:l:M:S:h o; do
   esac
 done
 shift $((OPTIND - 1))
-[ "$(id -u)" -eq 0 ] || { echo "profile: needs root" >&2; exit 77; }
-command -v perf >/dev/null || { echo "profile: perf missing (scripts/deps.sh installs linux-perf)" >&2; exit 1; }
 PERF=$BUILD/user/tools/mrc_perf
-[ -x "$PERF" ] || { echo "profile: $PERF not built" >&2; exit 1; }
-export MRC_BUILD_DIR=$BUILD
-OUT=${OUT:-$(mktemp -d /tmp/mrc-profile.XXXXXX)}
-mkdir -p "$OUT"
-
 . "$ROOT/bench/bench_lib.sh"
+bench_setup profile "$PERF"
+command -v perf >/dev/null || { echo "profile: perf missing (scripts/deps.sh installs linux-perf)" >&2; exit 1; }
 # The wire (where mrc_fault and the shapers run) only when asked for.
 bench_fabric_up planes=4 wire=$([ -n "$LOSS$SHAPE" ] && echo on || echo off) offload=on mtu="$MTU"
 if [ -n "$SHAPE" ]; then

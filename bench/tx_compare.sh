@@ -26,16 +26,11 @@ done
 shift $((OPTIND - 1))
 MODES=("$@")
 [ ${#MODES[@]} -eq 0 ] && MODES=(xsk live)
-[ "$(id -u)" -eq 0 ] || { echo "tx_compare: needs root" >&2; exit 77; }
 PERF=$BUILD/user/tools/mrc_perf
-[ -x "$PERF" ] || { echo "tx_compare: $PERF not built" >&2; exit 1; }
-export MRC_BUILD_DIR=$BUILD
-OUT=${OUT:-$(mktemp -d /tmp/mrc-txcmp.XXXXXX)}
-mkdir -p "$OUT"
+. "$ROOT/bench/bench_lib.sh"
+bench_setup tx_compare "$PERF"
 SX=() CX=()
 [ "$PIN" = 1 ] && SX=(--cpu 1) CX=(--cpu 0)
-
-. "$ROOT/bench/bench_lib.sh"
 bench_fabric_up planes=4 wire=off offload=on mtu=3500
 echo "tx_compare: fabric $RUN, $ROUNDS rounds of ${MODES[*]}, $SECS s each, pin=$PIN, out $OUT"
 
