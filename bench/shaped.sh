@@ -7,7 +7,8 @@
 #   goodput per interval and in steady state (the intervals after the first
 #   second) as a fraction of the shaped capacity; the sender's
 #   retransmissions, tail-loss probes, spurious retransmissions it detected
-#   (TSETH echo), EVs retired and plane suspicions; the receiver's duplicate
+#   (TSETH echo), EVs retired, readmitted by probes and returned at once
+#   (their loss proven spurious), plane suspicions; the receiver's duplicate
 #   packets (retransmissions whose original had arrived as well); every
 #   shaper's packets, drops and overlimits during the run.
 #
@@ -26,7 +27,7 @@ while getopts b:R:t:I:r:o:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; R) RATE=$OPTARG ;; t) SECS=$OPTARG ;;
     I) IVAL=$OPTARG ;; r) RUNS=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,19p' "$0"; exit 2 ;;
+    *) sed -n '2,20p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -75,15 +76,17 @@ for r in range(1, runs + 1):
            "steady_fraction": round(sum(steady) / len(steady) / cap, 4) if steady and cap else None,
            "intervals": [[l["t_s"], l["gbps"]] for l in ivals],
            "rtx": summ["rtx"], "tlp": summ["tlp"], "spurious_rtx": summ["spurious_rtx"],
-           "ev_assumed_bad": summ["ev_assumed_bad"], "plane_suspects": summ["plane_suspects"],
+           "ev_assumed_bad": summ["ev_assumed_bad"], "ev_readmitted": summ.get("ev_readmitted"),
+           "ev_undone": summ.get("ev_undone"), "plane_suspects": summ["plane_suspects"],
            "receiver_duplicates": dup, "shapers": sh,
            "shaper_drops": sum(v["drops"] for v in sh.values())}
     res.append(rec)
     low = min((g for t, g in rec["intervals"] if t > 1.0 + 1e-6), default=0)
     print(f"run {r}: {rec['gbps']:.3f} Gbit/s, steady {rec['steady_fraction']} of {cap:g} Gbit/s "
           f"(lowest interval {low:.3f}); rtx {rec['rtx']} (receiver duplicates {dup}, "
-          f"detected spurious {rec['spurious_rtx']}), tlp {rec['tlp']}, EVs retired "
-          f"{rec['ev_assumed_bad']}, plane suspicions {rec['plane_suspects']}; shapers: "
+          f"proven spurious {rec['spurious_rtx']}), tlp {rec['tlp']}, EVs retired "
+          f"{rec['ev_assumed_bad']} (readmitted by probes {rec['ev_readmitted']}, returned at once "
+          f"{rec['ev_undone']}), plane suspicions {rec['plane_suspects']}; shapers: "
           f"{sum(v['packets'] for v in sh.values())} packets, {rec['shaper_drops']} dropped, "
           f"{sum(v['overlimits'] for v in sh.values())} overlimits")
 json.dump(res, open(f"{out}/results.json", "w"), indent=1)

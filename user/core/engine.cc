@@ -772,6 +772,7 @@ void Engine::ev_event(Qp& q, uint32_t idx, EvState from, EvState to, EvEventReas
     }
   }
   if (why == EvEventReason::kProbeOk) q.stats.ev_readmitted++;
+  if (why == EvEventReason::kSpurious) q.stats.ev_undone++;
   if (why == EvEventReason::kPromoted) q.stats.ev_promoted++;
   bool report;
   if (cfg_.report_all_ev_events) {

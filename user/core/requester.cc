@@ -259,7 +259,9 @@ void Engine::advance_cack(Qp& q, uint32_t cack, Time now, uint64_t& newly) {
       newly += t.len;
       q.delivered(t, now);
     }
-    t.flags = 0;
+    // Only the demotion stays: a late original may still arrive and prove
+    // the retransmission spurious, which returns the EV (on_sack).
+    t.flags &= kTxDemoted;
   }
   q.una = upto;
   if (codec::psn_lt(q.rtx_hint, q.una)) q.rtx_hint = q.una;

@@ -304,6 +304,7 @@ struct QpStats {
   uint64_t spurious_rtx = 0;
   uint64_t timeouts = 0, tlp_probes = 0, plane_suspects = 0, plane_lossy = 0;
   uint64_t ev_skips = 0, ev_assumed_bad = 0, ev_readmitted = 0, ev_promoted = 0;
+  uint64_t ev_undone = 0;          // returned at once: the loss that retired them proved spurious
   uint64_t rem_access_errors = 0;  // as responder: requests refused
   uint64_t wimm_completions = 0, send_completions = 0;
   uint64_t cwnd_bytes = 0, inflight_bytes = 0, srtt_ns = 0;

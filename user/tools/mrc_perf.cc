@@ -637,17 +637,17 @@ void dump_counters(Side& s) {
   for (auto& q : s.qps) {
     auto st = q->stats();
     if (!st) continue;
-    std::fprintf(stderr,
-                 "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
-                 " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
-                 " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64
-                 " plane_suspects %" PRIu64 " srtt %" PRIu64 " ns cwnd %" PRIu64 " rx %" PRIu64
-                 " dup %" PRIu64 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64 "\n",
-                 q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack,
-                 st->rtx_timeout, st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips,
-                 st->ev_assumed_bad, st->ev_readmitted, st->plane_suspects, st->srtt_ns,
-                 st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks, st->rx_sacks,
-                 st->tx_probe_pkts);
+    std::fprintf(
+        stderr,
+        "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
+        " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
+        " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64 " undone %" PRIu64
+        " plane_suspects %" PRIu64 " srtt %" PRIu64 " ns cwnd %" PRIu64 " rx %" PRIu64
+        " dup %" PRIu64 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64 "\n",
+        q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack, st->rtx_timeout,
+        st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips, st->ev_assumed_bad,
+        st->ev_readmitted, st->ev_undone, st->plane_suspects, st->srtt_ns, st->cwnd_bytes,
+        st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks, st->rx_sacks, st->tx_probe_pkts);
   }
   auto x = s.ctx->xsk_stats();
   std::fprintf(stderr, "  af_xdp: rx %" PRIu64 " tx %" PRIu64 " completed %" PRIu64 " kicks %" PRIu64 " (again %" PRIu64
@@ -726,8 +726,8 @@ uint64_t ev_changes(Side& s) {
 
 struct Totals {
   uint64_t bytes = 0, msgs = 0, rtx = 0, timeouts = 0, ev_changes = 0;
-  uint64_t ev_skips = 0, assumed_bad = 0, readmitted = 0, plane_suspects = 0, plane_lossy = 0, tlp = 0,
-           spurious = 0, trims = 0;
+  uint64_t ev_skips = 0, assumed_bad = 0, readmitted = 0, undone = 0, plane_suspects = 0,
+           plane_lossy = 0, tlp = 0, spurious = 0, trims = 0;
   std::vector<uint64_t> plane_bytes;
 };
 
@@ -742,6 +742,7 @@ Totals qp_totals(Side& s) {
     t.ev_skips += st->ev_skips;
     t.assumed_bad += st->ev_assumed_bad;
     t.readmitted += st->ev_readmitted;
+    t.undone += st->ev_undone;
     t.plane_suspects += st->plane_suspects;
     t.plane_lossy += st->plane_lossy;
     t.tlp += st->tlp_probes;
@@ -1267,24 +1268,25 @@ int run_client(const Opts& o) {
           "\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64
           ",\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"timeouts\":%" PRIu64
           ",\"ev_changes\":%" PRIu64 ",\"ev_skips\":%" PRIu64 ",\"ev_assumed_bad\":%" PRIu64
-          ",\"ev_readmitted\":%" PRIu64 ",\"plane_suspects\":%" PRIu64 ",\"plane_lossy\":%" PRIu64
-          ",\"tlp\":%" PRIu64
-          ",\"spurious_rtx\":%" PRIu64 ",\"nacks\":%" PRIu64
-          ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"%s}}\n",
+          ",\"ev_readmitted\":%" PRIu64 ",\"ev_undone\":%" PRIu64 ",\"plane_suspects\":%" PRIu64
+          ",\"plane_lossy\":%" PRIu64 ",\"tlp\":%" PRIu64 ",\"spurious_rtx\":%" PRIu64
+          ",\"nacks\":%" PRIu64 ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"%s}}\n",
           o.imm ? "write_imm" : "write", o.size, o.qps, secs, bytes, completed,
           double(bytes) * 8 / secs / 1e9, double(completed) / secs, t.rtx, t.timeouts, evc,
-          t.ev_skips, t.assumed_bad, t.readmitted, t.plane_suspects, t.plane_lossy, t.tlp, t.spurious,
-          t.trims, planes_json(t.plane_bytes).c_str(), o.verify ? (verified ? "ok" : "fail") : "off",
-          verdict.c_str(), mem.c_str());
+          t.ev_skips, t.assumed_bad, t.readmitted, t.undone, t.plane_suspects, t.plane_lossy, t.tlp,
+          t.spurious, t.trims, planes_json(t.plane_bytes).c_str(),
+          o.verify ? (verified ? "ok" : "fail") : "off", verdict.c_str(), mem.c_str());
     else {
       std::printf("total: %.3f Gbit/s, %.0f msg/s, %.1f MB in %.2f s; retransmissions %" PRIu64 ", ACK timeouts %" PRIu64
                   ", EV state changes %" PRIu64 "\n",
                   double(bytes) * 8 / secs / 1e9, double(completed) / secs, double(bytes) / 1e6, secs, t.rtx,
                   t.timeouts, evc);
-      std::printf("EVs: %" PRIu64 " assumed bad (retired), %" PRIu64
-                  " readmitted by probes, %" PRIu64 " skipped (ECN/trim); plane suspicions %" PRIu64
-                  ", lossy planes down-weighted %" PRIu64 "\n",
-                  t.assumed_bad, t.readmitted, t.ev_skips, t.plane_suspects, t.plane_lossy);
+      std::printf(
+          "EVs: %" PRIu64 " assumed bad (retired), %" PRIu64 " readmitted by probes, %" PRIu64
+          " returned at once (their loss proved spurious), %" PRIu64
+          " skipped (ECN/trim); plane suspicions %" PRIu64 ", lossy planes down-weighted %" PRIu64
+          "\n",
+          t.assumed_bad, t.readmitted, t.undone, t.ev_skips, t.plane_suspects, t.plane_lossy);
       std::printf("per plane (MB):");
       for (size_t p = 0; p < t.plane_bytes.size(); p++) std::printf(" %s=%.1f", o.devs[p].c_str(), double(t.plane_bytes[p]) / 1e6);
       std::printf("\n");

@@ -467,6 +467,46 @@ TEST(Conformance, C29_AssumedBadProbedAndReadmittedAfterKSuccesses) {
   EXPECT_EQ(st.ev_readmitted, 1u);
 }
 
+TEST(Conformance, C29_LateOriginalUndoesItsEvsDemotion) {
+  // A packet judged lost that was only late: its EV was retired for it, and
+  // the original's arrival (a duplicate at the receiver, acknowledged with
+  // the original's timestamp echoed) proves the retransmission spurious.
+  // The EV returns at once, without probes (none is due within the test),
+  // also when the retransmission was cumulatively acknowledged first.
+  PairOptions o;
+  o.cfg.paths.probe_initial = 1'000'000'000;
+  o.cfg.paths.plane_suspect_losses = 0;
+  Fixture f(256 << 10, o);
+  uint32_t late_ev = 0;
+  int late = 0;
+  f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    Hook h;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 30 && !k.bth.rtx &&
+        !late++) {
+      late_ev = wire_ev(k);
+      h.extra_delay = 3'000'000;  // 3 ms: far beyond any loss judgement
+    }
+    return h;
+  };
+  ASSERT_TRUE(f.write(1, 0, 256 << 10).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_TRUE(f.same(0, 256 << 10));
+  auto state = [&] {
+    for (const auto& e : f.evs())
+      if (e.ev == late_ev) return e.state;
+    return EvState::kDenied;
+  };
+  EXPECT_EQ(state(), EvState::kAssumedBad);  // retired for the presumed loss
+  ASSERT_TRUE(f.p.run([&] { return f.p.e(0).qp_stats(f.q0)->spurious_rtx >= 1; }, 20'000'000));
+  EXPECT_EQ(state(), EvState::kGood);
+  auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.spurious_rtx, 1u);
+  EXPECT_EQ(st.ev_assumed_bad, 1u);
+  EXPECT_EQ(st.ev_readmitted, 0u);  // not by probes
+  EXPECT_EQ(st.ev_undone, 1u);
+}
+
 TEST(Conformance, C30_DeniedEvNeverReturnsWithoutController) {
   PairOptions o;
   o.ev_profile = 7;
@@ -790,6 +830,11 @@ TEST(Conformance, C36_AckTimeoutIsNeverShorterThanTheMeasuredRto) {
   Fixture f(2 << 20, o);
   ASSERT_TRUE(f.write(1, 0, 256 << 10).ok());  // the first RTT samples
   ASSERT_TRUE(f.wait_sends(1, 60'000'000'000));
+  // Its packets time out and are resent before their SACKs can come back;
+  // a sample comes from a SACK that echoes the very transmission it
+  // answers (an original never resent, or a resent copy arriving as a
+  // duplicate), which may come after the message completed.
+  ASSERT_TRUE(f.p.run([&] { return f.p.e(0).qp_stats(f.q0)->srtt_ns > 0; }, 1'000'000'000));
   const auto before = *f.p.e(0).qp_stats(f.q0);
   ASSERT_TRUE(f.write(2, 256 << 10, (2 << 20) - (256 << 10)).ok());
   ASSERT_TRUE(f.wait_sends(2, 60'000'000'000));
