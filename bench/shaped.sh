@@ -27,7 +27,7 @@ while getopts b:R:t:I:r:o:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; R) RATE=$OPTARG ;; t) SECS=$OPTARG ;;
     I) IVAL=$OPTARG ;; r) RUNS=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,20p' "$0"; exit 2 ;;
+    *) sed -n '2,21p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
