@@ -1,10 +1,11 @@
 # Shared by the bench/*.sh scripts (sourced, after ROOT is set): a veth fabric
 # of two hosts for this run, torn down on exit with the server left running.
 #
-#   bench_fabric_up ARGS...   `fabric.sh up direct ARGS...`; sets RUN, NSA and
-#                             NSB (the hosts' namespaces), DEVA and DEVB (their
-#                             plane interfaces, comma-separated) and B0 (host
-#                             B's first plane address)
+#   bench_fabric_up ARGS...   `fabric.sh up direct ARGS...`; sets RUN, STATE
+#                             (its state file), NSA and NSB (the hosts'
+#                             namespaces), DEVA and DEVB (their plane
+#                             interfaces, comma-separated) and B0 (host B's
+#                             first plane address)
 #   SPID                      a background server to stop on exit (its PID)
 #   bench_setup NAME BIN...   root or exit 77, every BIN built or exit 1,
 #                             MRC_BUILD_DIR=$BUILD exported, OUT (default a
@@ -29,12 +30,9 @@ bench_setup() {
 
 bench_fabric_up() {
   RUN=$("$FABRIC" up direct "$@" | tail -1)
-  local state
-  state=$("$FABRIC" state "$RUN")
-  local q="import json,sys; d=json.load(open(sys.argv[1])); h=d['hosts']"
-  NSA=$(python3 -c "$q; print(h['A']['ns'])" "$state")
-  NSB=$(python3 -c "$q; print(h['B']['ns'])" "$state")
-  DEVA=$(python3 -c "$q; print(','.join(p['ifname'] for p in h['A']['ports']))" "$state")
-  DEVB=$(python3 -c "$q; print(','.join(p['ifname'] for p in h['B']['ports']))" "$state")
-  B0=$(python3 -c "$q; print(h['B']['ports'][0]['ipv4'])" "$state")
+  STATE=$("$FABRIC" state "$RUN")
+  read -r NSA NSB DEVA DEVB B0 < <(python3 -c "import json,sys
+h = json.load(open(sys.argv[1]))['hosts']
+devs = lambda n: ','.join(p['ifname'] for p in h[n]['ports'])
+print(h['A']['ns'], h['B']['ns'], devs('A'), devs('B'), h['B']['ports'][0]['ipv4'])" "$STATE")
 }

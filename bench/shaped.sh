@@ -36,8 +36,7 @@ PERF=$BUILD/user/tools/mrc_perf
 bench_setup shaped "$PERF"
 bench_fabric_up planes=4 wire=on offload=on mtu=3500
 for p in 0 1 2 3; do "$FABRIC" plane "$RUN" "$p" shape "$RATE" >/dev/null; done
-WNS=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['links'][0]['wire']['ns'])" \
-  "$("$FABRIC" state "$RUN")")
+WNS=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['links'][0]['wire']['ns'])" "$STATE")
 shapers() { ip netns exec "$WNS" tc -s -j qdisc show >"$1"; }
 
 for r in $(seq 1 "$RUNS"); do
@@ -81,7 +80,7 @@ for r in range(1, runs + 1):
            "receiver_duplicates": dup, "shapers": sh,
            "shaper_drops": sum(v["drops"] for v in sh.values())}
     res.append(rec)
-    low = min((g for t, g in rec["intervals"] if t > 1.0 + 1e-6), default=0)
+    low = min(steady, default=0)
     print(f"run {r}: {rec['gbps']:.3f} Gbit/s, steady {rec['steady_fraction']} of {cap:g} Gbit/s "
           f"(lowest interval {low:.3f}); rtx {rec['rtx']} (receiver duplicates {dup}, "
           f"proven spurious {rec['spurious_rtx']}), tlp {rec['tlp']}, EVs retired "
