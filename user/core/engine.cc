@@ -485,6 +485,7 @@ void Engine::enter_rtr(Qp& q) {
   q.msg_len.assign(m, 0);
   q.imm_next = 0;
   q.imm_span = 0;
+  q.acks_stopped = false;
   q.first_rx = true;
   build_paths(q);
   if (std::find(active_.begin(), active_.end(), q.qpn) == active_.end()) active_.push_back(q.qpn);
@@ -1088,6 +1089,10 @@ bool Engine::emit_ctrl(const Ctrl& queued, TxSink& sink, Time now) {
   } else {
     q = qp_by_num(c.qpn);
     if (!q || q->state == QpState::kReset) return true;  // QP went away: drop
+    // A QP failed by a WriteIMM that found no receive acknowledges nothing
+    // more: its cumulative point covers that message, and a SACK would
+    // complete it at the requester.
+    if (c.kind == CtrlKind::kSack && q->acks_stopped) return true;
     fill_l2l3(pk, *q, c.port, q->rev_ev[c.port]);
     pk.ip.dscp = cfg_.codec.dscp.control;
     pk.bth.dqpn = q->attr.dest_qp_num;

@@ -184,6 +184,9 @@ struct Engine::Qp {
   std::vector<uint32_t> msg_len;  // message length by MSN (messages in the PSN window)
   uint16_t imm_next = 0;  // RQMSN of the next WriteIMM to complete
   uint32_t imm_span = 0;  // WriteIMMs known beyond imm_next (outstanding)
+  // Failed by a WriteIMM without a receive: the cumulative point covers that
+  // message, so no SACK may report it (the UNEXP_EVENT NACK says the rest).
+  bool acks_stopped = false;
 
   bool win_ready() const { return !win.empty(); }
   // Anything for tx() to send: a probe, a retransmission or unsent data.

@@ -75,7 +75,11 @@ void Engine::deliver_imm(Qp& q) {
     // In send order, and only once every earlier PSN has arrived.
     if (!e.known || codec::psn_lt(cack, e.last_psn)) return;
     if (!q.rq_count) {
-      // MRC has no RNR: a WriteIMM without a posted receive is fatal.
+      // MRC has no RNR: a WriteIMM without a posted receive is fatal. The
+      // NACK names this message (its last PSN): every message before it
+      // has completed here.
+      q.stats.imm_no_recv++;
+      q.acks_stopped = true;
       queue_nack(q, e.last_psn, MRC_NACK_UNEXP_EVENT, 0, 0, q.last.port);
       to_error(q, kWcLocQpOpErr);
       return;
@@ -130,7 +134,10 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     // At most max_wimm_dest WriteIMMs may be outstanding (no RNR in MRC).
     const uint16_t dist = uint16_t(p.meth.rqmsn - q.imm_next);
     if (dist >= std::max<uint16_t>(q.attr.max_wimm_dest, 1) || dist >= q.imm.size()) {
-      queue_nack(q, psn, MRC_NACK_UNEXP_EVENT, trig.entropy, trig.ts, port);
+      q.stats.imm_over_limit++;
+      // Named by the first PSN not yet received: every message before the
+      // one holding it has completed here (the requester completes those).
+      queue_nack(q, q.rwin.next_expected(), MRC_NACK_UNEXP_EVENT, trig.entropy, trig.ts, port);
       to_error(q, kWcLocQpOpErr);
       return;
     }

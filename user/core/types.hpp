@@ -306,6 +306,9 @@ struct QpStats {
   uint64_t ev_skips = 0, ev_assumed_bad = 0, ev_readmitted = 0, ev_promoted = 0;
   uint64_t ev_undone = 0;          // returned at once: the loss that retired them proved spurious
   uint64_t rem_access_errors = 0;  // as responder: requests refused
+  // As responder, fatal to the QP (MRC has no RNR): a WriteIMM that found no
+  // posted receive; one beyond max_wimm_dest outstanding.
+  uint64_t imm_no_recv = 0, imm_over_limit = 0;
   uint64_t wimm_completions = 0, send_completions = 0;
   uint64_t cwnd_bytes = 0, inflight_bytes = 0, srtt_ns = 0;
   uint64_t plane_tx_bytes[kMaxPorts + 1] = {};

@@ -1191,6 +1191,31 @@ TEST(Conformance, C46_ExceedingMaxWimmDestErrorsQp) {
   // The responder's receive WQEs are flushed, not completed with data.
   ASSERT_TRUE(f.wait_recvs(6));
   for (const auto& w : f.rwc) EXPECT_EQ(w.status, kWcWrFlushErr);
+  EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->imm_over_limit, 1u);
+  EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->imm_no_recv, 0u);
+}
+
+// MRC has no RNR: a WriteIMM that finds no posted receive fails the
+// responder's QP (NACK UNEXP_EVENT: REM_OP_ERR at the requester) and is
+// counted, so an application that posted too few receives can tell why its
+// QP died (nothing was posted, so no completion says it).
+TEST(Conformance, C46_WriteImmWithoutPostedReceiveErrorsQp) {
+  Fixture f(64 * 1024);
+  f.recv(1);
+  ASSERT_TRUE(f.write(1, 0, 1024, true, 7).ok());
+  ASSERT_TRUE(f.write(2, 1024, 1024, true, 8).ok());
+  ASSERT_TRUE(f.wait_sends(2));
+  ASSERT_TRUE(f.wait_recvs(1));
+  EXPECT_EQ(f.rwc[0].status, kWcSuccess);
+  EXPECT_EQ(f.rwc[0].imm_data, 7u);
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_EQ(f.swc[1].status, kWcRemOpErr);
+  EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kErr);
+  EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kErr);
+  const auto st = *f.p.e(1).qp_stats(f.q1);
+  EXPECT_EQ(st.imm_no_recv, 1u);
+  EXPECT_EQ(st.imm_over_limit, 0u);
+  EXPECT_EQ(st.wimm_completions, 1u);
 }
 
 TEST(Conformance, C47_EcnCeGetsImmediateSackWithSkipOnce) {
