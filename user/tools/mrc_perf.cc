@@ -131,7 +131,8 @@ FILE* g_ev_log = nullptr;
       "                       planes' MTU must carry it (fabric.sh mtu=)\n"
       "      --idle-spin US   the engine thread polls US microseconds (yielding) before it\n"
       "                       sleeps (0: 64 passes)\n"
-      "      --clients N      server: serve N clients at once (each with --qps QPs; 1)\n"
+      "      --clients N      server: serve N clients at once (each with --qps QPs; 1);\n"
+      "                       they start together once all N are connected\n"
       "      --slots N        message slots per QP in the target buffer (2 x inflight);\n"
       "                       both sides must agree. With -i --verify every message is\n"
       "                       checked on arrival; more slots leave the server more time\n"
@@ -648,6 +649,11 @@ void dump_counters(Side& s) {
         st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips, st->ev_assumed_bad,
         st->ev_readmitted, st->ev_undone, st->plane_suspects, st->srtt_ns, st->cwnd_bytes,
         st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks, st->rx_sacks, st->tx_probe_pkts);
+    if (st->imm_no_recv || st->imm_over_limit || st->rem_access_errors)
+      std::fprintf(stderr,
+                   "  qp %u: fatal as responder: WRITE-with-immediate without a receive %" PRIu64
+                   ", beyond max_wimm_dest %" PRIu64 ", access errors %" PRIu64 "\n",
+                   q->qpn(), st->imm_no_recv, st->imm_over_limit, st->rem_access_errors);
   }
   auto x = s.ctx->xsk_stats();
   std::fprintf(stderr, "  af_xdp: rx %" PRIu64 " tx %" PRIu64 " completed %" PRIu64 " kicks %" PRIu64 " (again %" PRIu64
@@ -671,6 +677,31 @@ void dump_counters(Side& s) {
         if (v[f]) line += " " + std::string(bpf_stats_names()[f]) + "=" + std::to_string(v[f]);
       std::fprintf(stderr, "  xdp port %zu:%s\n", p + 1, line.c_str());
     }
+}
+
+// A QP that failed without a completion saying so (a responder QP whose
+// failure found no receive posted to flush): the QP-fatal async event, with
+// the cause the QP's counters name. False (reported) if one of ours failed.
+bool no_fatal_event(Side& s) {
+  AsyncEvent ev;
+  while (s.ctx->get_async_event(ev)) {
+    if (ev.type != AsyncEventType::kQpFatal) continue;
+    const char* why = "";
+    for (auto& q : s.qps)
+      if (q->qpn() == ev.qpn)
+        if (auto st = q->stats()) {
+          if (st->imm_no_recv)
+            why = ": a WRITE-with-immediate found no posted receive (MRC has no RNR)";
+          else if (st->imm_over_limit)
+            why = ": more WRITE-with-immediate outstanding than max_wimm_dest";
+          else if (st->rem_access_errors)
+            why = ": a request failed its memory access check";
+        }
+    std::fprintf(stderr, "mrc_perf: QP %u failed (QP-fatal event)%s\n", ev.qpn, why);
+    dump_counters(s);
+    return false;
+  }
+  return true;
 }
 
 // Waits for completions: polls, then sleeps on the completion channel.
@@ -848,6 +879,7 @@ int run_server(const Opts& o) {
   auto serve_wcs = [&](int timeout_ms) -> bool {
     size_t n = wait_wc(s, wcv, timeout_ms);
     served = n;
+    if (!no_fatal_event(s)) return false;
     for (size_t i = 0; i < n; i++) {
       const Wc& w = wcv[i];
       if (w.status != core::kWcSuccess) {
@@ -890,22 +922,22 @@ int run_server(const Opts& o) {
     }
     return true;
   };
-  // Clients connect one after the other; the first ones already send while
-  // later ones connect. Their WRITE-with-immediate messages use up posted
-  // receives (MRC has no RNR: one that finds none fails the QP), so while
-  // waiting for the next client this thread keeps taking completions and
-  // reposting receives.
+  // Clients connect one after the other and start together, once every one
+  // is connected: this thread cannot take completions while it exchanges
+  // with and connects a client, and a client already writing meanwhile
+  // would use up its posted receives (MRC has no RNR: a WRITE-with-immediate
+  // that finds none fails the QP). A stall of a second there failed the
+  // incast scenario with the early clients' QPs.
   for (uint32_t c = 0; c < o.clients; c++) {
     Client& k = cl[c];
     Result<int> fd = make_error(ETIMEDOUT, "tcp_accept: no connection in 600 s");
     for (const auto until = Clock::now() + std::chrono::seconds(600); Clock::now() < until;) {
       if (g_stop.load()) return finish(130);
       pollfd lp{lfd, POLLIN, 0};
-      if (poll(&lp, 1, c ? 0 : 100) > 0) {
+      if (poll(&lp, 1, 100) > 0) {
         fd = tcp_accept(lfd, 1000);
         break;
       }
-      if (c && !serve_wcs(10)) return finish(1);
     }
     if (!fd) {
       finish(0);
@@ -946,9 +978,9 @@ int run_server(const Opts& o) {
                     (double(s.mem_idle.heap) - double(s.mem_base.heap)) / nqps);
       std::fflush(stdout);
     }
-    must(send_line(k.fd, "go"), "handshake");
-    if (c == 0 && o.sample_ms) start_sampler();
   }
+  for (Client& k : cl) must(send_line(k.fd, "go"), "handshake");
+  if (o.sample_ms) start_sampler();
 
   uint32_t remaining = o.clients;
   std::vector<pollfd> pf(o.clients);
@@ -973,6 +1005,8 @@ int run_server(const Opts& o) {
         Client& k = cl[c];
         auto lr = recv_line(k.fd, 30'000);
         if (!lr) {
+          // A client whose QP failed hangs up: say first if ours failed too.
+          if (!no_fatal_event(s)) return finish(1);
           dump_counters(s);
           finish(0);
           die("waiting for the client's result", lr.error());
@@ -1096,7 +1130,8 @@ int run_client(const Opts& o) {
   if (o.lat)
     for (uint32_t k = 0; k < recv_depth(o); k++)
       must(s.qps[0]->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
-  auto go = must(recv_line(fd, 30'000), "handshake");
+  // The server starts its clients together, once all have connected.
+  auto go = must(recv_line(fd, 600'000), "handshake");
   if (go != "go") die("handshake", make_error(EPROTO, "unexpected '" + go + "'"));
   if (o.mem) {
     // Every QP connected on both ends (the server measured its side before

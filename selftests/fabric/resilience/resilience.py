@@ -14,7 +14,8 @@ message byte for byte as it arrives. The driver then checks
   - zero corruption: every server says verify ok with no bad slot, no bad
     message and no message it could not check, and the messages the servers
     checked are exactly the messages the clients completed;
-  - zero QP errors: every mrc_perf exits 0 (a completion error exits 1);
+  - zero QP errors: every mrc_perf exits 0 (a completion error or a QP-fatal
+    event exits 1; the reason it printed is shown with the exit code);
   - the scenario's own liveness checks (the transfer kept going, the plane
     came back, trims were NACKed, ...);
 
@@ -247,10 +248,16 @@ def common_checks(run, r):
     for w in run.workloads:
         if w["role"] == "other":
             continue
-        r.check(f"{w['node']}: mrc_perf {w['role']} exit code 0 (no completion error, data verified)",
-                w.get("exit") == 0, w.get("exit"))
         with open(w["log"], errors="replace") as f:
-            errs = [l.strip() for l in f if "completion error" in l]
+            lines = [l.strip() for l in f]
+        errs = [l for l in lines if "completion error" in l or "QP-fatal event" in l]
+        # A failed mrc_perf names its reason on a line of its own ("mrc_perf:
+        # what: why"): shown with the exit code, so a CI log says why.
+        why = [l for l in lines if l.startswith("mrc_perf:")
+               and not any(k in l for k in ("client(s) on port", "in flight per QP"))]
+        r.check(f"{w['node']}: mrc_perf {w['role']} exit code 0 (no completion error, data verified)",
+                w.get("exit") == 0,
+                w.get("exit") if w.get("exit") == 0 or not why else f"{w.get('exit')} ({'; '.join(why[-3:])})")
         r.check(f"{w['node']}: no completion (QP) error", not errs, errs[0] if errs else 0)
     checked = sent = 0
     for w in run.servers:
