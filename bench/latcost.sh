@@ -42,8 +42,8 @@ case $PLACE in
 esac
 PERF=${MRC_PERF:-$BUILD/user/tools/mrc_perf} TCP=$BUILD/bench/tcp_peer
 . "$ROOT/bench/bench_lib.sh"
-bench_setup latcost "$PERF" "$TCP"
 command -v perf >/dev/null || { echo "latcost: perf missing (scripts/deps.sh installs linux-perf)" >&2; exit 1; }
+bench_setup latcost "$PERF" "$TCP"
 EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,irq:softirq_entry
 bench_fabric_up planes=1 wire=off offload=on mtu=3500
 echo "latcost: fabric $RUN, $ROUNDS rounds of mrc and tcp, $SECS s each, $SIZE B, placement $PLACE, out $OUT"

@@ -42,8 +42,8 @@ done
 shift $((OPTIND - 1))
 PERF=$BUILD/user/tools/mrc_perf
 . "$ROOT/bench/bench_lib.sh"
-bench_setup profile "$PERF"
 command -v perf >/dev/null || { echo "profile: perf missing (scripts/deps.sh installs linux-perf)" >&2; exit 1; }
+bench_setup profile "$PERF"
 # The wire (where mrc_fault and the shapers run) only when asked for.
 bench_fabric_up planes=4 wire=$([ -n "$LOSS$SHAPE" ] && echo on || echo off) offload=on mtu="$MTU"
 if [ -n "$SHAPE" ]; then
