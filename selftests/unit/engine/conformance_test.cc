@@ -1195,6 +1195,39 @@ TEST(Conformance, C46_ExceedingMaxWimmDestErrorsQp) {
   EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->imm_no_recv, 0u);
 }
 
+// The UNEXP_EVENT NACK for a WriteIMM beyond max_wimm_dest names the first
+// PSN the responder has not received: the messages before it completed
+// there, so they complete at the requester even if no SACK says so, and the
+// message holding that PSN fails (not the later one that tripped the limit).
+TEST(Conformance, C46_UnexpEventNackCompletesTheMessagesBeforeIt) {
+  PairOptions o;
+  o.max_wimm = 16;
+  o.max_wimm_dest = 2;
+  o.peer_wimm_known = false;
+  Fixture f(64 * 1024, o);
+  f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    Hook h;
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK) h.drop = true;  // only the NACK gets through
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 2 && !k.bth.rtx)
+      h.extra_delay = 500'000;
+    return h;
+  };
+  for (int i = 0; i < 6; i++) f.recv(uint64_t(i));
+  for (int i = 0; i < 6; i++)
+    ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * 1024, 1024, true, uint32_t(i)).ok());
+  ASSERT_TRUE(f.wait_sends(6));
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_EQ(f.swc[1].status, kWcSuccess);
+  EXPECT_EQ(f.swc[2].status, kWcRemOpErr);  // PSN 2 never arrived
+  for (size_t i = 3; i < f.swc.size(); i++) EXPECT_EQ(f.swc[i].status, kWcWrFlushErr);
+  ASSERT_TRUE(f.wait_recvs(6));
+  EXPECT_EQ(f.rwc[0].status, kWcSuccess);
+  EXPECT_EQ(f.rwc[1].status, kWcSuccess);
+  for (size_t i = 2; i < f.rwc.size(); i++) EXPECT_EQ(f.rwc[i].status, kWcWrFlushErr);
+  EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->imm_over_limit, 1u);
+}
+
 // MRC has no RNR: a WriteIMM that finds no posted receive fails the
 // responder's QP (NACK UNEXP_EVENT: REM_OP_ERR at the requester) and is
 // counted, so an application that posted too few receives can tell why its
