@@ -436,15 +436,8 @@ void Engine::on_nack(Qp& q, const codec::Packet& p, Time now) {
     // what precedes it), so they complete here, and that one fails.
     const uint32_t psn = k.nack_psn;
     if (q.win_ready() && codec::psn_lt(q.una, psn) && codec::psn_lt(psn, q.next_psn)) {
-      for (uint32_t i = 0, j = q.sq_head; i < q.sq_count;
-           i++, j = (j + 1) % uint32_t(q.sq.size())) {
-        const SendWqe& w = q.sq[j];
-        if (!w.started) break;
-        if (uint32_t(codec::psn_diff(psn, w.first_psn)) < w.npkts) {
-          if (codec::psn_lt(q.una, w.first_psn)) q.una = w.first_psn;  // the QP fails below
-          break;
-        }
-      }
+      const uint32_t first = q.sq[q.pkt(psn).wqe].first_psn;
+      if (codec::psn_lt(q.una, first)) q.una = first;  // the QP fails below
     }
     complete_sends(q);
     to_error(q, kWcRemOpErr);
