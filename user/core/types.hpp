@@ -305,10 +305,30 @@ struct QpStats {
   uint64_t timeouts = 0, tlp_probes = 0, plane_suspects = 0, plane_lossy = 0;
   uint64_t ev_skips = 0, ev_assumed_bad = 0, ev_readmitted = 0, ev_promoted = 0;
   uint64_t ev_undone = 0;          // returned at once: the loss that retired them proved spurious
-  uint64_t rem_access_errors = 0;  // as responder: requests refused
+  // As responder: requests refused, nothing written (a bad rkey, address or
+  // access right); answered with an AETH NAK, the QP stays up (a forged
+  // request must not end it: the requester confirms a real one by resending).
+  uint64_t rem_access_errors = 0;
   // As responder, fatal to the QP (MRC has no RNR): a WriteIMM that found no
   // posted receive; one beyond max_wimm_dest outstanding.
   uint64_t imm_no_recv = 0, imm_over_limit = 0;
+  // As responder: requests answered by a QP that failed (the UNEXP_EVENT
+  // NACK that names its failure, sent again for each).
+  uint64_t fail_renacks = 0;
+  // As requester: acknowledgements dropped without any effect (security.md).
+  // ghost: names a PSN this QP never sent (at or beyond next_psn, or further
+  // below the oldest unacknowledged one than any in flight could be);
+  // stale: names a PSN already acknowledged or an older transmission of it.
+  uint64_t ghost_sacks = 0, stale_sacks = 0;
+  uint64_t ghost_nacks = 0, stale_nacks = 0;
+  uint64_t ghost_naks = 0, stale_naks = 0;  // AETH NAKs
+  // A refusal (AETH NAK, NACK UNEXP_EVENT) of a PSN sent once: the PSN is
+  // resent, and only a refusal of the resent PSN fails the QP.
+  uint64_t refusals_retried = 0;
+  // Probe answers (SACK with probe_resp) that answer no probe of ours.
+  uint64_t ghost_probe_resps = 0;
+  // Port-down reports in SACKs that name the plane they arrived through.
+  uint64_t bad_port_status = 0;
   uint64_t wimm_completions = 0, send_completions = 0;
   uint64_t cwnd_bytes = 0, inflight_bytes = 0, srtt_ns = 0;
   uint64_t plane_tx_bytes[kMaxPorts + 1] = {};
@@ -322,6 +342,9 @@ struct EngineStats {
   uint64_t rx_unknown_qp = 0, rx_bad_state = 0, rx_unexpected = 0;
   uint64_t ep_requests = 0, ep_responses_tx = 0, ep_responses_rx = 0;
   uint64_t cq_overflows = 0, ev_events_dropped = 0, tx_no_frame = 0;
+  // Endpoint responses that answer no request of ours; port status updates
+  // that say the plane they arrived through is down (both dropped).
+  uint64_t ep_unsolicited = 0, ep_bad_port_status = 0;
 };
 
 }  // namespace mrc::core
