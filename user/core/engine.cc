@@ -71,8 +71,11 @@ const char* to_string(EvEventReason r) {
 }
 
 namespace {
-constexpr uint32_t kQpnBase = 0x100;  // below: reserved (QPN 2 = endpoint ops)
+// A QPN is gen << 16 | permute(index): gen (8 random bits, never 0) keeps
+// every QPN above the reserved ones (QPN 2 = endpoint ops) and changes each
+// time a slot is reused; a memory key is random16 << 16 | permute(index).
 constexpr uint32_t kIdxBits = 16;
+constexpr uint32_t kIdxMask = (1u << kIdxBits) - 1;
 
 uint32_t ev_api_state(EvState s) {
   switch (s) {
@@ -86,7 +89,10 @@ uint32_t ev_api_state(EvState s) {
 }  // namespace
 
 Engine::Engine(EngineConfig cfg)
-    : cfg_(std::move(cfg)), rng_(cfg_.seed), ctrl_(std::make_unique<CtrlQueue>()) {
+    : cfg_(std::move(cfg)),
+      rng_(cfg_.seed),
+      ids_(cfg_.id_seed ? IdGen::seed_key(cfg_.id_seed) : IdGen::os_key()),
+      ctrl_(std::make_unique<CtrlQueue>()) {
   ev_events_.resize(std::max<uint32_t>(cfg_.ev_event_capacity, 1));
   sack_due_.reserve(256);
   for (const PortConfig& p : cfg_.ports)
@@ -126,30 +132,29 @@ Result<Engine::MrInfo> Engine::reg_mr(uint32_t pd, void* addr, size_t length, ui
   if (length > (uint64_t(1) << 40)) return Error(EINVAL, "reg_mr: length too large");
   size_t idx = 0;
   while (idx < mrs_.size() && mrs_[idx] && mrs_[idx]->valid) idx++;
-  if (idx >= cfg_.max_mrs) return Error(ENOMEM, "reg_mr: too many memory regions");
+  if (idx >= cfg_.max_mrs || idx > kIdxMask) return Error(ENOMEM, "reg_mr: too many memory regions");
   if (idx == mrs_.size()) {
     mrs_.push_back(std::make_unique<Mr>());
-    mr_gen_.push_back(0);
   } else if (!mrs_[idx]) {
     mrs_[idx] = std::make_unique<Mr>();
   }
-  uint8_t gen = ++mr_gen_[idx];
   Mr& m = *mrs_[idx];
   m.pd = pd;
   m.addr = static_cast<uint8_t*>(addr);
   m.len = length;
   m.access = access;
-  // key = index << 8 | generation, scrambled so keys are not guessable in order.
-  m.key = (uint32_t(idx + 1) << 8 | gen) ^ 0x5a000000u;
+  // 16 secret random bits (a new value at each reuse of the slot) above the
+  // permuted index: not guessable from the slot, the order, or an old key.
+  const uint32_t rnd = ids_.nonzero(32 - kIdxBits, m.key >> kIdxBits);
+  m.key = rnd << kIdxBits | ids_.permute(uint16_t(idx));
   m.valid = true;
   return MrInfo{m.key, m.key};
 }
 
 const Engine::Mr* Engine::mr_by_key(uint32_t key) const {
-  uint32_t k = key ^ 0x5a000000u;
-  uint32_t idx = (k >> 8);
-  if (idx == 0 || idx > mrs_.size()) return nullptr;
-  const Mr* m = mrs_[idx - 1].get();
+  const uint32_t idx = ids_.unpermute(uint16_t(key & kIdxMask));
+  if (idx >= mrs_.size()) return nullptr;
+  const Mr* m = mrs_[idx].get();
   if (!m || !m->valid || m->key != key) return nullptr;
   return m;
 }
@@ -224,10 +229,11 @@ size_t Engine::cq_depth(uint32_t h) const {
 // ---------------------------------------------------------------------------
 // Queue pairs
 
+uint32_t Engine::qp_index(uint32_t qpn) const { return ids_.unpermute(uint16_t(qpn & kIdxMask)); }
+
 Engine::Qp* Engine::qp_by_num(uint32_t qpn) const {
-  if (qpn < kQpnBase) return nullptr;
-  uint32_t v = qpn - kQpnBase;
-  uint32_t idx = v & ((1u << kIdxBits) - 1);
+  if (!(qpn >> kIdxBits)) return nullptr;  // reserved
+  const uint32_t idx = qp_index(qpn);
   if (idx >= qps_.size() || !qps_[idx]) return nullptr;
   Qp* q = qps_[idx].get();
   return q->qpn == qpn ? q : nullptr;
@@ -249,15 +255,17 @@ Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
   if (init.send_ops_flags & ~3ull) return Error(EINVAL, "create_qp: only WRITE and WRITE_WITH_IMM are supported");
   size_t idx = 0;
   while (idx < qps_.size() && qps_[idx]) idx++;
-  if (idx >= cfg_.max_qps || idx >= (1u << kIdxBits)) return Error(ENOMEM, "create_qp: too many QPs");
+  if (idx >= cfg_.max_qps || idx > kIdxMask) return Error(ENOMEM, "create_qp: too many QPs");
   if (idx == qps_.size()) {
     qps_.push_back(nullptr);
     qp_gen_.push_back(0);
   }
-  uint8_t gen = ++qp_gen_[idx];
+  // 8 secret random bits, never 0 and never the slot's previous ones: a
+  // packet for the QP that had this slot before does not reach this one.
+  const uint8_t gen = uint8_t(ids_.nonzero(24 - kIdxBits, qp_gen_[idx]));
+  qp_gen_[idx] = gen;
   auto q = std::make_unique<Qp>();
-  q->qpn = (kQpnBase + (uint32_t(gen) << kIdxBits | uint32_t(idx))) & MRC_QPN_MASK;
-  if (q->qpn < kQpnBase) q->qpn += kQpnBase;
+  q->qpn = (uint32_t(gen) << kIdxBits | ids_.permute(uint16_t(idx))) & MRC_QPN_MASK;
   q->pd = init.pd;
   q->send_cq = init.send_cq;
   q->recv_cq = init.recv_cq;
@@ -282,7 +290,7 @@ Status Engine::destroy_qp(uint32_t qpn) {
   if (Cq* c = cq_by_handle(q->recv_cq)) c->refs--;
   active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
   txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
-  uint32_t idx = (qpn - kQpnBase) & ((1u << kIdxBits) - 1);
+  const uint32_t idx = qp_index(qpn);
   qps_[idx].reset();
   return {};
 }
@@ -447,7 +455,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
       keep->sq_sge.resize(size_t(q->cap.max_send_wr) * q->cap.max_send_sge);
       keep->rq.resize(std::max<uint32_t>(q->cap.max_recv_wr, 1));
       keep->attr.cap = q->cap;
-      uint32_t idx = (qpn - kQpnBase) & ((1u << kIdxBits) - 1);
+      const uint32_t idx = qp_index(qpn);
       active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
       txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
       qps_[idx] = std::move(keep);
@@ -930,6 +938,13 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       continue;
     }
     if (codec::is_data_opcode(op) || op == MRC_OP_PROBE) {
+      if (q->state == QpState::kErr && q->fail_nack && op != MRC_OP_PROBE) {
+        // Failed by a WriteIMM without a receive: every request hears why
+        // (the requester fails only on a refusal of a PSN it resent).
+        q->stats.fail_renacks++;
+        queue_nack(*q, q->fail_psn, MRC_NACK_UNEXP_EVENT, 0, 0, f.port);
+        continue;
+      }
       if (q->state != QpState::kRtr && q->state != QpState::kRts) {
         stats_.rx_bad_state++;
         continue;
@@ -948,7 +963,7 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       continue;
     }
     switch (op) {
-      case MRC_OP_SACK: on_sack(*q, p, now); break;
+      case MRC_OP_SACK: on_sack(*q, p, f.port, now); break;
       case MRC_OP_NACK: on_nack(*q, p, now); break;
       case MRC_OP_ACK: on_aeth(*q, p, now); break;
       default: stats_.rx_unexpected++; break;
@@ -974,7 +989,11 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
 
 void Engine::on_ep_request(const codec::Packet& p, uint8_t port, Time rx_ts, Time now) {
   stats_.ep_requests++;
-  if (p.erth.op == MRC_EP_OP_PORT_STATUS_UPDATE) {
+  if (p.erth.op == MRC_EP_OP_PORT_STATUS_UPDATE && port >= 1 && port <= 32 &&
+      !(p.erth.port_status >> (port - 1) & 1)) {
+    // It came through the plane it calls down: forged. Answered, not believed.
+    stats_.ep_bad_port_status++;
+  } else if (p.erth.op == MRC_EP_OP_PORT_STATUS_UPDATE) {
     // The sender's ports: bit N-1 = port N up. Peers stop using its down planes.
     uint32_t down = 0;
     for (size_t n = 1; n <= kMaxPorts; n++)
@@ -1007,7 +1026,10 @@ void Engine::on_ep_response(const codec::Packet& p, uint8_t port, Time now) {
   stats_.ep_responses_rx++;
   auto it = std::find_if(ep_pending_.begin(), ep_pending_.end(),
                          [&](const EpPending& e) { return e.req_id == p.eeth.req_id; });
-  if (it == ep_pending_.end()) return;  // late or unsolicited
+  if (it == ep_pending_.end()) {
+    stats_.ep_unsolicited++;  // late, duplicated or forged
+    return;
+  }
   EpResponse r;
   r.req_id = p.eeth.req_id;
   r.op = p.eeth.op;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "codec/packet.hpp"
+#include "core/ids.hpp"
 #include "core/nscc.hpp"
 #include "core/paths.hpp"
 #include "core/rng.hpp"
@@ -43,9 +44,13 @@ struct EngineConfig {
   std::vector<PortConfig> ports;
   DeviceAttr device;
   uint64_t seed = 1;
+  // Secret behind memory keys and QP numbers (core/ids.hpp): 0 draws it
+  // from getrandom(2), so no two processes share keys; any other value
+  // derives it from this seed (reproducible simulations and tests).
+  uint64_t id_seed = 0;
   uint32_t max_qps = 4096;
   uint32_t max_cqs = 4096;
-  uint32_t max_mrs = 65536;
+  uint32_t max_mrs = 65536;  // at most 65536: a key holds a 16-bit index
   // EV set the engine builds for AUTO profiles (and QPs without a profile).
   uint32_t auto_evs_per_port = 64;
   uint32_t auto_active_per_port = 32;
@@ -204,6 +209,7 @@ class Engine {
   struct CtrlQueue;
 
   Qp* qp_by_num(uint32_t qpn) const;
+  uint32_t qp_index(uint32_t qpn) const;
   Cq* cq_by_handle(uint32_t h) const;
   const Mr* mr_by_key(uint32_t key) const;
   Status check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uint32_t mrc) const;
@@ -218,9 +224,10 @@ class Engine {
   uint32_t port_mask_for(const Qp& qp) const;
 
   // requester
-  void on_sack(Qp& qp, const codec::Packet& p, Time now);
+  void on_sack(Qp& qp, const codec::Packet& p, uint8_t port, Time now);
   void on_nack(Qp& qp, const codec::Packet& p, Time now);
   void on_aeth(Qp& qp, const codec::Packet& p, Time now);
+  bool on_refusal(Qp& qp, uint32_t psn, Time now);
   void mark_lost(Qp& qp, uint32_t psn, bool silent, EvEventReason why, Time now);
   void rack(Qp& qp, uint32_t from, uint32_t upto, Time now);
   void rack_timer(Qp& qp, Time now);
@@ -257,12 +264,12 @@ class Engine {
 
   EngineConfig cfg_;
   Rng rng_;
+  IdGen ids_;
   EngineStats stats_;
   std::vector<std::unique_ptr<Mr>> mrs_;
   std::vector<std::unique_ptr<Cq>> cqs_;
   std::vector<std::unique_ptr<Qp>> qps_;
   std::vector<uint8_t> qp_gen_;
-  std::vector<uint8_t> mr_gen_;
   uint32_t next_pd_ = 1;
   std::vector<uint32_t> pds_;
   std::map<uint64_t, EvProfile> ev_profiles_;

@@ -77,6 +77,7 @@ enum TxFlag : uint8_t {
   kTxNacked = 1 << 2,  // the last loss was reported by a NACK (no silent-loss penalty)
   kTxDemoted = 1 << 3, // its presumed loss made its EV ASSUMED_BAD
   kTxHole = 1 << 4,    // a SACK bitmap covered it and it was missing then
+  kTxRefused = 1 << 5, // refused once (AETH NAK, NACK UNEXP_EVENT): resent to confirm
 };
 
 struct TxPkt {
@@ -187,6 +188,10 @@ struct Engine::Qp {
   // Failed by a WriteIMM without a receive: the cumulative point covers that
   // message, so no SACK may report it (the UNEXP_EVENT NACK says the rest).
   bool acks_stopped = false;
+  // ... and that NACK's PSN, named again to every request that reaches the
+  // failed QP (the requester fails only on a refusal of a resent PSN).
+  bool fail_nack = false;
+  uint32_t fail_psn = 0;
 
   bool win_ready() const { return !win.empty(); }
   // Anything for tx() to send: a probe, a retransmission or unsent data.

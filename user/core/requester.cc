@@ -32,6 +32,18 @@ Time Engine::ack_timeout(const Qp& q) const {
 
 namespace {
 Time pto(Time srtt, Time reo, Time floor) { return std::max(2 * srtt + reo, floor); }
+
+// Where the PSN an acknowledgement names stands (nothing authenticates it,
+// Documentation/security.md): in flight [una, next_psn); acknowledged
+// already, at most a window below una (a late or duplicated answer);
+// anything else was never sent by this QP (forged, or for another QP).
+enum class AckPsn { kLive, kStale, kGhost };
+AckPsn classify(uint32_t psn, uint32_t una, uint32_t next_psn, uint32_t window) {
+  if (codec::psn_lt(psn, next_psn) && !codec::psn_lt(psn, una)) return AckPsn::kLive;
+  const int32_t behind = codec::psn_diff(una, psn);
+  if (behind > 0 && uint32_t(behind) <= window) return AckPsn::kStale;
+  return AckPsn::kGhost;
+}
 // Tail-loss probes sent in a row without an answer (each on an EV chosen
 // afresh, so one that went to a dead plane is followed by one that does not)
 // before only the ACK timeout is left.
@@ -291,16 +303,37 @@ void Engine::complete_sends(Qp& q) {
   }
 }
 
-void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
+void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   const codec::Seth& s = p.seth;
   q.stats.rx_sacks++;
-  q.last_ack = now;
   if (!q.win_ready()) return;
-  // The responder's port states (bit N-1 = its port N down).
-  uint32_t down = q.remote_down & ~0x1feu;
-  for (uint32_t n = 1; n <= 8; n++)
-    if (s.port_down_mask >> (n - 1) & 1) down |= 1u << n;
-  if (down != q.remote_down) remote_ports(q, down, now);
+  // The cumulative point may lag behind una (SACKs overtake each other on
+  // sprayed paths; a late one still carries news in its bitmap); past
+  // next_psn it acknowledges PSNs never sent, and more than a window below
+  // una it is a replay: then nothing in it is believed.
+  {
+    const uint32_t upto = codec::psn_add(s.cack_psn, 1);
+    if (codec::psn_diff(upto, q.next_psn) > 0) {
+      q.stats.ghost_sacks++;
+      return;
+    }
+    if (codec::psn_diff(q.una, upto) > int32_t(q.win_max)) {
+      q.stats.stale_sacks++;
+      return;
+    }
+  }
+  q.last_ack = now;
+  // The responder's port states (bit N-1 = its port N down). It sent this
+  // through the plane it arrived on, so a report that names that plane down
+  // contradicts itself (forged): ignored, as a report of every port down is.
+  if (port >= 1 && port <= 8 && (s.port_down_mask >> (port - 1) & 1)) {
+    q.stats.bad_port_status++;
+  } else {
+    uint32_t down = q.remote_down & ~0x1feu;
+    for (uint32_t n = 1; n <= 8; n++)
+      if (s.port_down_mask >> (n - 1) & 1) down |= 1u << n;
+    if (down != q.remote_down) remote_ports(q, down, now);
+  }
 
   const uint32_t una_before = q.una;
   uint64_t newly = 0;
@@ -394,9 +427,16 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
   // Verdict on the reflected EV.
   const bool ecn = (s.cc_flags & MRC_CC_F_ECN_CE) || s.verdict == MRC_MP_SKIP_ONCE;
   const int idx = q.paths.find(s.entropy);
+  const bool tlp_answer =
+      s.probe_resp && q.tlp_outstanding && p.cc.tx_ts_echo == q.tlp_ts && idx == q.tlp_idx;
+  // A probe answer readmits an EV only if it echoes that EV's probe.
+  const bool ev_answer = s.probe_resp && idx >= 0 && q.paths.at(uint32_t(idx)).probing &&
+                         q.paths.at(uint32_t(idx)).state == EvState::kAssumedBad &&
+                         p.cc.tx_ts_echo == ts16(q.paths.at(uint32_t(idx)).probe_sent);
+  if (s.probe_resp && !tlp_answer && !ev_answer) q.stats.ghost_probe_resps++;
   if (idx >= 0) {
     auto& e = q.paths.at(uint32_t(idx));
-    if (s.probe_resp && e.state == EvState::kAssumedBad && e.probing) {
+    if (ev_answer) {
       q.paths.probe_result(uint32_t(idx), s.verdict == MRC_MP_NONE, now);
       // One probe fewer outstanding: a probe held back by probe_inflight_max may go.
       q.probe_check = std::min(q.probe_check, now);
@@ -409,7 +449,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
     }
   }
   q.tlp_unanswered = 0;
-  if (s.probe_resp && q.tlp_outstanding && p.cc.tx_ts_echo == q.tlp_ts && idx == q.tlp_idx) {
+  if (tlp_answer) {
     // The answer to our tail-loss probe (not to an EV probe): it went out on
     // its plane after everything sent there before it, so what its bitmap
     // misses from that plane is lost, and from the others what was sent a
@@ -426,29 +466,55 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, Time now) {
   if (q.una != una_before) complete_sends(q);
 }
 
+// A refusal (AETH NAK, NACK UNEXP_EVENT) of `psn`, in flight. Nothing
+// authenticates it, and a forged one must not end the QP: the first refusal
+// of a PSN only resends it; a refusal that arrives after the resend went out
+// is the responder refusing it again and fails the QP (true). The cost of a
+// genuine refusal is one round trip; of a forged one, one retransmission.
+bool Engine::on_refusal(Qp& q, uint32_t psn, Time now) {
+  TxPkt& t = q.pkt(psn);
+  if (t.flags & kTxSacked) return false;  // delivered: not refused
+  if (!(t.flags & kTxRefused)) {
+    t.flags |= kTxRefused;
+    q.stats.refusals_retried++;
+    if (!(t.flags & kTxLost)) {
+      t.flags |= kTxNacked;  // no path penalty
+      q.stats.rtx_nack++;
+      mark_lost(q, psn, false, EvEventReason::kTrimNack, now);
+    }
+    return false;
+  }
+  return !(t.flags & kTxLost) && t.tx_count > 1;  // refused again after the resend
+}
+
 void Engine::on_nack(Qp& q, const codec::Packet& p, Time now) {
   const codec::Neth& k = p.neth;
   q.stats.rx_nacks++;
-  q.last_ack = now;
+  if (!q.win_ready()) return;
+  const uint32_t psn = k.nack_psn;
+  switch (classify(psn, q.una, q.next_psn, q.win_max)) {
+    case AckPsn::kLive: break;
+    case AckPsn::kStale: q.stats.stale_nacks++; return;
+    case AckPsn::kGhost: q.stats.ghost_nacks++; return;
+  }
   if (k.reason == MRC_NACK_UNEXP_EVENT) {
+    q.last_ack = now;
+    if (!on_refusal(q, psn, now)) return;
     // The responder failed the QP on the message holding nack_psn; every
     // message before that one completed there (as an IB NAK acknowledges
     // what precedes it), so they complete here, and that one fails.
-    const uint32_t psn = k.nack_psn;
-    if (q.win_ready() && codec::psn_lt(q.una, psn) && codec::psn_lt(psn, q.next_psn)) {
-      const uint32_t first = q.sq[q.pkt(psn).wqe].first_psn;
-      if (codec::psn_lt(q.una, first)) q.una = first;  // the QP fails below
-    }
+    const uint32_t first = q.sq[q.pkt(psn).wqe].first_psn;
+    if (codec::psn_lt(q.una, first)) q.una = first;  // the QP fails below
     complete_sends(q);
     to_error(q, kWcRemOpErr);
     return;
   }
-  if (!q.win_ready()) return;
-  const uint32_t psn = k.nack_psn;
-  if (codec::psn_lt(psn, q.una) || !codec::psn_lt(psn, q.next_psn)) return;  // stale
   TxPkt& t = q.pkt(psn);
-  if (t.flags & (kTxSacked | kTxLost)) return;
-  if (cfg_.tseth && k.tx_ts_echo != t.ts) return;  // about an older transmission
+  if ((t.flags & (kTxSacked | kTxLost)) || (cfg_.tseth && k.tx_ts_echo != t.ts)) {
+    q.stats.stale_nacks++;  // delivered, queued again, or about an older transmission
+    return;
+  }
+  q.last_ack = now;
   const int idx = q.paths.find(k.entropy);
   switch (k.reason) {
     case MRC_NACK_TRIMMED:
@@ -471,9 +537,20 @@ void Engine::on_nack(Qp& q, const codec::Packet& p, Time now) {
 }
 
 void Engine::on_aeth(Qp& q, const codec::Packet& p, Time now) {
-  (void)now;
   const uint8_t syn = p.aeth.syndrome;
   if ((syn & 0xe0) != 0x60) return;  // positive ACKs carry nothing SACKs do not
+  if (!q.win_ready()) return;
+  switch (classify(p.bth.psn, q.una, q.next_psn, q.win_max)) {
+    case AckPsn::kLive: break;
+    case AckPsn::kStale: q.stats.stale_naks++; return;
+    case AckPsn::kGhost: q.stats.ghost_naks++; return;
+  }
+  if (q.pkt(p.bth.psn).flags & kTxSacked) {
+    q.stats.stale_naks++;  // delivered: this NAK is not about it
+    return;
+  }
+  q.last_ack = now;
+  if (!on_refusal(q, p.bth.psn, now)) return;
   WcStatus st = kWcRemOpErr;
   if (syn == 0x61) st = kWcRemInvReqErr;
   if (syn == 0x62) st = kWcRemAccessErr;

@@ -80,6 +80,8 @@ void Engine::deliver_imm(Qp& q) {
       // has completed here.
       q.stats.imm_no_recv++;
       q.acks_stopped = true;
+      q.fail_nack = true;
+      q.fail_psn = e.last_psn;
       queue_nack(q, e.last_psn, MRC_NACK_UNEXP_EVENT, 0, 0, q.last.port);
       to_error(q, kWcLocQpOpErr);
       return;
@@ -134,11 +136,12 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     // At most max_wimm_dest WriteIMMs may be outstanding (no RNR in MRC).
     const uint16_t dist = uint16_t(p.meth.rqmsn - q.imm_next);
     if (dist >= std::max<uint16_t>(q.attr.max_wimm_dest, 1) || dist >= q.imm.size()) {
+      // Refused, not placed, and resent by the requester (NACK NO_RESOURCE:
+      // no path penalty) once earlier WriteIMMs have completed. MRC 1.0
+      // fails the QP here, but nothing tells a forged RQMSN from a real one,
+      // and a forged packet must not end the QP (security.md).
       q.stats.imm_over_limit++;
-      // Named by the first PSN not yet received: every message before the
-      // one holding it has completed here (the requester completes those).
-      queue_nack(q, q.rwin.next_expected(), MRC_NACK_UNEXP_EVENT, trig.entropy, trig.ts, port);
-      to_error(q, kWcLocQpOpErr);
+      queue_nack(q, psn, MRC_NACK_NO_RESOURCE, trig.entropy, trig.ts, port);
       return;
     }
   }
@@ -153,11 +156,12 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
                     (q.attr.qp_access_flags & kAccessRemoteWrite) && end > va && va >= base &&
                     end <= base + m->len;
     if (!ok) {
-      // Nothing is written; the requester sees a remote access error and both
-      // QPs go to the error state, as in RC.
+      // Nothing is written and the PSN stays missing. The requester sees a
+      // remote access error once it resends the PSN and that is refused
+      // too; this QP stays up, so a forged request (a guessed QPN and PSN
+      // with a wrong key) costs a counter, not the connection.
       q.stats.rem_access_errors++;
       queue_aeth_nak(q, psn, kAethNakRemoteAccess, port);
-      to_error(q, kWcWrFlushErr);
       return;
     }
     auto* dst = reinterpret_cast<uint8_t*>(uintptr_t(va));
@@ -205,6 +209,11 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
 
 void Engine::on_trimmed(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   (void)now;
+  const int32_t d = codec::psn_diff(p.bth.psn, q.rwin.next_expected());
+  if (d >= 0 && uint32_t(d) >= q.rwin.window()) {
+    q.stats.rx_oor_pkts++;  // no request of this QP's peer: no NACK
+    return;
+  }
   Trigger trig;
   trig.psn = p.bth.psn;
   trig.entropy = codec::ev_from_wire(p.ip, p.udp, q.fmt);

@@ -42,6 +42,7 @@ Cluster::Cluster(const ClusterOptions& o) : net_(std::make_unique<Network>(o.net
     host->id = h;
     core::EngineConfig ec = o.engine;
     ec.seed = o.engine.seed * 7919 + h;
+    if (!ec.id_seed) ec.id_seed = ec.seed;  // reproducible QPNs and keys
     ec.ports.clear();
     for (uint32_t p = 0; p < nc.planes && p < core::kMaxPorts; p++)
       ec.ports.push_back({port_of(p), net_->mac_of(h, p), net_->ip_of(h, p), true});

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "codec/ev.hpp"
+#include "engine/fixture.hpp"
 #include "engine/harness.hpp"
 
 namespace mrc::testing {
@@ -16,46 +17,6 @@ namespace {
 
 using namespace core;
 
-// A connected pair with a source and destination buffer of n bytes.
-struct Fixture {
-  Pair p;
-  uint32_t q0 = 0, q1 = 0;
-  std::unique_ptr<Buffer> src, dst;
-  std::vector<Wc> swc, rwc;
-  explicit Fixture(size_t n, PairOptions o = PairOptions(), uint32_t psn = 0) : p(o) {
-    std::tie(q0, q1) = p.connect(psn, psn);
-    src = std::make_unique<Buffer>(p.e(0), p.h(0).pd, n, 1, kAccessLocalWrite);
-    dst = std::make_unique<Buffer>(p.e(1), p.h(1).pd, n, 2, kAccessLocalWrite | kAccessRemoteWrite);
-  }
-  Status write(uint64_t id, size_t off, size_t len, bool imm = false, uint32_t immv = 0, uint32_t rkey = 0,
-               uint64_t raddr = 0) {
-    Sge sg{src->addr(off), uint32_t(len), src->mr.lkey};
-    SendWr wr;
-    wr.wr_id = id;
-    wr.opcode = imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.remote_addr = raddr ? raddr : dst->addr(off);
-    wr.rkey = rkey ? rkey : dst->mr.rkey;
-    wr.imm_data = immv;
-    return p.e(0).post_send(q0, wr);
-  }
-  void recv(uint64_t id) {
-    RecvWr r;
-    r.wr_id = id;
-    ASSERT_TRUE(p.e(1).post_recv(q1, r).ok());
-  }
-  bool wait_sends(size_t n, Time limit = 5'000'000'000) {
-    return p.run([&] { p.poll(0, p.h(0).scq, swc); return swc.size() >= n; }, limit);
-  }
-  bool wait_recvs(size_t n, Time limit = 5'000'000'000) {
-    return p.run([&] { p.poll(1, p.h(1).rcq, rwc); return rwc.size() >= n; }, limit);
-  }
-  bool same(size_t off, size_t len) { return !std::memcmp(src->bytes.data() + off, dst->bytes.data() + off, len); }
-  std::vector<PathSet::Ev> evs(int host = 0) { return *p.e(host).qp_evs(host ? q1 : q0); }
-};
-
-uint32_t wire_ev(const codec::Packet& k) { return codec::ev_from_wire(k.ip, k.udp, codec::EvFmtMode::kStev); }
 
 PairOptions opts() { return PairOptions(); }
 
@@ -922,13 +883,16 @@ TEST(Conformance, C29_ProbesOfOneQpAreBoundedAndWaitForItsRtt) {
       30'000'000'000));
 }
 
-TEST(Conformance, C37_NackUnexpEventErrorsQpImmediately) {
+// NACK(UNEXP_EVENT) fails the QP without retrying the message. Nothing
+// authenticates it, so the requester first resends the PSN it names and
+// fails on a refusal of that resend (security.md): here every SACK is
+// rewritten into that NACK, as a responder whose QP failed answers
+// everything with it.
+TEST(Conformance, C37_NackUnexpEventErrorsQpOnceConfirmed) {
   Fixture f(64 * 1024);
-  bool sent = false;
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
-    if (from == 1 && k.bth.opcode == MRC_OP_SACK && !sent) {
-      // Rewrite the responder's first SACK into a NACK(UNEXP_EVENT).
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK) {
       codec::Packet n = k;
       n.bth.opcode = MRC_OP_NACK;
       n.hdrs = 0;
@@ -936,7 +900,6 @@ TEST(Conformance, C37_NackUnexpEventErrorsQpImmediately) {
       n.neth.nack_psn = k.seth.cack_psn;
       fr.assign(codec::frame_size(n), 0);
       EXPECT_GT(codec::build(n, fr), 0u);
-      sent = true;
     }
     return Hook{};
   };
@@ -944,7 +907,42 @@ TEST(Conformance, C37_NackUnexpEventErrorsQpImmediately) {
   ASSERT_TRUE(f.wait_sends(1));
   EXPECT_EQ(f.swc[0].status, kWcRemOpErr);
   EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kErr);
-  EXPECT_EQ(f.p.e(0).qp_stats(f.q0)->timeouts, 0u);
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.timeouts, 0u);
+  EXPECT_GE(st.refusals_retried, 1u);
+}
+
+// One forged NACK(UNEXP_EVENT) for a PSN in flight costs one
+// retransmission, not the QP; ghost and stale ones cost nothing.
+TEST(Conformance, C37_ForgedUnexpEventCostsOneRetransmission) {
+  Fixture f(64 * 1024);
+  int forged = 0;
+  f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK && forged < 3) {
+      // The first SACK becomes a live forgery, the next two a ghost (never
+      // sent) and a stale one (already acknowledged).
+      codec::Packet n = k;
+      n.bth.opcode = MRC_OP_NACK;
+      n.hdrs = 0;
+      n.neth.reason = MRC_NACK_UNEXP_EVENT;
+      const uint32_t psn[] = {codec::psn_add(k.seth.cack_psn, 1), codec::psn_add(k.seth.cack_psn, 1 << 22),
+                              codec::psn_add(k.seth.cack_psn, -4)};
+      n.neth.nack_psn = psn[forged++];
+      fr.assign(codec::frame_size(n), 0);
+      EXPECT_GT(codec::build(n, fr), 0u);
+    }
+    return Hook{};
+  };
+  ASSERT_TRUE(f.write(1, 0, 64 * 1024).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kRts);
+  EXPECT_TRUE(f.same(0, 64 * 1024));
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(forged, 3);
+  EXPECT_LE(st.refusals_retried, 1u);
+  EXPECT_EQ(st.refusals_retried + st.ghost_nacks + st.stale_nacks, 3u);
 }
 
 TEST(Conformance, C38_InflightNeverExceedsCwnd) {
@@ -1169,7 +1167,12 @@ TEST(Conformance, C44_C45_WriteImmCompletionsInSendOrderAfterAllEarlierPsns) {
   for (int i = 0; i < 4; i++) EXPECT_EQ(f.swc[size_t(i)].wr_id, uint64_t(i + 1));  // post order
 }
 
-TEST(Conformance, C46_ExceedingMaxWimmDestErrorsQp) {
+// MRC 1.0 fails the QP when more than max_wimm_dest WriteIMMs are
+// outstanding. Nothing tells a forged RQMSN from a real one, so the
+// responder refuses such a packet (NACK NO_RESOURCE, nothing placed) and
+// the requester resends it once earlier WriteIMMs have completed: slowed,
+// not failed (security.md).
+TEST(Conformance, C46_ExceedingMaxWimmDestIsRefusedAndResent) {
   PairOptions o;
   o.max_wimm = 16;
   o.max_wimm_dest = 2;
@@ -1184,48 +1187,46 @@ TEST(Conformance, C46_ExceedingMaxWimmDestErrorsQp) {
   for (int i = 0; i < 6; i++) f.recv(uint64_t(i));
   for (int i = 0; i < 6; i++) ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * 1024, 1024, true, uint32_t(i)).ok());
   ASSERT_TRUE(f.wait_sends(6));
-  EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kErr);
-  EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kErr);
-  EXPECT_EQ(f.swc[0].status, kWcRemOpErr);
-  for (size_t i = 1; i < f.swc.size(); i++) EXPECT_EQ(f.swc[i].status, kWcWrFlushErr);
-  // The responder's receive WQEs are flushed, not completed with data.
+  for (const auto& w : f.swc) EXPECT_EQ(w.status, kWcSuccess);
   ASSERT_TRUE(f.wait_recvs(6));
-  for (const auto& w : f.rwc) EXPECT_EQ(w.status, kWcWrFlushErr);
-  EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->imm_over_limit, 1u);
+  for (size_t i = 0; i < f.rwc.size(); i++) {
+    EXPECT_EQ(f.rwc[i].status, kWcSuccess);
+    EXPECT_EQ(f.rwc[i].imm_data, uint32_t(i));  // in send order
+  }
+  EXPECT_TRUE(f.same(0, 6 * 1024));
+  EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kRts);
+  EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kRts);
+  EXPECT_GE(f.p.e(1).qp_stats(f.q1)->imm_over_limit, 1u);
   EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->imm_no_recv, 0u);
 }
 
-// The UNEXP_EVENT NACK for a WriteIMM beyond max_wimm_dest names the first
-// PSN the responder has not received: the messages before it completed
-// there, so they complete at the requester even if no SACK says so, and the
-// message holding that PSN fails (not the later one that tripped the limit).
+// The UNEXP_EVENT NACK of a WriteIMM without a receive names that message's
+// last PSN: the messages before it completed there, so they complete at the
+// requester even if no SACK says so, that one fails, the rest flush. The
+// failed responder names it again for the resent PSN, which confirms it.
 TEST(Conformance, C46_UnexpEventNackCompletesTheMessagesBeforeIt) {
-  PairOptions o;
-  o.max_wimm = 16;
-  o.max_wimm_dest = 2;
-  o.peer_wimm_known = false;
-  Fixture f(64 * 1024, o);
+  Fixture f(64 * 1024);
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
     Hook h;
-    if (from == 1 && k.bth.opcode == MRC_OP_SACK) h.drop = true;  // only the NACK gets through
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 2 && !k.bth.rtx)
-      h.extra_delay = 500'000;
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK) h.drop = true;  // only the NACKs get through
     return h;
   };
-  for (int i = 0; i < 6; i++) f.recv(uint64_t(i));
+  for (int i = 0; i < 2; i++) f.recv(uint64_t(i));
   for (int i = 0; i < 6; i++)
     ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * 1024, 1024, true, uint32_t(i)).ok());
   ASSERT_TRUE(f.wait_sends(6));
   EXPECT_EQ(f.swc[0].status, kWcSuccess);
   EXPECT_EQ(f.swc[1].status, kWcSuccess);
-  EXPECT_EQ(f.swc[2].status, kWcRemOpErr);  // PSN 2 never arrived
+  EXPECT_EQ(f.swc[2].status, kWcRemOpErr);  // found no receive
   for (size_t i = 3; i < f.swc.size(); i++) EXPECT_EQ(f.swc[i].status, kWcWrFlushErr);
-  ASSERT_TRUE(f.wait_recvs(6));
+  ASSERT_TRUE(f.wait_recvs(2));
   EXPECT_EQ(f.rwc[0].status, kWcSuccess);
   EXPECT_EQ(f.rwc[1].status, kWcSuccess);
-  for (size_t i = 2; i < f.rwc.size(); i++) EXPECT_EQ(f.rwc[i].status, kWcWrFlushErr);
-  EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->imm_over_limit, 1u);
+  const auto rs = *f.p.e(1).qp_stats(f.q1);
+  EXPECT_EQ(rs.imm_no_recv, 1u);
+  EXPECT_GE(rs.fail_renacks, 1u);
+  EXPECT_EQ(f.p.e(0).qp_stats(f.q0)->timeouts, 0u);
 }
 
 // MRC has no RNR: a WriteIMM that finds no posted receive fails the

@@ -84,6 +84,7 @@ class Host {
   Host(int idx, int planes, codec::IpVersion v, uint64_t seed, core::EngineConfig base = {}) : idx_(idx) {
     core::EngineConfig c = base;
     c.seed = seed;
+    if (!c.id_seed) c.id_seed = seed;  // reproducible QPNs and keys
     c.ports.clear();
     for (int p = 1; p <= planes; p++) c.ports.push_back({uint8_t(p), host_mac(idx, p), host_ip(idx, p, v), true});
     eng = std::make_unique<core::Engine>(c);

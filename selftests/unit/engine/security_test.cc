@@ -1,0 +1,317 @@
+// Issue 20 (Documentation/security.md): forged, stale and replayed packets
+// cost a counter, never a QP or a byte of memory; identifiers an attacker
+// cannot predict.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/ids.hpp"
+#include "engine/fixture.hpp"
+#include "engine/harness.hpp"
+
+namespace mrc::testing {
+namespace {
+
+using namespace core;
+
+// --- identifiers -------------------------------------------------------------
+
+TEST(Ids, ChaCha20BlockMatchesRfc8439) {
+  // RFC 8439 section 2.3.2: key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:00:00, counter 1.
+  uint32_t key[8];
+  for (int i = 0; i < 8; i++)
+    key[i] = uint32_t(4 * i) | uint32_t(4 * i + 1) << 8 | uint32_t(4 * i + 2) << 16 | uint32_t(4 * i + 3) << 24;
+  const uint32_t nonce[3] = {0x09000000, 0x4a000000, 0};
+  uint32_t out[16];
+  chacha20_block(key, 1, nonce, out);
+  const uint32_t want[16] = {0xe4e7f110, 0x15593bd1, 0x1fdd0f50, 0xc47120a3, 0xc7f4d1c7, 0x0368c033,
+                             0x9aaa2204, 0x4e6cd4c3, 0x466482d2, 0x09aa9f07, 0x05d7c214, 0xa2028bd9,
+                             0xd19c12b5, 0xb94e16de, 0xe883d0cb, 0x4e3c50a2};
+  for (int i = 0; i < 16; i++) EXPECT_EQ(out[i], want[i]) << "word " << i;
+}
+
+TEST(Ids, PermutationIsABijectionAndKeyed) {
+  IdGen a(IdGen::seed_key(1)), b(IdGen::seed_key(2));
+  std::vector<bool> seen(65536);
+  size_t same = 0;
+  for (uint32_t i = 0; i < 65536; i++) {
+    const uint16_t v = a.permute(uint16_t(i));
+    ASSERT_FALSE(seen[v]) << "two indices map to " << v;
+    seen[v] = true;
+    ASSERT_EQ(a.unpermute(v), i);
+    same += v == b.permute(uint16_t(i));
+  }
+  EXPECT_LT(same, 64u) << "two secrets give nearly the same permutation";
+}
+
+std::vector<uint32_t> first_keys(Engine& e, int n) {
+  static std::vector<uint8_t> mem(4096);
+  const uint32_t pd = *e.create_pd();
+  std::vector<uint32_t> k;
+  for (int i = 0; i < n; i++) k.push_back(e.reg_mr(pd, mem.data(), mem.size(), kAccessLocalWrite | kAccessRemoteWrite)->rkey);
+  return k;
+}
+
+// Two processes (engines keyed from getrandom) share no key and no QPN;
+// consecutive registrations follow no sequence.
+TEST(Ids, KeysAndQpnsDifferBetweenRunsAndFollowNoSequence) {
+  Engine e1{EngineConfig{}}, e2{EngineConfig{}};
+  const auto k1 = first_keys(e1, 64), k2 = first_keys(e2, 64);
+  std::set<uint32_t> both(k1.begin(), k1.end());
+  for (uint32_t k : k2) EXPECT_FALSE(both.count(k)) << "key " << k << " in both runs";
+  // No sequence: neither the keys nor their differences repeat a pattern,
+  // and the secret (upper) bits take 64 different values.
+  std::set<uint32_t> diffs, hi;
+  for (size_t i = 0; i < k1.size(); i++) {
+    hi.insert(k1[i] >> 16);
+    if (i) diffs.insert(k1[i] - k1[i - 1]);
+  }
+  EXPECT_GE(hi.size(), 60u);
+  EXPECT_GE(diffs.size(), 60u);
+  auto qpns = [](Engine& e) {
+    const uint32_t pd = *e.create_pd(), cq = *e.create_cq(16);
+    std::vector<uint32_t> v;
+    for (int i = 0; i < 16; i++) {
+      QpInitAttr ia;
+      ia.pd = pd;
+      ia.send_cq = ia.recv_cq = cq;
+      v.push_back(*e.create_qp(ia));
+    }
+    return v;
+  };
+  const auto q1 = qpns(e1), q2 = qpns(e2);
+  size_t shared = 0;
+  for (uint32_t q : q1) {
+    EXPECT_GE(q, 0x10000u) << "a QPN among the reserved ones";
+    EXPECT_LE(q, MRC_QPN_MASK);
+    shared += std::count(q2.begin(), q2.end(), q);
+  }
+  EXPECT_LE(shared, 1u);
+}
+
+// The same id_seed gives the same keys (reproducible simulations).
+TEST(Ids, SeededKeysAreReproducible) {
+  EngineConfig c;
+  c.id_seed = 42;
+  Engine e1{c}, e2{c};
+  EXPECT_EQ(first_keys(e1, 8), first_keys(e2, 8));
+}
+
+// A slot reused after dereg gets a new key; the old one, and a key with the
+// right index but other secret bits, are refused.
+TEST(Ids, ReusedSlotAndWrongSecretBitsAreRefused) {
+  PairOptions o;
+  Fixture f(64 * 1024, o);
+  const uint32_t old_key = f.dst->mr.rkey;
+  ASSERT_TRUE(f.p.e(1).dereg_mr(old_key).ok());
+  auto again = f.p.e(1).reg_mr(f.p.h(1).pd, f.dst->bytes.data(), f.dst->bytes.size(),
+                               kAccessLocalWrite | kAccessRemoteWrite);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->rkey, old_key);
+  EXPECT_EQ(again->rkey & 0xffff, old_key & 0xffff) << "the same slot";
+  std::vector<uint8_t> before = f.dst->bytes;
+  // Written with the old key, then with the right index and a flipped secret bit.
+  ASSERT_TRUE(f.write(1, 0, 4096, false, 0, old_key).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_EQ(f.swc[0].status, kWcRemAccessErr);
+  EXPECT_EQ(f.dst->bytes, before);
+  EXPECT_GE(f.p.e(1).qp_stats(f.q1)->rem_access_errors, 2u);
+  EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kRts);
+}
+
+// --- forged and stale acknowledgements ----------------------------------------
+
+// Injects `n` into host `to` as if it arrived on `port`.
+void inject(Fixture& f, int to, const codec::Packet& n, uint8_t port) {
+  std::vector<uint8_t> fr(codec::frame_size(n));
+  ASSERT_GT(codec::build(n, fr), 0u);
+  RxFrame rf{fr.data(), uint32_t(fr.size()), port, 0};
+  f.p.e(to).rx({&rf, 1}, f.p.now);
+}
+
+// A transfer in flight meets one forged acknowledgement of every kind with a
+// PSN the requester never sent, and stale ones: each is counted by its kind,
+// none changes the QP or the data.
+TEST(Security, GhostAndStaleAcknowledgementsAreCountedAndIgnored) {
+  Fixture f(1 << 20);
+  codec::Packet sack;
+  uint8_t sack_port = 0;
+  bool have = false, done = false;
+  f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK && !have) {
+      sack = k;
+      sack_port = port;
+      have = true;
+    }
+    return Hook{};
+  };
+  ASSERT_TRUE(f.write(1, 0, 1 << 20).ok());
+  ASSERT_TRUE(f.p.run([&] { return f.p.e(0).qp_stats(f.q0)->rx_sacks >= 8; }));
+  ASSERT_TRUE(have);
+  const auto una = f.p.e(0).qp_stats(f.q0)->rx_sacks;  // progress made: PSN 0.. acknowledged
+  (void)una;
+  const uint32_t far = codec::psn_add(sack.seth.cack_psn, 1 << 22);
+  // SACK acknowledging everything up to a PSN never sent.
+  codec::Packet g = sack;
+  g.seth.cack_psn = g.bth.psn = far;
+  inject(f, 0, g, sack_port);
+  // NACK of every reason and AETH NAKs naming it.
+  for (uint8_t r : {MRC_NACK_TRIMMED, MRC_NACK_TRIMMED_LASTHOP, MRC_NACK_NO_BITMAP, MRC_NACK_NO_PKT_BUFFER,
+                    MRC_NACK_NO_RESOURCE, MRC_NACK_PSN_OOR_WINDOW, MRC_NACK_UNEXP_EVENT}) {
+    codec::Packet n = sack;
+    n.bth.opcode = MRC_OP_NACK;
+    n.hdrs = 0;
+    n.neth.reason = r;
+    n.neth.nack_psn = n.bth.psn = far;
+    inject(f, 0, n, sack_port);
+  }
+  for (uint8_t syn : {0x60, 0x61, 0x62, 0x63}) {
+    codec::Packet a = sack;
+    a.bth.opcode = MRC_OP_ACK;
+    a.hdrs = 0;
+    a.aeth.syndrome = syn;
+    a.bth.psn = far;
+    inject(f, 0, a, sack_port);
+  }
+  // Stale: the first SACK's PSN, acknowledged long since, in a NACK and a NAK.
+  {
+    codec::Packet n = sack;
+    n.bth.opcode = MRC_OP_NACK;
+    n.hdrs = 0;
+    n.neth.reason = MRC_NACK_UNEXP_EVENT;
+    n.neth.nack_psn = n.bth.psn = sack.seth.cack_psn;
+    inject(f, 0, n, sack_port);
+    codec::Packet a = sack;
+    a.bth.opcode = MRC_OP_ACK;
+    a.hdrs = 0;
+    a.aeth.syndrome = 0x62;
+    a.bth.psn = sack.seth.cack_psn;
+    inject(f, 0, a, sack_port);
+  }
+  // A probe answer nobody asked for, and a port-down report naming the
+  // plane it came through.
+  {
+    codec::Packet pr = sack;
+    pr.seth.probe_resp = true;
+    pr.cc.tx_ts_echo = uint16_t(sack.cc.tx_ts_echo + 1234);
+    inject(f, 0, pr, sack_port);
+    codec::Packet pd = sack;
+    pd.seth.port_down_mask = uint8_t(1u << (sack_port - 1));
+    inject(f, 0, pd, sack_port);
+  }
+  (void)done;
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_TRUE(f.same(0, 1 << 20));
+  EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kRts);
+  EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kRts);
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.ghost_sacks, 1u);
+  EXPECT_EQ(st.ghost_nacks, 7u);
+  EXPECT_EQ(st.ghost_naks, 4u);
+  EXPECT_EQ(st.stale_nacks, 1u);
+  EXPECT_EQ(st.stale_naks, 1u);
+  EXPECT_EQ(st.refusals_retried, 0u);
+  EXPECT_GE(st.ghost_probe_resps, 1u);
+  EXPECT_EQ(st.bad_port_status, 1u);
+  EXPECT_EQ(st.timeouts, 0u);
+}
+
+// A forged AETH NAK for a PSN in flight costs one retransmission.
+TEST(Security, ForgedNakForAPsnInFlightIsResentNotFatal) {
+  PairOptions o;
+  o.gbps = 1;  // SACKs come back while the message is in flight
+  Fixture f(256 * 1024, o);
+  bool forged = false;
+  int sacks = 0;
+  f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    // The third SACK, with many PSNs in flight, becomes a NAK of the PSN
+    // after its cumulative point.
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK && ++sacks == 3) {
+      codec::Packet a = k;
+      a.bth.opcode = MRC_OP_ACK;
+      a.hdrs = 0;
+      a.aeth.syndrome = 0x62;
+      a.bth.psn = codec::psn_add(k.seth.cack_psn, 1);
+      fr.assign(codec::frame_size(a), 0);
+      EXPECT_GT(codec::build(a, fr), 0u);
+      forged = true;
+    }
+    return Hook{};
+  };
+  ASSERT_TRUE(f.write(1, 0, 256 * 1024).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_TRUE(forged);
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_TRUE(f.same(0, 256 * 1024));
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.ghost_naks, 0u);
+  EXPECT_EQ(st.refusals_retried + st.stale_naks, 1u);
+  EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kRts);
+}
+
+// The responder: a forged request in the window with a wrong key is refused
+// without touching memory or the QP, and the real packet with that PSN lands;
+// requests far outside the window and replays are counted.
+TEST(Security, ForgedAndReplayedRequestsCostACounter) {
+  PairOptions o;
+  o.cfg.min_reorder = 2'000'000;  // the delay below is reordering, not loss
+  Fixture f(64 * 1024, o);
+  std::vector<std::pair<codec::Packet, uint8_t>> seen;
+  f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    Hook h;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx) {
+      if (k.bth.psn == 3) {
+        // A forgery of PSN 3 with a wrong key overtakes the real one.
+        codec::Packet x = k;
+        x.reth.rkey ^= 0x00800000;
+        x.payload = nullptr;
+        std::vector<uint8_t> junk(k.payload_len, 0xee);
+        x.payload = junk.data();
+        inject(f, 1, x, port);
+        h.extra_delay = 100'000;
+      }
+      if (seen.size() < 4) seen.push_back({k, port});
+    }
+    return h;
+  };
+  ASSERT_TRUE(f.write(1, 0, 64 * 1024).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_TRUE(f.same(0, 64 * 1024));
+  f.p.run([&] { return false; }, 1'000'000);  // the refused PSN's resend, now a duplicate
+  auto rs = *f.p.e(1).qp_stats(f.q1);
+  EXPECT_EQ(rs.rem_access_errors, 1u);
+  EXPECT_EQ(f.p.e(0).qp_stats(f.q0)->refusals_retried, 1u);
+  const uint64_t dup0 = rs.rx_dup_pkts, oor0 = rs.rx_oor_pkts;
+  // Replays of delivered packets and a request far beyond the window.
+  ASSERT_EQ(seen.size(), 4u);
+  for (auto& [k, port] : seen) {
+    std::vector<uint8_t> junk(k.payload_len, 0xdd);
+    codec::Packet x = k;
+    x.payload = junk.data();  // a replay with other bytes changes nothing
+    inject(f, 1, x, port);
+  }
+  codec::Packet far = seen[0].first;
+  far.bth.psn = codec::psn_add(far.bth.psn, 1 << 20);
+  std::vector<uint8_t> junk(far.payload_len, 0xcc);
+  far.payload = junk.data();
+  inject(f, 1, far, seen[0].second);
+  f.p.run([&] { return false; }, 1'000'000);
+  rs = *f.p.e(1).qp_stats(f.q1);
+  EXPECT_EQ(rs.rx_dup_pkts - dup0, 4u);
+  EXPECT_EQ(rs.rx_oor_pkts - oor0, 1u);
+  EXPECT_TRUE(f.same(0, 64 * 1024));
+  EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kRts);
+  EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kRts);
+  // The far request's NACK reaches the requester as a ghost.
+  EXPECT_EQ(f.p.e(0).qp_stats(f.q0)->ghost_nacks, 1u);
+}
+
+}  // namespace
+}  // namespace mrc::testing
