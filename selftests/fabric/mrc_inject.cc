@@ -4,6 +4,7 @@
 //   mrc_inject --netns NS --to-a IF[,IF...] --to-b IF[,IF...]
 //              [--duration S] [--count N] [--pps N] [--classes C[,C...]]
 //              [--learn-timeout S] [--replay-age-ms MS] [--seed N] [--out FILE]
+//              [--cuts ip,udp,bth,bth_fixed,ext,ext_fixed,payload,icrc]
 //
 // Attacker model. An observer on the links between host A (the requester,
 // mrc_perf client) and host B (the responder, mrc_perf server): it reads
@@ -528,10 +529,17 @@ class Injector {
         // payload, the ICRC; "fixed" ones carry IP/UDP lengths of the cut.
         const size_t end = frame_.size();
         const size_t ext = lay.bth_off + 12;
-        const size_t hdr_end = lay.payload_off;
+        // (payload_off is set for packets with a payload only)
+        const size_t hdr_end = ext + codec::ext_header_len(lay.bth.opcode, lay.bth.ts);
         size_t cut = 0;
         bool fixed = false;
-        switch (r32() % 8) {
+        static const std::vector<std::string> kCuts = {"ip",  "udp",       "bth",     "bth fixed",
+                                                       "ext", "ext fixed", "payload", "icrc"};
+        size_t which = r32() % kCuts.size();
+        if (!cuts_.empty())
+          which = size_t(std::find(kCuts.begin(), kCuts.end(), cuts_[r32() % cuts_.size()]) -
+                         kCuts.begin());
+        switch (which) {
           case 0:
             cut = lay.l3_off + 1 + r32() % (lay.l4_off - lay.l3_off - 1), variant = "ip";
             break;
@@ -545,15 +553,18 @@ class Injector {
             cut = lay.bth_off + 1 + r32() % 11, fixed = true, variant = "bth fixed";
             break;
           case 4:
-            cut = ext + 1 + r32() % std::max<size_t>(hdr_end - ext - 1, 1), variant = "ext";
+            cut = ext + 1 + r32() % (hdr_end - ext - 1), variant = "ext";
             break;
           case 5:
-            cut = ext + 1 + r32() % std::max<size_t>(hdr_end - ext - 1, 1), fixed = true;
+            cut = ext + 1 + r32() % (hdr_end - ext - 1), fixed = true;
             variant = "ext fixed";
             break;
           case 6:
-            cut = hdr_end < end - 4 ? hdr_end + 1 + r32() % (end - 4 - hdr_end) : end - 4 - 1;
-            variant = "payload";
+            if (hdr_end + 4 < end) {
+              cut = hdr_end + 1 + r32() % (end - 4 - hdr_end - 1), variant = "payload";
+            } else {  // a control packet: no payload, inside its last header then
+              cut = ext + 1 + r32() % (hdr_end - ext - 1), variant = "ext";
+            }
             break;
           default:
             cut = end - 1 - r32() % 3, variant = "icrc";
@@ -665,6 +676,9 @@ class Injector {
   size_t next_class_ = 0, next_plane_ = 0;
   uint64_t total_ = 0, build_failures_ = 0;
   std::string last_errno_;
+
+ public:
+  std::vector<std::string> cuts_;  // --cuts: the truncation variants to use (all)
 };
 
 int run(std::map<std::string, std::string>& o) {
@@ -693,6 +707,15 @@ int run(std::map<std::string, std::string>& o) {
   std::vector<Plane> planes(to_a.size());
   for (size_t i = 0; i < planes.size(); i++) planes[i].to_a = to_a[i], planes[i].to_b = to_b[i];
   Injector inj(o["--netns"], std::move(planes), classes, seed, replay_age_ns);
+  for (auto& c : split(get("--cuts", ""))) {
+    static const std::vector<std::string> kCuts = {"ip",  "udp",       "bth",     "bth_fixed",
+                                                   "ext", "ext_fixed", "payload", "icrc"};
+    if (std::find(kCuts.begin(), kCuts.end(), c) == kCuts.end()) {
+      std::cerr << "mrc_inject: unknown cut " << c << "\n";
+      return 2;
+    }
+    inj.cuts_.push_back(c == "bth_fixed" ? "bth fixed" : c == "ext_fixed" ? "ext fixed" : c);
+  }
   if (auto s = inj.open(); !s) {
     std::cerr << "mrc_inject: " << s.error().message() << "\n";
     return 1;

@@ -792,7 +792,7 @@ void write_counters_json(Side& s, const Opts& o) {
   if (auto xs = s.ctx->xdp_stats(); xs.ok())
     for (size_t p = 0; p < xs->size(); p++) {
       json port;
-      port["port"] = p;  // 0: frames of no configured port, N: plane port N
+      port["port"] = p + 1;  // plane port, 1-based (the order of -d)
       for (size_t f = 0; f < bpf_stats_names().size(); f++)
         port[bpf_stats_names()[f]] = reinterpret_cast<const uint64_t*>(&(*xs)[p])[f];
       xdp.push_back(port);

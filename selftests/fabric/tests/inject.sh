@@ -68,7 +68,7 @@ xfer() {
 		# at least a second before the transfer does.
 		sleep 1
 		timeout -s INT $((ISECS + 20)) "$B_INJ" --netns "$NW" --to-a "$W_A" --to-b "$W_B" \
-			--duration "$ISECS" --pps "$PPS" --learn-timeout 2 ${CLASSES:+--classes "$CLASSES"} \
+			--duration "$ISECS" --pps "$PPS" --learn-timeout 2 ${CLASSES:+--classes "$CLASSES"} ${MRC_INJECT_CUTS:+--cuts "$MRC_INJECT_CUTS"} \
 			--out "$T_TMP/$name-inject.json" >/dev/null 2>"$T_TMP/$name-inject.log" &
 		ipid=$!
 		T_PIDS+=("$ipid")
