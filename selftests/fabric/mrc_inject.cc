@@ -55,7 +55,8 @@
 //   port_status  13  to A: port status updates from B's address on plane p
 //                    saying B's port p+1 (the plane it arrives through) is down
 //
-// Classes take turns packet by packet, planes likewise; --pps bounds the
+// Classes take turns packet by packet, planes likewise; every millisecond
+// the packets due go out in one sendmmsg() batch per socket; --pps bounds the
 // total rate (a few thousand per second), --duration and --count the run.
 // Injection starts once the tool has learned both QPNs, a PSN and a
 // cumulative ACK (at most --learn-timeout seconds; exit 1 otherwise). SIGINT
@@ -155,6 +156,12 @@ struct Learned {
   bool ready() const { return qpn_a && qpn_b && psn && cack; }
 };
 
+struct Pending {
+  int fd;
+  std::vector<uint8_t> frame;
+  std::string cls, variant;
+};
+
 struct ClassCount {
   uint64_t injected = 0, send_errors = 0;
   std::map<std::string, uint64_t> variants;
@@ -217,10 +224,10 @@ class Injector {
 
   const Learned& learned() const { return l_; }
 
-  // Sends the next packet of the rotation (skips a class with nothing to
-  // send yet, e.g. replay before any frame is old enough). False when no
-  // class could send.
-  bool inject_one() {
+  // Builds the next packet of the rotation and queues it (skips a class with
+  // nothing to send yet, e.g. replay before any frame is old enough). False
+  // when no class could build one.
+  bool queue_one() {
     for (size_t tries = 0; tries < classes_.size(); tries++) {
       const std::string& c = classes_[next_class_++ % classes_.size()];
       size_t pi = 0;
@@ -229,23 +236,59 @@ class Injector {
       bool to_b = true;
       frame_.clear();
       if (!make(c, pi, variant, to_b)) continue;
-      Plane& p = planes_[pi];
-      ClassCount& cc = counts_[c];
-      const ssize_t w = ::send(to_b ? p.tx_b.get() : p.tx_a.get(), frame_.data(), frame_.size(), 0);
-      if (w == ssize_t(frame_.size())) {
-        cc.injected++;
-        cc.variants[variant]++;
-        total_++;
-      } else {
-        cc.send_errors++;
-        if (last_errno_.empty()) last_errno_ = std::strerror(errno);
-      }
+      const Plane& p = planes_[pi];
+      pending_.push_back({to_b ? p.tx_b.get() : p.tx_a.get(), std::move(frame_), c, variant});
+      frame_ = {};
       return true;
     }
     return false;
   }
+  size_t queued() const { return pending_.size(); }
+
+  // Sends the queued frames, one sendmmsg() per socket, and counts them.
+  void flush() {
+    std::map<int, std::vector<size_t>> by_fd;
+    for (size_t i = 0; i < pending_.size(); i++) by_fd[pending_[i].fd].push_back(i);
+    for (auto& [fd, idx] : by_fd) {
+      std::vector<iovec> iov(idx.size());
+      std::vector<mmsghdr> msgs(idx.size());
+      for (size_t k = 0; k < idx.size(); k++) {
+        auto& f = pending_[idx[k]].frame;
+        iov[k] = {f.data(), f.size()};
+        msgs[k] = {};
+        msgs[k].msg_hdr.msg_iov = &iov[k];
+        msgs[k].msg_hdr.msg_iovlen = 1;
+      }
+      size_t k = 0;
+      while (k < idx.size()) {
+        const int n = sendmmsg(fd, msgs.data() + k, unsigned(idx.size() - k), 0);
+        if (n <= 0) {  // the first unsent one failed: count it, go on after it
+          Pending& pf = pending_[idx[k]];
+          counts_[pf.cls].send_errors++;
+          send_errors_++;
+          if (last_errno_.empty()) last_errno_ = std::strerror(errno);
+          k++;
+          continue;
+        }
+        for (int m = 0; m < n; m++, k++) {
+          Pending& pf = pending_[idx[k]];
+          ClassCount& cc = counts_[pf.cls];
+          if (msgs[k].msg_len == pf.frame.size()) {
+            cc.injected++;
+            cc.variants[pf.variant]++;
+            total_++;
+          } else {
+            cc.send_errors++;
+            send_errors_++;
+          }
+        }
+      }
+    }
+    pending_.clear();
+  }
 
   uint64_t total() const { return total_; }
+  uint64_t attempted() const { return total_ + send_errors_; }
   uint64_t build_failures() const { return build_failures_; }
 
   json report() const {
@@ -669,12 +712,13 @@ class Injector {
   codec::CodecConfig cfg_;
   Learned l_;
   std::deque<Captured> ring_;
+  std::vector<Pending> pending_;
   std::map<std::string, ClassCount> counts_;
   std::vector<uint8_t> buf_ = std::vector<uint8_t>(70000);
   std::vector<uint8_t> frame_;
   std::vector<uint8_t> payload_ = std::vector<uint8_t>(256, 0xa5);
   size_t next_class_ = 0, next_plane_ = 0;
-  uint64_t total_ = 0, build_failures_ = 0;
+  uint64_t total_ = 0, send_errors_ = 0, build_failures_ = 0;
   std::string last_errno_;
 
  public:
@@ -737,17 +781,15 @@ int run(std::map<std::string, std::string>& o) {
   } else {
     // Inject: every ms, the packets due at --pps, sniffing in between.
     const uint64_t t1 = now_ns(), t_end = t1 + uint64_t(duration * 1e9);
-    while (inj.total() < count && !g_stop.load()) {
+    while (inj.attempted() < count && !g_stop.load()) {
       const uint64_t now = now_ns();
       if (now >= t_end) break;
       inj.sniff(256);
       const uint64_t due = std::min<uint64_t>((now - t1) * pps / 1000000000ull, count);
-      uint64_t stuck = 0;
-      while (inj.total() < due && stuck < 64) {
-        const uint64_t before = inj.total();
-        if (!inj.inject_one()) break;
-        stuck = inj.total() == before ? stuck + 1 : 0;
-      }
+      // The packets due, sent as one batch per socket (at most 256).
+      while (inj.attempted() + inj.queued() < due && inj.queued() < 256)
+        if (!inj.queue_one()) break;
+      inj.flush();
       timespec ts{0, 1000000};
       nanosleep(&ts, nullptr);
     }
