@@ -28,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/exchange.hpp"
 #include "lib/neigh.hpp"
 #include "mrc/mrc.hpp"
@@ -83,6 +85,7 @@ struct Opts {
   std::string ev_log;  // client: every EV state change, one JSON line each
   bool mem = false;    // --mem: memory per QP (idle, connected) and after the run
   uint64_t ev_profile = 0, cc_profile = 0;  // mrcd's profiles (0: the built-in ones)
+  std::string counters_json;  // --counters-json: every counter at exit, one JSON object
 };
 
 FILE* g_ev_log = nullptr;
@@ -123,6 +126,9 @@ FILE* g_ev_log = nullptr;
       "      --queues N       rx queues per interface with a socket (all)\n"
       "      --no-cc          congestion control off\n"
       "      --counters       print engine, progress, AF_XDP and XDP counters at the end\n"
+      "      --counters-json FILE  write every counter at exit (also after an error) to FILE\n"
+      "                       as one JSON object: engine (parse errors by name), every QP,\n"
+      "                       XDP per port by name, AF_XDP\n"
       "      --tx MODE        TX backend: xsk (AF_XDP), live (XDP live frames, path MTU\n"
       "                       clamped to fit them; live/N: iterations with fewer than N\n"
       "                       frames use AF_XDP, 16) or auto (live if it works; xsk)\n"
@@ -202,7 +208,8 @@ Opts parse(int argc, char** argv) {
     kCcProfile,
     kProgress,
     kSpinUs,
-    kProgressIdle
+    kProgressIdle,
+    kCountersJson
   };
   static const option lo[] = {{"dev", required_argument, nullptr, 'd'},
                               {"port", required_argument, nullptr, 'p'},
@@ -231,6 +238,7 @@ Opts parse(int argc, char** argv) {
                               {"no-cc", no_argument, nullptr, kNoCc},
                               {"help", no_argument, nullptr, 'h'},
                               {"counters", no_argument, nullptr, kCounters},
+                              {"counters-json", required_argument, nullptr, kCountersJson},
                               {"tx", required_argument, nullptr, kTx},
                               {"clients", required_argument, nullptr, kClients},
                               {"slots", required_argument, nullptr, kSlots},
@@ -291,6 +299,9 @@ Opts parse(int argc, char** argv) {
         case kQueues: o.queues = uint32_t(std::stoul(optarg)); break;
         case kNoCc: o.no_cc = true; break;
         case kCounters: o.counters = true; break;
+        case kCountersJson:
+          o.counters_json = optarg;
+          break;
         case kClients:
           o.clients = uint32_t(std::stoul(optarg));
           break;
@@ -679,6 +690,145 @@ void dump_counters(Side& s) {
     }
 }
 
+// --counters-json: every counter as one JSON object, written when the run
+// ends (a failed run included: CountersAtExit writes it while the stack
+// unwinds). Fields keep the names of core::QpStats, core::EngineStats,
+// struct mrc_xdp_stats and Context::XskStats.
+#define MRC_KV(obj, field) \
+  { #field, (obj).field }
+void write_counters_json(Side& s, const Opts& o) {
+  using nlohmann::json;
+  json j;
+  j["role"] = o.server ? "server" : "client";
+  j["op"] = o.imm ? "write_imm" : "write";
+  const auto es = s.ctx->engine_stats();
+  json e =
+      json{MRC_KV(es, rx_frames),         MRC_KV(es, rx_bytes),        MRC_KV(es, tx_frames),
+           MRC_KV(es, tx_bytes),          MRC_KV(es, rx_not_mrc),      MRC_KV(es, rx_unknown_qp),
+           MRC_KV(es, rx_bad_state),      MRC_KV(es, rx_unexpected),   MRC_KV(es, ep_requests),
+           MRC_KV(es, ep_responses_tx),   MRC_KV(es, ep_responses_rx), MRC_KV(es, cq_overflows),
+           MRC_KV(es, ev_events_dropped), MRC_KV(es, tx_no_frame),     MRC_KV(es, ep_unsolicited),
+           MRC_KV(es, ep_bad_port_status)};
+  // codec::ParseError by enumerator name (kOk = 0 left out).
+  static constexpr const char* kParseErrorNames[] = {"ok",
+                                                     "not_mrc",
+                                                     "truncated",
+                                                     "bad_ip_version",
+                                                     "bad_ip_header_len",
+                                                     "bad_ip_length",
+                                                     "bad_ip_checksum",
+                                                     "ip_fragment",
+                                                     "bad_udp_length",
+                                                     "bad_tver",
+                                                     "bad_reserved_bits",
+                                                     "unknown_opcode",
+                                                     "bad_header_stack",
+                                                     "bad_length",
+                                                     "bad_pad",
+                                                     "bad_qpn",
+                                                     "bad_icrc"};
+  static_assert(std::size(kParseErrorNames) == size_t(codec::ParseError::kCount));
+  json pe = json::object();
+  for (size_t i = 1; i < std::size(es.rx_parse_errors); i++)
+    pe[kParseErrorNames[i]] = es.rx_parse_errors[i];
+  e["rx_parse_errors"] = pe;
+  j["engine"] = e;
+  json qps = json::array();
+  for (auto& q : s.qps) {
+    auto st = q->stats();
+    if (!st) continue;
+    json x = json{{"qpn", q->qpn()},
+                  MRC_KV(*st, tx_data_pkts),
+                  MRC_KV(*st, tx_data_bytes),
+                  MRC_KV(*st, tx_rtx_pkts),
+                  MRC_KV(*st, tx_probe_pkts),
+                  MRC_KV(*st, rx_data_pkts),
+                  MRC_KV(*st, rx_data_bytes),
+                  MRC_KV(*st, rx_dup_pkts),
+                  MRC_KV(*st, rx_oor_pkts),
+                  MRC_KV(*st, tx_sacks),
+                  MRC_KV(*st, tx_nacks),
+                  MRC_KV(*st, rx_sacks),
+                  MRC_KV(*st, rx_nacks),
+                  MRC_KV(*st, rtx_sack),
+                  MRC_KV(*st, rtx_nack),
+                  MRC_KV(*st, rtx_timeout),
+                  MRC_KV(*st, spurious_rtx),
+                  MRC_KV(*st, timeouts),
+                  MRC_KV(*st, tlp_probes),
+                  MRC_KV(*st, plane_suspects),
+                  MRC_KV(*st, plane_lossy),
+                  MRC_KV(*st, ev_skips),
+                  MRC_KV(*st, ev_assumed_bad),
+                  MRC_KV(*st, ev_readmitted),
+                  MRC_KV(*st, ev_promoted),
+                  MRC_KV(*st, ev_undone),
+                  MRC_KV(*st, rem_access_errors),
+                  MRC_KV(*st, imm_no_recv),
+                  MRC_KV(*st, imm_over_limit),
+                  MRC_KV(*st, fail_renacks),
+                  MRC_KV(*st, ghost_sacks),
+                  MRC_KV(*st, stale_sacks),
+                  MRC_KV(*st, ghost_nacks),
+                  MRC_KV(*st, stale_nacks),
+                  MRC_KV(*st, ghost_naks),
+                  MRC_KV(*st, stale_naks),
+                  MRC_KV(*st, refusals_retried),
+                  MRC_KV(*st, ghost_probe_resps),
+                  MRC_KV(*st, bad_port_status),
+                  MRC_KV(*st, wimm_completions),
+                  MRC_KV(*st, send_completions),
+                  MRC_KV(*st, cwnd_bytes),
+                  MRC_KV(*st, inflight_bytes),
+                  MRC_KV(*st, srtt_ns)};
+    x["plane_tx_bytes"] =
+        std::vector<uint64_t>(st->plane_tx_bytes + 1, st->plane_tx_bytes + 1 + o.devs.size());
+    x["plane_rx_bytes"] =
+        std::vector<uint64_t>(st->plane_rx_bytes + 1, st->plane_rx_bytes + 1 + o.devs.size());
+    qps.push_back(x);
+  }
+  j["qps"] = qps;
+  json xdp = json::array();
+  if (auto xs = s.ctx->xdp_stats(); xs.ok())
+    for (size_t p = 0; p < xs->size(); p++) {
+      json port;
+      port["port"] = p + 1;  // plane port, 1-based (the order of -d)
+      for (size_t f = 0; f < bpf_stats_names().size(); f++)
+        port[bpf_stats_names()[f]] = reinterpret_cast<const uint64_t*>(&(*xs)[p])[f];
+      xdp.push_back(port);
+    }
+  j["xdp"] = xdp;
+  const auto x = s.ctx->xsk_stats();
+  json k = json{MRC_KV(x, rx_frames),      MRC_KV(x, tx_frames),     MRC_KV(x, tx_completed),
+                MRC_KV(x, tx_kicks),       MRC_KV(x, tx_kick_again), MRC_KV(x, tx_kick_busy),
+                MRC_KV(x, tx_kick_errors), MRC_KV(x, pool_empty),    MRC_KV(x, rx_dropped),
+                MRC_KV(x, rx_invalid),     MRC_KV(x, tx_invalid),    MRC_KV(x, rx_ring_full),
+                MRC_KV(x, fill_empty),     MRC_KV(x, tx_ring_empty)};
+  j["af_xdp"] = k;
+  const std::string tmp = o.counters_json + ".tmp";
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    const std::string out = j.dump() + "\n";
+    const bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size();
+    if (std::fclose(f) == 0 && ok && std::rename(tmp.c_str(), o.counters_json.c_str()) == 0) return;
+  }
+  std::fprintf(stderr, "mrc_perf: writing %s: %s\n", o.counters_json.c_str(), std::strerror(errno));
+}
+#undef MRC_KV
+
+// Writes --counters-json when the run ends, however it ends.
+struct CountersAtExit {
+  const Opts& o;
+  Side& s;
+  ~CountersAtExit() {
+    if (o.counters_json.empty() || !s.ctx) return;
+    try {
+      write_counters_json(s, o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "mrc_perf: --counters-json: %s\n", e.what());
+    }
+  }
+};
+
 // A QP that failed without a completion saying so (a responder QP whose
 // failure found no receive posted to flush): the QP-fatal async event, with
 // the cause the QP's counters name. False (reported) if one of ours failed.
@@ -813,6 +963,7 @@ int run_server(const Opts& o) {
   // thread may still place arriving data in it (an interrupted run).
   Buffer buf(per_qp * nqps);
   Side s = open_side(o, nqps);
+  CountersAtExit counters_at_exit{o, s};
   MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
   ConnectOptions co = conn_opts(o);
   int lfd = must(tcp_listen(o.bind, o.port), "listen");
@@ -1107,6 +1258,7 @@ int run_client(const Opts& o) {
   const size_t per_qp = size_t(slots) * std::max<uint32_t>(o.size, 1);
   Buffer buf(per_qp * o.qps);  // outlives the device (see run_server)
   Side s = open_side(o, o.qps);
+  CountersAtExit counters_at_exit{o, s};
   MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
   ConnectOptions co = conn_opts(o);
   int fd = must(tcp_connect(o.peer, o.port, 30'000), "connecting to the server");
