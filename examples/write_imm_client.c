@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 		die("modify to INIT");
 
 	/* 3. Swap endpoints: ours has no buffer to offer, the server's does. */
-	struct mrc_endpoint me = {.psn = 2000, .max_wimm_dest = MAX_WIMM, .mpr_dest = MPR, .mtu = 4096};
+	struct mrc_endpoint me = {.psn = mrc_random_psn(), .max_wimm_dest = MAX_WIMM, .mpr_dest = MPR, .mtu = 4096};
 	mrc_get_qpn(qp, &me.qpn);
 	me.num_gids = (uint32_t)mrc_num_ports(dev);
 	for (uint8_t p = 1; p <= me.num_gids; p++) {

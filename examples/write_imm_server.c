@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 	}
 
 	/* 5. Our endpoint: QPN, first PSN, a GID per plane, the buffer and its rkey. */
-	struct mrc_endpoint me = {.psn = 1000, .addr = (uintptr_t)buf, .len = len, .rkey = mr->rkey,
+	struct mrc_endpoint me = {.psn = mrc_random_psn(), .addr = (uintptr_t)buf, .len = len, .rkey = mr->rkey,
 				  .max_wimm_dest = MAX_WIMM, .mpr_dest = MPR, .mtu = 4096};
 	mrc_get_qpn(qp, &me.qpn);
 	me.num_gids = (uint32_t)mrc_num_ports(dev);

@@ -583,6 +583,11 @@ struct mrc_endpoint {
 	union mrc_gid gid[MRC_MAX_PORTS]; /* gid[port - 1] */
 };
 
+/* A random first PSN (24 bits, from the kernel's CSPRNG): use it as the
+ * endpoint's psn, so an attacker off the path cannot guess the QP's window
+ * (Documentation/security.md). */
+uint32_t mrc_random_psn(void);
+
 /* Returns a listening TCP socket (bind_addr NULL: any IPv4 address). */
 int mrc_exchange_listen(const char *bind_addr, uint16_t port);
 int mrc_exchange_accept(int listen_fd, int timeout_ms);

@@ -71,6 +71,11 @@ enum class Progress : uint8_t {
 };
 const char* to_string(Progress p);
 
+// A random first PSN (24 bits, from the kernel's CSPRNG) for a QP: an
+// attacker who cannot see the traffic cannot guess where its window is
+// (Documentation/security.md). Pass it as sq_psn here and rq_psn there.
+uint32_t random_psn();
+
 struct DeviceOptions {
   // Plane interfaces, in port order: the first is port 1.
   std::vector<std::string> interfaces;

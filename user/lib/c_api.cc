@@ -1177,6 +1177,8 @@ const char* mrc_wc_status_str(enum mrc_wc_status status) {
 // ---------------------------------------------------------------------------
 // Out-of-band exchange
 
+uint32_t mrc_random_psn(void) { return mrc::random_psn(); }
+
 int mrc_exchange_listen(const char* bind_addr, uint16_t port) {
   auto r = mrc::tcp_listen(bind_addr ? bind_addr : "0.0.0.0", port);
   return r ? *r : fail(r.error());

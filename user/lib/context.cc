@@ -94,6 +94,8 @@ uint32_t max_frame_overhead() {
 
 }  // namespace
 
+uint32_t random_psn() { return core::random_psn(); }
+
 const char* to_string(Progress p) {
   switch (p) {
     case Progress::kThread: return "thread";

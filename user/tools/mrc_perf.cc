@@ -1099,7 +1099,7 @@ int run_server(const Opts& o) {
     std::vector<QpEndpoint> ours;
     for (uint32_t i = 0; i < o.qps; i++) {
       const uint32_t qi = k.first_qp + i;
-      QpEndpoint e = describe(*s.ctx, *s.qps[qi], 0x1000 * (qi + 1), co, co.max_wimm, co.mpr);
+      QpEndpoint e = describe(*s.ctx, *s.qps[qi], random_psn(), co, co.max_wimm, co.mpr);
       e.addr = uint64_t(uintptr_t(buf.p + qi * per_qp));
       e.len = per_qp;
       e.rkey = mr.rkey;
@@ -1264,7 +1264,7 @@ int run_client(const Opts& o) {
   int fd = must(tcp_connect(o.peer, o.port, 30'000), "connecting to the server");
   std::vector<QpEndpoint> ours;
   for (uint32_t i = 0; i < o.qps; i++) {
-    QpEndpoint e = describe(*s.ctx, *s.qps[i], 0x2000 * (i + 1), co, co.max_wimm, co.mpr);
+    QpEndpoint e = describe(*s.ctx, *s.qps[i], random_psn(), co, co.max_wimm, co.mpr);
     e.addr = uint64_t(uintptr_t(buf.p + i * per_qp));
     e.len = per_qp;
     e.rkey = mr.rkey;
