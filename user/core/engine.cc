@@ -132,7 +132,8 @@ Result<Engine::MrInfo> Engine::reg_mr(uint32_t pd, void* addr, size_t length, ui
   if (length > (uint64_t(1) << 40)) return Error(EINVAL, "reg_mr: length too large");
   size_t idx = 0;
   while (idx < mrs_.size() && mrs_[idx] && mrs_[idx]->valid) idx++;
-  if (idx >= cfg_.max_mrs || idx > kIdxMask) return Error(ENOMEM, "reg_mr: too many memory regions");
+  if (idx >= cfg_.max_mrs || idx > kIdxMask)
+    return Error(ENOMEM, "reg_mr: too many memory regions");
   if (idx == mrs_.size()) {
     mrs_.push_back(std::make_unique<Mr>());
   } else if (!mrs_[idx]) {
@@ -963,7 +964,9 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       continue;
     }
     switch (op) {
-      case MRC_OP_SACK: on_sack(*q, p, f.port, now); break;
+      case MRC_OP_SACK:
+        on_sack(*q, p, f.port, now);
+        break;
       case MRC_OP_NACK: on_nack(*q, p, now); break;
       case MRC_OP_ACK: on_aeth(*q, p, now); break;
       default: stats_.rx_unexpected++; break;

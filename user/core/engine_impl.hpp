@@ -72,12 +72,12 @@ struct SendWqe {
 };
 
 enum TxFlag : uint8_t {
-  kTxSacked = 1 << 0,  // selectively acknowledged
-  kTxLost = 1 << 1,    // queued for retransmission
-  kTxNacked = 1 << 2,  // the last loss was reported by a NACK (no silent-loss penalty)
-  kTxDemoted = 1 << 3, // its presumed loss made its EV ASSUMED_BAD
-  kTxHole = 1 << 4,    // a SACK bitmap covered it and it was missing then
-  kTxRefused = 1 << 5, // refused once (AETH NAK, NACK UNEXP_EVENT): resent to confirm
+  kTxSacked = 1 << 0,   // selectively acknowledged
+  kTxLost = 1 << 1,     // queued for retransmission
+  kTxNacked = 1 << 2,   // the last loss was reported by a NACK (no silent-loss penalty)
+  kTxDemoted = 1 << 3,  // its presumed loss made its EV ASSUMED_BAD
+  kTxHole = 1 << 4,     // a SACK bitmap covered it and it was missing then
+  kTxRefused = 1 << 5,  // refused once (AETH NAK, NACK UNEXP_EVENT): resent to confirm
 };
 
 struct TxPkt {

@@ -30,7 +30,8 @@ inline uint8_t feistel_f(uint8_t half, uint8_t k) {
 
 }  // namespace
 
-void chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3], uint32_t out[16]) {
+void chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
+                    uint32_t out[16]) {
   uint32_t s[16] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};  // "expand 32-byte k"
   for (int i = 0; i < 8; i++) s[4 + i] = key[i];
   s[12] = counter;
@@ -52,8 +53,8 @@ void chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonc
 
 IdGen::IdGen(const IdKey& key) {
   for (int i = 0; i < 8; i++)
-    key_[i] = uint32_t(key[4 * i]) | uint32_t(key[4 * i + 1]) << 8 | uint32_t(key[4 * i + 2]) << 16 |
-              uint32_t(key[4 * i + 3]) << 24;
+    key_[i] = uint32_t(key[4 * i]) | uint32_t(key[4 * i + 1]) << 8 |
+              uint32_t(key[4 * i + 2]) << 16 | uint32_t(key[4 * i + 3]) << 24;
   const uint64_t rk = next();
   for (int i = 0; i < 6; i++) round_keys_[i] = uint8_t(rk >> (8 * i));
 }

@@ -45,7 +45,8 @@ class IdGen {
 };
 
 // RFC 8439's ChaCha20 block function (exposed for its test vector).
-void chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3], uint32_t out[16]);
+void chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
+                    uint32_t out[16]);
 
 // A random initial PSN (24 bits) from the kernel's CSPRNG, for QPs whose
 // application does not choose one.

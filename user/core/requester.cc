@@ -493,9 +493,14 @@ void Engine::on_nack(Qp& q, const codec::Packet& p, Time now) {
   if (!q.win_ready()) return;
   const uint32_t psn = k.nack_psn;
   switch (classify(psn, q.una, q.next_psn, q.win_max)) {
-    case AckPsn::kLive: break;
-    case AckPsn::kStale: q.stats.stale_nacks++; return;
-    case AckPsn::kGhost: q.stats.ghost_nacks++; return;
+    case AckPsn::kLive:
+      break;
+    case AckPsn::kStale:
+      q.stats.stale_nacks++;
+      return;
+    case AckPsn::kGhost:
+      q.stats.ghost_nacks++;
+      return;
   }
   if (k.reason == MRC_NACK_UNEXP_EVENT) {
     q.last_ack = now;
@@ -541,9 +546,14 @@ void Engine::on_aeth(Qp& q, const codec::Packet& p, Time now) {
   if ((syn & 0xe0) != 0x60) return;  // positive ACKs carry nothing SACKs do not
   if (!q.win_ready()) return;
   switch (classify(p.bth.psn, q.una, q.next_psn, q.win_max)) {
-    case AckPsn::kLive: break;
-    case AckPsn::kStale: q.stats.stale_naks++; return;
-    case AckPsn::kGhost: q.stats.ghost_naks++; return;
+    case AckPsn::kLive:
+      break;
+    case AckPsn::kStale:
+      q.stats.stale_naks++;
+      return;
+    case AckPsn::kGhost:
+      q.stats.ghost_naks++;
+      return;
   }
   if (q.pkt(p.bth.psn).flags & kTxSacked) {
     q.stats.stale_naks++;  // delivered: this NAK is not about it

@@ -665,12 +665,13 @@ void dump_counters(Side& s) {
                    "  qp %u: as responder: fatal WRITE-with-immediate without a receive %" PRIu64
                    "; refused: beyond max_wimm_dest %" PRIu64 ", access errors %" PRIu64 "\n",
                    q->qpn(), st->imm_no_recv, st->imm_over_limit, st->rem_access_errors);
-    if (st->ghost_sacks || st->ghost_nacks || st->ghost_naks || st->refusals_retried || st->ghost_probe_resps)
+    if (st->ghost_sacks || st->ghost_nacks || st->ghost_naks || st->refusals_retried ||
+        st->ghost_probe_resps)
       std::fprintf(stderr,
-                   "  qp %u: dropped as requester: ghost sacks %" PRIu64 " nacks %" PRIu64 " naks %" PRIu64
-                   " probe answers %" PRIu64 "; refusals resent %" PRIu64 "\n",
-                   q->qpn(), st->ghost_sacks, st->ghost_nacks, st->ghost_naks, st->ghost_probe_resps,
-                   st->refusals_retried);
+                   "  qp %u: dropped as requester: ghost sacks %" PRIu64 " nacks %" PRIu64
+                   " naks %" PRIu64 " probe answers %" PRIu64 "; refusals resent %" PRIu64 "\n",
+                   q->qpn(), st->ghost_sacks, st->ghost_nacks, st->ghost_naks,
+                   st->ghost_probe_resps, st->refusals_retried);
   }
   auto x = s.ctx->xsk_stats();
   std::fprintf(stderr, "  af_xdp: rx %" PRIu64 " tx %" PRIu64 " completed %" PRIu64 " kicks %" PRIu64 " (again %" PRIu64
@@ -847,7 +848,8 @@ bool no_fatal_event(Side& s) {
       if (q->qpn() == ev.qpn)
         if (auto st = q->stats()) {
           // The responder's only fatal request (refused ones are not: security.md).
-          if (st->imm_no_recv) why = ": a WRITE-with-immediate found no posted receive (MRC has no RNR)";
+          if (st->imm_no_recv)
+            why = ": a WRITE-with-immediate found no posted receive (MRC has no RNR)";
         }
     std::fprintf(stderr, "mrc_perf: QP %u failed (QP-fatal event)%s\n", ev.qpn, why);
     dump_counters(s);

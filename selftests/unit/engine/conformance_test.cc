@@ -17,7 +17,6 @@ namespace {
 
 using namespace core;
 
-
 PairOptions opts() { return PairOptions(); }
 
 // --- wire ------------------------------------------------------------------
@@ -926,7 +925,8 @@ TEST(Conformance, C37_ForgedUnexpEventCostsOneRetransmission) {
       n.bth.opcode = MRC_OP_NACK;
       n.hdrs = 0;
       n.neth.reason = MRC_NACK_UNEXP_EVENT;
-      const uint32_t psn[] = {codec::psn_add(k.seth.cack_psn, 1), codec::psn_add(k.seth.cack_psn, 1 << 22),
+      const uint32_t psn[] = {codec::psn_add(k.seth.cack_psn, 1),
+                              codec::psn_add(k.seth.cack_psn, 1 << 22),
                               codec::psn_add(k.seth.cack_psn, -4)};
       n.neth.nack_psn = psn[forged++];
       fr.assign(codec::frame_size(n), 0);

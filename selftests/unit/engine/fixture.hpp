@@ -27,8 +27,8 @@ struct Fixture {
     src = std::make_unique<Buffer>(p.e(0), p.h(0).pd, n, 1, kAccessLocalWrite);
     dst = std::make_unique<Buffer>(p.e(1), p.h(1).pd, n, 2, kAccessLocalWrite | kAccessRemoteWrite);
   }
-  Status write(uint64_t id, size_t off, size_t len, bool imm = false, uint32_t immv = 0, uint32_t rkey = 0,
-               uint64_t raddr = 0) {
+  Status write(uint64_t id, size_t off, size_t len, bool imm = false, uint32_t immv = 0,
+               uint32_t rkey = 0, uint64_t raddr = 0) {
     Sge sg{src->addr(off), uint32_t(len), src->mr.lkey};
     SendWr wr;
     wr.wr_id = id;
@@ -46,15 +46,29 @@ struct Fixture {
     ASSERT_TRUE(p.e(1).post_recv(q1, r).ok());
   }
   bool wait_sends(size_t n, Time limit = 5'000'000'000) {
-    return p.run([&] { p.poll(0, p.h(0).scq, swc); return swc.size() >= n; }, limit);
+    return p.run(
+        [&] {
+          p.poll(0, p.h(0).scq, swc);
+          return swc.size() >= n;
+        },
+        limit);
   }
   bool wait_recvs(size_t n, Time limit = 5'000'000'000) {
-    return p.run([&] { p.poll(1, p.h(1).rcq, rwc); return rwc.size() >= n; }, limit);
+    return p.run(
+        [&] {
+          p.poll(1, p.h(1).rcq, rwc);
+          return rwc.size() >= n;
+        },
+        limit);
   }
-  bool same(size_t off, size_t len) { return !std::memcmp(src->bytes.data() + off, dst->bytes.data() + off, len); }
+  bool same(size_t off, size_t len) {
+    return !std::memcmp(src->bytes.data() + off, dst->bytes.data() + off, len);
+  }
   std::vector<PathSet::Ev> evs(int host = 0) { return *p.e(host).qp_evs(host ? q1 : q0); }
 };
 
-inline uint32_t wire_ev(const codec::Packet& k) { return codec::ev_from_wire(k.ip, k.udp, codec::EvFmtMode::kStev); }
+inline uint32_t wire_ev(const codec::Packet& k) {
+  return codec::ev_from_wire(k.ip, k.udp, codec::EvFmtMode::kStev);
+}
 
 }  // namespace mrc::testing

@@ -22,7 +22,8 @@ TEST(Ids, ChaCha20BlockMatchesRfc8439) {
   // RFC 8439 section 2.3.2: key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:00:00, counter 1.
   uint32_t key[8];
   for (int i = 0; i < 8; i++)
-    key[i] = uint32_t(4 * i) | uint32_t(4 * i + 1) << 8 | uint32_t(4 * i + 2) << 16 | uint32_t(4 * i + 3) << 24;
+    key[i] = uint32_t(4 * i) | uint32_t(4 * i + 1) << 8 | uint32_t(4 * i + 2) << 16 |
+             uint32_t(4 * i + 3) << 24;
   const uint32_t nonce[3] = {0x09000000, 0x4a000000, 0};
   uint32_t out[16];
   chacha20_block(key, 1, nonce, out);
@@ -50,7 +51,8 @@ std::vector<uint32_t> first_keys(Engine& e, int n) {
   static std::vector<uint8_t> mem(4096);
   const uint32_t pd = *e.create_pd();
   std::vector<uint32_t> k;
-  for (int i = 0; i < n; i++) k.push_back(e.reg_mr(pd, mem.data(), mem.size(), kAccessLocalWrite | kAccessRemoteWrite)->rkey);
+  for (int i = 0; i < n; i++)
+    k.push_back(e.reg_mr(pd, mem.data(), mem.size(), kAccessLocalWrite | kAccessRemoteWrite)->rkey);
   return k;
 }
 
@@ -159,8 +161,9 @@ TEST(Security, GhostAndStaleAcknowledgementsAreCountedAndIgnored) {
   g.seth.cack_psn = g.bth.psn = far;
   inject(f, 0, g, sack_port);
   // NACK of every reason and AETH NAKs naming it.
-  for (uint8_t r : {MRC_NACK_TRIMMED, MRC_NACK_TRIMMED_LASTHOP, MRC_NACK_NO_BITMAP, MRC_NACK_NO_PKT_BUFFER,
-                    MRC_NACK_NO_RESOURCE, MRC_NACK_PSN_OOR_WINDOW, MRC_NACK_UNEXP_EVENT}) {
+  for (uint8_t r :
+       {MRC_NACK_TRIMMED, MRC_NACK_TRIMMED_LASTHOP, MRC_NACK_NO_BITMAP, MRC_NACK_NO_PKT_BUFFER,
+        MRC_NACK_NO_RESOURCE, MRC_NACK_PSN_OOR_WINDOW, MRC_NACK_UNEXP_EVENT}) {
     codec::Packet n = sack;
     n.bth.opcode = MRC_OP_NACK;
     n.hdrs = 0;
