@@ -629,16 +629,39 @@ bool craft(World& w, FuzzedDataProvider& f, int to, uint8_t port, std::vector<ui
     if ((ksel >> 1 & 15) == 2) p.reth.rkey = peer.regions[0].mr.rkey;
     uint32_t plen = f.ConsumeIntegralInRange<uint32_t>(0, kMtu + 8);
     if (!codec::opcode_info(op)->last) plen &= ~3u;
-    const int64_t lo = -64, hi = int64_t(reg.len) + 64;
-    p.reth.va = f.ConsumeIntegralInRange<int>(0, 15) == 0
-                    ? f.ConsumeIntegral<uint64_t>()
-                    : reg.addr() + uint64_t(f.ConsumeIntegralInRange<int64_t>(lo, hi));
+    // The address: anywhere near the region, or a few bytes either side of
+    // its start, of its end, or of where a packet of this length would end
+    // at the end of the region (the boundaries a placement bug would cross).
+    const uint64_t base = reg.addr(), len = reg.len;
+    switch (f.ConsumeIntegralInRange<int>(0, 7)) {
+      case 0:
+        p.reth.va = f.ConsumeIntegral<uint64_t>();
+        break;
+      case 1:
+      case 2:
+        p.reth.va = base + uint64_t(f.ConsumeIntegralInRange<int64_t>(-64, int64_t(len) + 64));
+        break;
+      case 3:
+      case 4:
+        p.reth.va = base + len - plen + uint64_t(f.ConsumeIntegralInRange<int64_t>(-8, 8));
+        break;
+      case 5:
+      case 6:
+        p.reth.va = base + uint64_t(f.ConsumeIntegralInRange<int64_t>(-8, 8));
+        break;
+      default:
+        p.reth.va = base + len + uint64_t(f.ConsumeIntegralInRange<int64_t>(-8, 8));
+        break;
+    }
+    // The message length from this packet on (RETH): this packet's, up to
+    // the region's end give or take a few bytes, longer, or anything.
     switch (f.ConsumeIntegralInRange<int>(0, 3)) {
       case 0:
         p.reth.dma_len = plen;
         break;
       case 1:
-        p.reth.dma_len = uint32_t(reg.addr() + reg.len - p.reth.va);
+        p.reth.dma_len =
+            uint32_t(base + len - p.reth.va + uint64_t(f.ConsumeIntegralInRange<int64_t>(-4, 4)));
         break;
       case 2:
         p.reth.dma_len = plen + f.ConsumeIntegralInRange<uint32_t>(0, 1024);
