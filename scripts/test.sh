@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The README's test command: installs missing packages, builds, and runs
-# every test layer through CTest, then an ASan/UBSan build of the unit layer.
+# every test layer through CTest, then an ASan/UBSan build of the unit layer
+# and a bounded libFuzzer run on Engine::rx() (CTest label fuzz).
 #
 #   scripts/test.sh                 everything (what CI runs)
 #   scripts/test.sh -L unit         only some CTest labels (unit|bpf|netns|vm)
-#   scripts/test.sh --no-sanitize   skip the ASan/UBSan pass
+#   scripts/test.sh --no-sanitize   skip the ASan/UBSan pass (and the fuzz tests)
 #   MRC_JOBS=N                      parallel build jobs (default: nproc)
 #
 # Exits non-zero if anything fails. Layers that need root (bpf, netns, vm)
@@ -47,14 +48,20 @@ if ! (cd build && ctest -L "$regex" --output-on-failure --no-tests=ignore -j 1);
 fi
 
 if [ $sanitize -eq 1 ] && printf '%s\n' "${labels[@]}" | grep -qx unit; then
-  stamp "configure + build (clang++, ASan+UBSan, unit layer)"
+  stamp "configure + build (clang++, ASan+UBSan, unit layer, fuzz targets)"
   CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DMRC_SANITIZE=ON -DMRC_BUILD_BENCH=OFF >/dev/null
+    -DMRC_SANITIZE=ON -DMRC_BUILD_BENCH=OFF -DMRC_FUZZ=ON -DMRC_FUZZ_GHOST_PROPERTY=ON >/dev/null
   ninja -C build-asan -j "$jobs"
   stamp "ctest -L unit (ASan+UBSan)"
   if ! (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest -L '^unit$' --output-on-failure -j "$jobs"); then
+    fail=1
+  fi
+  stamp "ctest -L fuzz (libFuzzer on Engine::rx(), ASan+UBSan)"
+  if ! (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest -L '^fuzz$' --output-on-failure -j "$jobs"); then
     fail=1
   fi
 fi
