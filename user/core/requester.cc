@@ -322,6 +322,35 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
       return;
     }
   }
+  // Nothing else in a SACK is believed unless it echoes the timestamp of a
+  // transmission it answers: the first or last one of its trigger PSN, or a
+  // probe of ours. A blind forgery with a plausible cumulative PSN would
+  // otherwise acknowledge data that never arrived; now it must also guess
+  // 16 bits of this host's clock (security.md).
+  const int idx = q.paths.find(s.entropy);
+  const bool tlp_answer =
+      s.probe_resp && q.tlp_outstanding && p.cc.tx_ts_echo == q.tlp_ts && idx == q.tlp_idx;
+  const bool ev_answer = s.probe_resp && idx >= 0 && q.paths.at(uint32_t(idx)).probing &&
+                         q.paths.at(uint32_t(idx)).state == EvState::kAssumedBad &&
+                         p.cc.tx_ts_echo == ts16(q.paths.at(uint32_t(idx)).probe_sent);
+  if (cfg_.tseth && !tlp_answer && !ev_answer) {
+    const uint32_t trig = codec::psn_add(s.cack_psn, s.ack_psn_offset);
+    bool echoed = false;
+    if (codec::psn_lt(trig, q.next_psn) &&
+        uint32_t(codec::psn_diff(q.next_psn, trig)) <= q.win.size()) {
+      const TxPkt& t = q.pkt(trig);
+      echoed = t.sent && (p.cc.tx_ts_echo == t.ts || p.cc.tx_ts_echo == t.ts_first);
+    }
+    if (!echoed) {
+      if (s.probe_resp)
+        q.stats.ghost_probe_resps++;  // answers no probe of ours (or one given up on)
+      else
+        q.stats.unverified_sacks++;
+      return;
+    }
+  } else if (s.probe_resp && !tlp_answer && !ev_answer) {
+    q.stats.ghost_probe_resps++;
+  }
   q.last_ack = now;
   // The responder's port states (bit N-1 = its port N down). It sent this
   // through the plane it arrived on, so a report that names that plane down
@@ -426,14 +455,6 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   }
   // Verdict on the reflected EV.
   const bool ecn = (s.cc_flags & MRC_CC_F_ECN_CE) || s.verdict == MRC_MP_SKIP_ONCE;
-  const int idx = q.paths.find(s.entropy);
-  const bool tlp_answer =
-      s.probe_resp && q.tlp_outstanding && p.cc.tx_ts_echo == q.tlp_ts && idx == q.tlp_idx;
-  // A probe answer readmits an EV only if it echoes that EV's probe.
-  const bool ev_answer = s.probe_resp && idx >= 0 && q.paths.at(uint32_t(idx)).probing &&
-                         q.paths.at(uint32_t(idx)).state == EvState::kAssumedBad &&
-                         p.cc.tx_ts_echo == ts16(q.paths.at(uint32_t(idx)).probe_sent);
-  if (s.probe_resp && !tlp_answer && !ev_answer) q.stats.ghost_probe_resps++;
   if (idx >= 0) {
     auto& e = q.paths.at(uint32_t(idx));
     if (ev_answer) {

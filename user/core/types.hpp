@@ -327,6 +327,9 @@ struct QpStats {
   uint64_t refusals_retried = 0;
   // Probe answers (SACK with probe_resp) that answer no probe of ours.
   uint64_t ghost_probe_resps = 0;
+  // SACKs whose timestamp echo matches no transmission of their trigger PSN
+  // (with TSETH on): nothing in them is believed.
+  uint64_t unverified_sacks = 0;
   // Port-down reports in SACKs that name the plane they arrived through.
   uint64_t bad_port_status = 0;
   uint64_t wimm_completions = 0, send_completions = 0;

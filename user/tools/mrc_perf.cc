@@ -782,6 +782,7 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, stale_naks),
                   MRC_KV(*st, refusals_retried),
                   MRC_KV(*st, ghost_probe_resps),
+                  MRC_KV(*st, unverified_sacks),
                   MRC_KV(*st, bad_port_status),
                   MRC_KV(*st, wimm_completions),
                   MRC_KV(*st, send_completions),

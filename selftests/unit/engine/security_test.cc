@@ -223,6 +223,37 @@ TEST(Security, GhostAndStaleAcknowledgementsAreCountedAndIgnored) {
   EXPECT_EQ(st.timeouts, 0u);
 }
 
+// A forged SACK with a plausible cumulative PSN and a bitmap claiming
+// everything would complete data that never arrived; it echoes no
+// transmission of its trigger, so nothing in it is believed.
+TEST(Security, SackEchoingNoTransmissionIsNotBelieved) {
+  PairOptions o;
+  o.gbps = 1;  // SACKs come back while the message is in flight
+  Fixture f(256 * 1024, o);
+  bool forged = false;
+  f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    Hook h;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 40 && !k.bth.rtx)
+      h.drop = true;  // lost: only a retransmission delivers it
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK && !forged && k.seth.cack_psn < 30) {
+      codec::Packet x = k;
+      x.seth.sack_offset = 1;
+      x.seth.sack_bitmap = ~0ull;  // "everything after cack arrived"
+      x.cc.tx_ts_echo = uint16_t(k.cc.tx_ts_echo + 777);
+      inject(f, 0, x, port);
+      forged = true;
+    }
+    return h;
+  };
+  ASSERT_TRUE(f.write(1, 0, 256 * 1024).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  ASSERT_TRUE(forged);
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_TRUE(f.same(0, 256 * 1024)) << "a forged SACK completed data that never arrived";
+  EXPECT_EQ(f.p.e(0).qp_stats(f.q0)->unverified_sacks, 1u);
+}
+
 // A forged AETH NAK for a PSN in flight costs one retransmission.
 TEST(Security, ForgedNakForAPsnInFlightIsResentNotFatal) {
   PairOptions o;
