@@ -347,5 +347,34 @@ TEST(Security, ForgedAndReplayedRequestsCostACounter) {
   EXPECT_EQ(f.p.e(0).qp_stats(f.q0)->ghost_nacks, 1u);
 }
 
+// A replayed WRITE-with-immediate completes nothing a second time.
+TEST(Security, ReplayedWriteImmCompletesOnce) {
+  Fixture f(64 * 1024);
+  std::vector<std::pair<codec::Packet, uint8_t>> imm;
+  std::vector<std::vector<uint8_t>> frames;
+  f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    if (from == 0 && codec::opcode_has_imm(k.bth.opcode) && !k.bth.rtx) {
+      frames.push_back(fr);
+      imm.push_back({parse_or_die(frames.back()), port});
+    }
+    return Hook{};
+  };
+  f.recv(1);
+  f.recv(2);
+  ASSERT_TRUE(f.write(1, 0, 1024, true, 77).ok());
+  ASSERT_TRUE(f.wait_recvs(1));
+  ASSERT_TRUE(f.wait_sends(1));
+  ASSERT_EQ(imm.size(), 1u);
+  const uint64_t dup0 = f.p.e(1).qp_stats(f.q1)->rx_dup_pkts;
+  for (int i = 0; i < 3; i++) inject(f, 1, imm[0].first, imm[0].second);
+  f.p.run([&] { return false; }, 1'000'000);
+  f.p.poll(1, f.p.h(1).rcq, f.rwc);
+  EXPECT_EQ(f.rwc.size(), 1u) << "a replay completed a receive";
+  EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->rx_dup_pkts - dup0, 3u);
+  EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->wimm_completions, 1u);
+  EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kRts);
+}
+
 }  // namespace
 }  // namespace mrc::testing
