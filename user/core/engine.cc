@@ -1192,13 +1192,14 @@ bool Engine::emit_ctrl(const Ctrl& queued, TxSink& sink, Time now) {
   stats_.tx_bytes += n;
   if (then_oldest) {
     // Right behind it, the same SACK with the bitmap from cack + 1; the
-    // verdict and the RTT sample went with the first. A full port loses it.
+    // verdict went with the first. It keeps the timestamp echo, which the
+    // requester needs to believe it (security.md) and samples only once.
+    // A full port loses it.
     auto s = q->rwin.sack(c.psn, true);
     pk.seth.sack_offset = s.sack_offset;
     pk.seth.sack_bitmap = s.bitmap;
     pk.seth.verdict = MRC_MP_NONE;
     pk.seth.cc_flags = 0;
-    pk.cc.tx_ts_echo = 0;
     buf = sink.alloc(c.port, &cap);
     if (!buf) return true;
     n = codec::build(pk, {buf, cap});

@@ -147,6 +147,8 @@ struct Engine::Qp {
   Time last_progress = 0;
   uint32_t retries = 0;
   Time last_ack = 0;    // last SACK/NACK received
+  uint32_t sampled_psn = ~0u;  // trigger and echo of the last SACK (one RTT sample each)
+  uint16_t sampled_ts = 0;
   Time srtt = 0, rttvar = 0, min_rtt = 0;
   Time reo_wnd = 0, reo_extra = 0;
   Time latest_delivered = 0;  // send time of the latest delivered transmission
@@ -213,11 +215,14 @@ struct Engine::Qp {
   }
   TxPkt& pkt(uint32_t psn) { return win[psn & win_mask]; }
   // Doubles the send window (rare: at most log2(MPR x 128 / 64) times per
-  // QP); the PSNs in flight move to their slots under the new mask.
+  // QP); the PSNs in flight move to their slots under the new mask, and so
+  // do the acknowledged ones still in the old window (a late SACK they
+  // triggered is checked against their timestamps).
   void grow_win() {
     const uint32_t n = uint32_t(win.size()) * 2;
     std::vector<TxPkt> w(n);
-    for (uint32_t psn = una; psn != next_psn; psn = codec::psn_add(psn, 1))
+    const uint32_t from = codec::psn_add(next_psn, -int64_t(win.size()));
+    for (uint32_t psn = from; psn != next_psn; psn = codec::psn_add(psn, 1))
       w[psn & (n - 1)] = win[psn & win_mask];
     win.swap(w);
     win_mask = n - 1;

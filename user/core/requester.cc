@@ -394,7 +394,12 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   // RTT from the transmission that triggered this SACK.
   Time rtt = 0;
   const uint32_t trig = codec::psn_add(s.cack_psn, s.ack_psn_offset);
-  if (!s.probe_resp && codec::psn_lt(trig, q.next_psn) &&
+  // The SACK right behind another with the same trigger and echo (the
+  // responder's second bitmap) carries no second sample.
+  const bool sampled = trig == q.sampled_psn && p.cc.tx_ts_echo == q.sampled_ts;
+  q.sampled_psn = trig;
+  q.sampled_ts = p.cc.tx_ts_echo;
+  if (!s.probe_resp && !sampled && codec::psn_lt(trig, q.next_psn) &&
       uint32_t(codec::psn_diff(q.next_psn, trig)) <= q.win.size()) {
     TxPkt& t = q.pkt(trig);
     if (cfg_.tseth && t.tx_count > 1 && t.ts == t.ts_first) {

@@ -666,12 +666,13 @@ void dump_counters(Side& s) {
                    "; refused: beyond max_wimm_dest %" PRIu64 ", access errors %" PRIu64 "\n",
                    q->qpn(), st->imm_no_recv, st->imm_over_limit, st->rem_access_errors);
     if (st->ghost_sacks || st->ghost_nacks || st->ghost_naks || st->refusals_retried ||
-        st->ghost_probe_resps)
+        st->ghost_probe_resps || st->unverified_sacks)
       std::fprintf(stderr,
                    "  qp %u: dropped as requester: ghost sacks %" PRIu64 " nacks %" PRIu64
-                   " naks %" PRIu64 " probe answers %" PRIu64 "; refusals resent %" PRIu64 "\n",
+                   " naks %" PRIu64 " probe answers %" PRIu64 ", unverified sacks %" PRIu64
+                   "; refusals resent %" PRIu64 "\n",
                    q->qpn(), st->ghost_sacks, st->ghost_nacks, st->ghost_naks,
-                   st->ghost_probe_resps, st->refusals_retried);
+                   st->ghost_probe_resps, st->unverified_sacks, st->refusals_retried);
   }
   auto x = s.ctx->xsk_stats();
   std::fprintf(stderr, "  af_xdp: rx %" PRIu64 " tx %" PRIu64 " completed %" PRIu64 " kicks %" PRIu64 " (again %" PRIu64
