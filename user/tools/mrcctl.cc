@@ -42,18 +42,22 @@ class Conn {
   ~Conn() {
     if (fd_ >= 0) close(fd_);
   }
-  bool open(std::string* err) {
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // On failure *err says why and *code is the errno that caused it.
+  bool open(std::string* err, int* code) {
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     if (g.socket.size() >= sizeof(a.sun_path)) {
       *err = "socket path too long";
+      *code = ENAMETOOLONG;
       return false;
     }
     std::strcpy(a.sun_path, g.socket.c_str());
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a))) {
-      *err = std::string("connecting to mrcd at ") + g.socket + ": " + std::strerror(errno) +
-             (errno == ENOENT || errno == ECONNREFUSED ? " (is mrcd running?)" : "");
+      const int e = errno;  // before anything else can change it
+      *err = std::string("connecting to mrcd at ") + g.socket + ": " + std::strerror(e) +
+             (e == ENOENT || e == ECONNREFUSED ? " (is mrcd running?)" : "");
+      *code = e;
       return false;
     }
     return true;
@@ -107,10 +111,8 @@ int report_error(const json& err, const json& result) {
 }
 
 int local_error(const std::string& object, const std::string& msg, int code = EINVAL, int rc = 1) {
-  json e = {{"object", object},
-            {"errno", code},
-            {"name", code == EINVAL ? "EINVAL" : "ERROR"},
-            {"message", msg}};
+  const char* name = strerrorname_np(code);
+  json e = {{"object", object}, {"errno", code}, {"name", name ? name : "ERROR"}, {"message", msg}};
   report_error(e, nullptr);
   return rc;
 }
@@ -119,7 +121,8 @@ int local_error(const std::string& object, const std::string& msg, int code = EI
 int call(const std::string& op, const json& args, json* result, json* err_out = nullptr) {
   Conn c;
   std::string err;
-  if (!c.open(&err)) return local_error("mrcd", err, ECONNREFUSED);
+  int code = 0;
+  if (!c.open(&err, &code)) return local_error("mrcd", err, code);
   if (!c.send({{"id", 1}, {"op", op}, {"args", args}}))
     return local_error("mrcd", "sending the request failed", EIO);
   auto l = c.line();
@@ -904,7 +907,8 @@ std::vector<Cmd> commands() {
                  json a = {{"events", !only_dec || only_ev}, {"decisions", !only_ev || only_dec}};
                  Conn cn;
                  std::string err;
-                 if (!cn.open(&err)) return local_error("mrcd", err, ECONNREFUSED);
+                 int code = 0;
+                 if (!cn.open(&err, &code)) return local_error("mrcd", err, code);
                  cn.send({{"id", 1}, {"op", "monitor"}, {"args", a}});
                  auto first = cn.line();
                  if (!first) return local_error("mrcd", "mrcd closed the connection", EIO);
@@ -966,8 +970,44 @@ int main(int argc, char** argv) {
     usage_all(stderr, cmds);
     return 2;
   }
-  const std::string object = av[i++];
+  // Objects and commands may be shortened to any unique prefix, as ip(8)
+  // and bpftool(8) accept them ("mrcctl dev sh").
+  auto resolve = [](const std::string& word, const std::vector<std::string>& names,
+                    std::string* out) -> std::string {
+    std::vector<std::string> hits;
+    for (const std::string& n : names) {
+      if (n == word) {
+        *out = n;
+        return "";
+      }
+      if (!word.empty() && n.compare(0, word.size(), word) == 0 &&
+          std::find(hits.begin(), hits.end(), n) == hits.end())
+        hits.push_back(n);
+    }
+    if (hits.size() == 1) *out = hits[0];
+    if (hits.size() <= 1) return "";
+    std::string all;
+    for (const std::string& h : hits) all += (all.empty() ? "" : ", ") + h;
+    return "\"" + word + "\" is ambiguous: " + all;
+  };
+  std::vector<std::string> objects;
+  for (const Cmd& c : cmds) objects.push_back(c.object);
+  std::string object = av[i++];
+  if (std::string why = resolve(object, objects, &object); !why.empty()) {
+    std::fprintf(stderr, "mrcctl: %s\n", why.c_str());
+    return 2;
+  }
   std::string command = i < av.size() ? av[i] : "";
+  if (!command.empty() && command[0] != '-') {
+    std::vector<std::string> names;
+    for (const Cmd& c : cmds)
+      if (object == c.object && c.command[0]) names.push_back(c.command);
+    if (std::string why = resolve(command, names, &command); !why.empty()) {
+      std::fprintf(stderr, "mrcctl: %s: %s\n", object.c_str(), why.c_str());
+      return 2;
+    }
+    if (i < av.size()) av[i] = command;
+  }
   const bool want_help = std::find(av.begin() + long(i), av.end(), "--help") != av.end() ||
                          std::find(av.begin() + long(i), av.end(), "-h") != av.end();
   const Cmd* found = nullptr;
@@ -987,10 +1027,11 @@ int main(int argc, char** argv) {
   }
   if (!found) {
     if (want_help || command.empty() || command == "help") {
+      // "mrcctl OBJECT" of an object without a default command: its help.
       std::printf("Usage:\n");
       for (const Cmd& c : cmds)
         if (object == c.object) std::printf("  mrcctl %s\n      %s\n", c.synopsis, c.help);
-      return command.empty() || command == "help" || want_help ? (want_help ? 0 : 2) : 2;
+      return 0;
     }
     // "show" is the default command of most objects.
     std::fprintf(stderr, "mrcctl: %s: unknown command \"%s\" (mrcctl %s --help)\n", object.c_str(),
