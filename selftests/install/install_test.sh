@@ -29,7 +29,6 @@
 t_require cpack dpkg-deb pkg-config nm readelf man cc cmake ninja nsenter systemd-analyze
 : "${MRC_VERSION:?}" "${MRC_SOVERSION:?}" "${MRC_PREFIX:?}" "${MRC_LIBDIR:?}" "${MRC_SBINDIR:?}"
 : "${MRC_BINDIR:?}" "${MRC_SYSCONFDIR:?}" "${MRC_MANDIR:?}" "${MRC_DOCDIR:?}" "${MRC_INCLUDEDIR:?}"
-SRC=${MRC_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 ROOT=$T_TMP/root
 NS=mrcpkg$$$RANDOM
 MRCD_PID=
@@ -65,7 +64,7 @@ for p in "$LIBPKG" libmrc-dev mrc-tools; do
 	dpkg-deb -c "${DEB[$p]}" | awk '{print $6}' | sed 's|^\./|/|' >"$T_TMP/$p.files"
 	echo "# $p: $(grep -cv '/$' "$T_TMP/$p.files") files, Depends: $(dpkg-deb -f "${DEB[$p]}" Depends)"
 done
-has() { grep -qx "$2" "$T_TMP/$1.files"; }
+has() { grep -qxF "$2" "$T_TMP/$1.files"; }
 so=$MRC_LIBDIR/libmrc.so.$MRC_SOVERSION
 t_check "$LIBPKG ships $so" has "$LIBPKG" "$so"
 t_eq "$LIBPKG ships only the library" "$(grep -v '/$' "$T_TMP/$LIBPKG.files" | grep -cv "^$MRC_LIBDIR/libmrc\.so\.")" 0
@@ -90,6 +89,9 @@ for p in "$LIBPKG" mrc-tools; do # dpkg-shlibdeps found the shared libraries
 		t_check "$p depends on $d" grep -qw "$d" <<<"$(dpkg-deb -f "${DEB[$p]}" Depends)"
 	done
 done
+dpkg-deb -e "${DEB[$LIBPKG]}" "$T_TMP/lib.ctrl"
+t_eq "$LIBPKG shlibs" "$(cat "$T_TMP/lib.ctrl/shlibs" 2>/dev/null)" "libmrc $MRC_SOVERSION $LIBPKG (>= $ver)"
+t_eq "$LIBPKG triggers" "$(cat "$T_TMP/lib.ctrl/triggers" 2>/dev/null)" "activate-noawait ldconfig"
 dpkg-deb -e "${DEB[mrc-tools]}" "$T_TMP/tools.ctrl"
 t_eq "mrc-tools conffiles" "$(cat "$T_TMP/tools.ctrl/conffiles" 2>/dev/null)" "$CONF"
 
@@ -105,8 +107,8 @@ t_eq "SONAME" "$(readelf -d "$ROOT$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 t_eq "libmrc.so -> SONAME" "$(readlink "$LIB/libmrc.so")" "libmrc.so.$MRC_SOVERSION"
 nm -D --defined-only --with-symbol-versions "$ROOT$so" | awk '{print $NF}' | sort >"$T_TMP/exports"
 bad=$(grep -Ev '^(mrc_[a-z0-9_]+@@MRC_1|MRC_1)$' "$T_TMP/exports")
-t_eq "symbols outside mrc_*@@MRC_1 (nm -D --defined-only)" "$(echo "$bad" | head -5 | tr '\n' ' ')" " "
-[ -z "$bad" ] || echo "# $(echo "$bad" | wc -l) symbols leak"
+t_eq "symbols outside mrc_*@@MRC_1 (nm -D --defined-only)" "$(head -5 <<<"$bad" | paste -sd' ')" ""
+[ -z "$bad" ] || echo "# $(wc -l <<<"$bad") symbols leak"
 # Exactly the functions of the installed header: no more, no fewer.
 grep -oE '\bmrc_[a-z0-9_]+ *\(' "$ROOT$MRC_INCLUDEDIR/mrc/mrc.h" | tr -d ' (' | sort -u >"$T_TMP/declared"
 sed -n 's/@@MRC_1$//p' "$T_TMP/exports" >"$T_TMP/exported"
@@ -119,7 +121,7 @@ echo "# libmrc.so.$MRC_SOVERSION: $(stat -L -c %s "$ROOT$so") bytes (stripped); 
 EX=$ROOT$MRC_DOCDIR/examples
 step "examples with pkg-config"
 pc() {
-	PKG_CONFIG_SYSROOT_DIR=$ROOT PKG_CONFIG_LIBDIR=$LIB/pkgconfig PKG_CONFIG_PATH= \
+	PKG_CONFIG_SYSROOT_DIR=$ROOT PKG_CONFIG_LIBDIR=$LIB/pkgconfig PKG_CONFIG_PATH="" \
 		PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1 pkg-config "$@"
 }
 t_eq "pkg-config --modversion mrc" "$(pc --modversion mrc)" "$MRC_VERSION"
@@ -264,7 +266,7 @@ t_wait_file "$T_TMP/mrcd.pid" 10 && MRCD_PID=$(cat "$T_TMP/mrcd.pid")
 ctl() { nsenter -t "$MRCD_PID" -m -n "$ROOT$MRC_SBINDIR/mrcctl" "$@"; }
 ok=0
 for _ in $(seq 1 100); do
-	[ -n "$MRCD_PID" ] && kill -0 "$MRCD_PID" 2>/dev/null || break
+	if [ -z "$MRCD_PID" ] || ! kill -0 "$MRCD_PID" 2>/dev/null; then break; fi
 	if ctl -j dev show >"$T_TMP/dev.json" 2>/dev/null; then ok=1; break; fi
 	sleep 0.1
 done
