@@ -17,7 +17,7 @@ BUILD_PKGS=(
   nlohmann-json3-dev                       # JSON parsing in tests and mrcctl
   libgtest-dev libgmock-dev libbenchmark-dev
   help2man scdoc                           # man pages (from --help, and Documentation/man/*.scd)
-  dpkg-dev                                 # CPack DEB: dpkg-shlibdeps, dpkg-deb
+  dpkg-dev file                            # CPack DEB: dpkg-shlibdeps, dpkg-deb, file
 )
 RUN_PKGS=(
   iproute2 iputils-ping ethtool tcpdump    # fabric, diagnostics, pcaps of failing tests
@@ -26,7 +26,7 @@ RUN_PKGS=(
   procps psmisc kmod util-linux jq
   linux-perf                               # bench/profile.sh, bench/latcost.sh
   python3                                  # fabric scenario runner (standard library only)
-  man-db groff-base                        # the install test renders the installed man pages
+  man-db groff-base bsdextrautils          # the install test renders the installed man pages (col)
   systemd                                  # systemd-analyze verify of the installed unit
 )
 VM_PKGS=(

@@ -26,7 +26,7 @@
 # Root only (namespaces, XDP); exit 77 otherwise. Needs the build directory
 # built (ninja), MRC_BUILD_DIR and the install paths CMake passes (CTest).
 . "$(dirname "$0")/../fabric/tests/lib.sh"
-t_require cpack dpkg-deb pkg-config nm readelf man cc cmake ninja nsenter systemd-analyze
+t_require cpack dpkg-deb pkg-config nm readelf man col cc cmake ninja nsenter systemd-analyze
 : "${MRC_VERSION:?}" "${MRC_SOVERSION:?}" "${MRC_PREFIX:?}" "${MRC_LIBDIR:?}" "${MRC_SBINDIR:?}"
 : "${MRC_BINDIR:?}" "${MRC_SYSCONFDIR:?}" "${MRC_MANDIR:?}" "${MRC_DOCDIR:?}" "${MRC_INCLUDEDIR:?}"
 ROOT=$T_TMP/root
