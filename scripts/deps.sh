@@ -16,6 +16,8 @@ BUILD_PKGS=(
   libtomlplusplus-dev                      # mrcd configuration file
   nlohmann-json3-dev                       # JSON parsing in tests and mrcctl
   libgtest-dev libgmock-dev libbenchmark-dev
+  help2man scdoc                           # man pages (from --help, and Documentation/man/*.scd)
+  dpkg-dev file                            # CPack DEB: dpkg-shlibdeps, dpkg-deb, file
 )
 RUN_PKGS=(
   iproute2 iputils-ping ethtool tcpdump    # fabric, diagnostics, pcaps of failing tests
@@ -24,6 +26,8 @@ RUN_PKGS=(
   procps psmisc kmod util-linux jq
   linux-perf                               # bench/profile.sh, bench/latcost.sh
   python3                                  # fabric scenario runner (standard library only)
+  man-db groff-base bsdextrautils          # the install test renders the installed man pages (col)
+  systemd                                  # systemd-analyze verify of the installed unit
 )
 VM_PKGS=(
   qemu-system-x86 qemu-utils busybox-static cpio

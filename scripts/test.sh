@@ -4,11 +4,11 @@
 # and a bounded libFuzzer run on Engine::rx() (CTest label fuzz).
 #
 #   scripts/test.sh                 everything (what CI runs)
-#   scripts/test.sh -L unit         only some CTest labels (unit|bpf|netns|vm)
+#   scripts/test.sh -L unit         only some CTest labels (unit|bpf|netns|install|vm)
 #   scripts/test.sh --no-sanitize   skip the ASan/UBSan pass (and the fuzz tests)
 #   MRC_JOBS=N                      parallel build jobs (default: nproc)
 #
-# Exits non-zero if anything fails. Layers that need root (bpf, netns, vm)
+# Exits non-zero if anything fails. Layers that need root (bpf, netns, install, vm)
 # report "skipped" when run unprivileged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
-[ ${#labels[@]} -eq 0 ] && labels=(unit bpf netns vm)
+[ ${#labels[@]} -eq 0 ] && labels=(unit bpf netns install vm)
 jobs=${MRC_JOBS:-$(nproc)}
 start=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - start ))s] $*"; }
@@ -37,7 +37,9 @@ else
 fi
 
 stamp "configure + build (g++, release)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# Prefix /usr: the packages the install test builds (cpack) are the Debian
+# packages of README "Using it".
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
 ninja -C build -j "$jobs"
 
 fail=0

@@ -37,6 +37,12 @@
 extern "C" {
 #endif
 
+/* libmrc.so exports exactly the declarations of this header: it is built with
+ * -fvisibility=hidden and a version script (symbol version MRC_1). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /* ------------------------------------------------------------------------
  * Versions (MAJOR << 24 | MINOR << 16 | SUBMINOR, as OCP mrc_api_ver.h)
  */
@@ -601,6 +607,10 @@ int mrc_exchange_endpoints(int fd, const struct mrc_endpoint *ours, int num_ours
 int mrc_exchange_send_line(int fd, const char *line);
 /* Returns the length copied to buf (NUL-terminated; EMSGSIZE if longer). */
 int mrc_exchange_recv_line(int fd, char *buf, size_t size, int timeout_ms);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

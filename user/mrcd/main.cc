@@ -645,7 +645,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (o->version) {
-    std::printf("mrcd 0.1.0 (controller layout %d)\n", MRC_CTL_LAYOUT_VERSION);
+    std::printf("mrcd %s (controller layout %d)\n", MRC_VERSION, MRC_CTL_LAYOUT_VERSION);
     return 0;
   }
   if (mrc::Status s = validate(o->cfg); !s) {

@@ -176,6 +176,10 @@ Opts parse(int argc, char** argv) {
   if (argc < 2) usage(2);
   std::string role = argv[1];
   if (role == "-h" || role == "--help") usage(0);
+  if (role == "-V" || role == "--version") {
+    std::printf("mrc_perf %s\n", MRC_VERSION);
+    std::exit(0);
+  }
   if (role == "server") {
     o.server = true;
   } else if (role == "client") {

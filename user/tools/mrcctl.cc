@@ -959,7 +959,7 @@ int main(int argc, char** argv) {
       usage_all(stdout, commands());
       return 0;
     } else if (a == "-V" || a == "--version") {
-      std::printf("mrcctl 0.1.0\n");
+      std::printf("mrcctl %s\n", MRC_VERSION);
       return 0;
     } else {
       break;

@@ -133,5 +133,23 @@ TEST_F(ConfigTest, TheSampleIsValid) {
   EXPECT_EQ(r->planes.size(), 2u);
 }
 
+// The default /etc/mrc/mrcd.toml of the packages: valid (the unit's
+// ExecStartPre --check passes), the documented defaults, one placeholder plane.
+TEST_F(ConfigTest, TheInstalledDefaultIsValid) {
+  auto r = load_config(MRC_SOURCE_DIR "/user/mrcd/mrcd.toml");
+  ASSERT_TRUE(r) << r.error().message();
+  auto ok = mrc::mrcd::validate(*r);
+  EXPECT_TRUE(ok) << (ok ? "" : ok.error().message());
+  mrc::mrcd::Config defaults;
+  EXPECT_EQ(r->pin_dir, defaults.pin_dir);
+  EXPECT_EQ(r->socket, defaults.socket);
+  EXPECT_EQ(r->metrics, defaults.metrics);
+  EXPECT_EQ(r->xdp_mode, defaults.xdp_mode);
+  ASSERT_EQ(r->planes.size(), 1u);
+  EXPECT_EQ(r->planes[0].ifname, "eth1");
+  EXPECT_EQ(int(r->planes[0].port), 1);
+  EXPECT_TRUE(r->planes[0].peers.empty());
+}
+
 }  // namespace
 }  // namespace mrc::testing
