@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -98,6 +99,7 @@ FILE* g_ev_log = nullptr;
       code ? stderr : stdout,
       "usage: mrc_perf server -d IF[,IF...] [options]\n"
       "       mrc_perf client PEER -d IF[,IF...] [options]\n"
+      "       mrc_perf --version\n"
       "  -d, --dev IFS        plane interfaces, in port order (required)\n"
       "  -p, --port N         TCP port of the out-of-band exchange (18515)\n"
       "  -B, --bind ADDR      server: address to listen on (0.0.0.0)\n"
@@ -107,13 +109,14 @@ FILE* g_ev_log = nullptr;
       "  -D, --duration SEC   length of the run (5)\n"
       "  -n, --iters N        messages per QP instead of a duration\n"
       "  -t, --inflight N     messages outstanding per QP (16; by default at most 128 MiB:\n"
-      "                       -s 64M has 2)\n"
+      "                       -s 67108864 has 2)\n"
       "  -m, --mtu BYTES      path MTU (payload bytes per packet, 3392)\n"
       "  -l, --lat            latency mode: WRITE-with-immediate ping-pong\n"
       "  -j, --json           machine-readable output\n"
       "  -v, --verify         check the data byte for byte\n"
       "  -6, --ipv6           use the planes' IPv6 addresses\n"
       "  -I, --interval SEC   report interval (1)\n"
+      "  -V, --version        print the version and exit\n"
       "      --sample-ms MS   server: JSON line of received bytes every MS ms\n"
       "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
       "      --retry L,E      linear and exponential retries (7,7)\n"
@@ -176,11 +179,58 @@ FILE* g_ev_log = nullptr;
   std::exit(code);
 }
 
+[[noreturn]] void version() {
+  std::printf("mrc_perf %s\n", MRC_VERSION);
+  std::exit(0);
+}
+
+// Every numeric option's value: the whole argument a number within
+// [lo, hi], else the option is named and the program exits with code 2.
+template <class T>
+T num(const char* opt, const std::string& arg, T lo = std::numeric_limits<T>::lowest(),
+      T hi = std::numeric_limits<T>::max()) {
+  bool ok = false, in_range = false;
+  T v{};
+  if (!arg.empty() && !std::isspace(static_cast<unsigned char>(arg[0]))) {
+    char* end = nullptr;
+    errno = 0;
+    if constexpr (std::is_floating_point_v<T>) {
+      const double d = std::strtod(arg.c_str(), &end);
+      ok = *end == 0 && std::isfinite(d) && errno == 0;
+      in_range = d >= double(lo) && d <= double(hi);
+      v = T(d);
+    } else if constexpr (std::is_signed_v<T>) {
+      const long long n = std::strtoll(arg.c_str(), &end, 10);
+      ok = *end == 0;
+      in_range = errno == 0 && n >= (long long)lo && n <= (long long)hi;
+      v = T(n);
+    } else {
+      const unsigned long long n = std::strtoull(arg.c_str(), &end, 10);
+      ok = *end == 0 && arg[0] != '-';
+      in_range = errno == 0 && n >= (unsigned long long)lo && n <= (unsigned long long)hi;
+      v = T(n);
+    }
+  }
+  if (!ok) {
+    std::fprintf(stderr, "mrc_perf: %s: '%s' is not a number\n", opt, arg.c_str());
+    std::exit(2);
+  }
+  if (!in_range) {
+    std::ostringstream r;
+    r << "mrc_perf: " << opt << ": '" << arg << "' is out of range (" << +lo << ".." << +hi
+      << ")\n";
+    std::fputs(r.str().c_str(), stderr);
+    std::exit(2);
+  }
+  return v;
+}
+
 Opts parse(int argc, char** argv) {
   Opts o;
   if (argc < 2) usage(2);
   std::string role = argv[1];
   if (role == "-h" || role == "--help") usage(0);
+  if (role == "-V" || role == "--version") version();
   if (role == "server") {
     o.server = true;
   } else if (role == "client") {
@@ -242,6 +292,7 @@ Opts parse(int argc, char** argv) {
                               {"queues", required_argument, nullptr, kQueues},
                               {"no-cc", no_argument, nullptr, kNoCc},
                               {"help", no_argument, nullptr, 'h'},
+                              {"version", no_argument, nullptr, 'V'},
                               {"counters", no_argument, nullptr, kCounters},
                               {"counters-json", required_argument, nullptr, kCountersJson},
                               {"tx", required_argument, nullptr, kTx},
@@ -261,7 +312,7 @@ Opts parse(int argc, char** argv) {
   optind = o.server ? 2 : 3;
   int c;
   try {
-    while ((c = getopt_long(argc, argv, "d:p:B:s:q:iD:n:t:m:ljv6I:h", lo, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:p:B:s:q:iD:n:t:m:ljv6I:hV", lo, nullptr)) != -1) {
       switch (c) {
         case 'd': {
           std::stringstream ss(optarg);
@@ -269,52 +320,74 @@ Opts parse(int argc, char** argv) {
           while (std::getline(ss, d, ',')) o.devs.push_back(d);
           break;
         }
-        case 'p': o.port = uint16_t(std::stoul(optarg)); break;
+        case 'p':
+          o.port = num<uint16_t>("-p/--port", optarg);
+          break;
         case 'B': o.bind = optarg; break;
-        case 's': o.size = uint32_t(std::stoul(optarg)); break;
-        case 'q': o.qps = uint32_t(std::stoul(optarg)); break;
+        case 's':
+          o.size = num<uint32_t>("-s/--size", optarg);
+          break;
+        case 'q':
+          o.qps = num<uint32_t>("-q/--qps", optarg, 1, 65536);
+          break;
         case 'i': o.imm = true; break;
-        case 'D': o.duration = std::stod(optarg); break;
-        case 'n': o.iters = std::stoull(optarg); break;
+        case 'D':
+          o.duration = num<double>("-D/--duration", optarg, 0, 1e9);
+          break;
+        case 'n':
+          o.iters = num<uint64_t>("-n/--iters", optarg);
+          break;
         case 't':
-          o.inflight = uint32_t(std::stoul(optarg));
+          o.inflight = num<uint32_t>("-t/--inflight", optarg, 1, 1u << 20);
           o.inflight_set = true;
           break;
-        case 'm': o.mtu = uint32_t(std::stoul(optarg)); break;
+        case 'm':
+          o.mtu = num<uint32_t>("-m/--mtu", optarg);
+          break;
         case 'l': o.lat = true; break;
         case 'j': o.json = true; break;
         case 'v': o.verify = true; break;
         case '6': o.ipv6 = true; break;
-        case 'I': o.interval = std::stod(optarg); break;
-        case kSample: o.sample_ms = uint32_t(std::stoul(optarg)); break;
-        case kTimeout: o.timeout = uint8_t(std::stoul(optarg)); break;
+        case 'I':
+          o.interval = num<double>("-I/--interval", optarg, 0, 1e9);
+          break;
+        case kSample:
+          o.sample_ms = num<uint32_t>("--sample-ms", optarg);
+          break;
+        case kTimeout:
+          o.timeout = num<uint8_t>("--timeout", optarg, 0, 31);
+          break;
         case kRetry: {
           auto comma = std::string(optarg).find(',');
           if (comma == std::string::npos) throw std::invalid_argument("--retry L,E");
-          o.retry_linear = uint8_t(std::stoul(std::string(optarg).substr(0, comma)));
-          o.retry_exp = uint8_t(std::stoul(std::string(optarg).substr(comma + 1)));
+          o.retry_linear = num<uint8_t>("--retry", std::string(optarg).substr(0, comma), 0, 7);
+          o.retry_exp = num<uint8_t>("--retry", std::string(optarg).substr(comma + 1), 0, 7);
           break;
         }
         case kGeneric: o.generic = true; break;
         case kBusy: o.busy_poll = true; break;
         case kFrameChunks:
-          o.frame_chunks = uint32_t(std::stoul(optarg));
+          o.frame_chunks = num<uint32_t>("--frame-chunks", optarg, 1, 17);
           break;
         case kIdleSpin:
-          o.idle_spin_us = uint32_t(std::stoul(optarg));
+          o.idle_spin_us = num<uint32_t>("--idle-spin", optarg);
           break;
-        case kCpu: o.cpu = std::stoi(optarg); break;
-        case kQueues: o.queues = uint32_t(std::stoul(optarg)); break;
+        case kCpu:
+          o.cpu = num<int>("--cpu", optarg, -1, 4095);
+          break;
+        case kQueues:
+          o.queues = num<uint32_t>("--queues", optarg);
+          break;
         case kNoCc: o.no_cc = true; break;
         case kCounters: o.counters = true; break;
         case kCountersJson:
           o.counters_json = optarg;
           break;
         case kClients:
-          o.clients = uint32_t(std::stoul(optarg));
+          o.clients = num<uint32_t>("--clients", optarg, 1, 4096);
           break;
         case kSlots:
-          o.slots = uint32_t(std::stoul(optarg));
+          o.slots = num<uint32_t>("--slots", optarg, 1, 1u << 24);
           break;
         case kTx:
           if (!std::strcmp(optarg, "xsk"))
@@ -323,7 +396,7 @@ Opts parse(int argc, char** argv) {
             o.tx = TxBackend::kLive;
           else if (!std::strncmp(optarg, "live/", 5)) {
             o.tx = TxBackend::kLive;
-            o.live_min = std::stoi(optarg + 5);
+            o.live_min = num<int>("--tx live/N", optarg + 5, 0, 1 << 20);
           }
           else if (!std::strcmp(optarg, "auto"))
             o.tx = TxBackend::kAuto;
@@ -343,17 +416,16 @@ Opts parse(int argc, char** argv) {
           o.mem = true;
           break;
         case kEvProfile:
-          o.ev_profile = std::stoull(optarg);
+          o.ev_profile = num<uint64_t>("--ev-profile", optarg);
           break;
         case kCcProfile:
-          o.cc_profile = std::stoull(optarg);
+          o.cc_profile = num<uint64_t>("--cc-profile", optarg);
           break;
         case kSpinUs:
-          o.spin_us = uint32_t(std::stoul(optarg));
+          o.spin_us = num<uint32_t>("--spin-us", optarg);
           break;
         case kProgressIdle:
-          o.progress_idle_us = uint32_t(std::stoul(optarg));
-          if (!o.progress_idle_us) throw std::invalid_argument("--progress-idle-us: at least 1");
+          o.progress_idle_us = num<uint32_t>("--progress-idle-us", optarg, 1);
           break;
         case kProgress:
           if (!std::strcmp(optarg, "thread"))
@@ -371,6 +443,8 @@ Opts parse(int argc, char** argv) {
           break;
         }
         case 'h': usage(0);
+        case 'V':
+          version();
         default: usage(2);
       }
     }
