@@ -60,7 +60,7 @@ struct Opts {
   uint64_t iters = 0;
   uint32_t inflight = 16;
   bool inflight_set = false;  // -t given (else at most kDefaultInflightBytes in flight)
-  uint32_t mtu = 3392;
+  uint32_t mtu = 0;           // -m (0: the largest every plane of both ends carries)
   bool lat = false;
   bool json = false;
   bool verify = false;
@@ -110,7 +110,9 @@ FILE* g_ev_log = nullptr;
       "  -n, --iters N        messages per QP instead of a duration\n"
       "  -t, --inflight N     messages outstanding per QP (16; by default at most 128 MiB:\n"
       "                       -s 67108864 has 2)\n"
-      "  -m, --mtu BYTES      path MTU (payload bytes per packet, 3392)\n"
+      "  -m, --mtu BYTES      path MTU (payload bytes per packet; default: the largest\n"
+      "                       every plane of both ends carries, at most 3392 with one\n"
+      "                       frame chunk); a plane that cannot carry -m is an error\n"
       "  -l, --lat            latency mode: WRITE-with-immediate ping-pong\n"
       "  -j, --json           machine-readable output\n"
       "  -v, --verify         check the data byte for byte\n"
@@ -1485,9 +1487,11 @@ int run_client(const Opts& o) {
 
   if (!o.json) {
     auto ports = s.ctx->ports();
+    auto qa = s.qps[0]->query();
     std::printf("mrc_perf: %s, %u QP(s), %u B messages, %u in flight per QP, MTU %u, %zu plane(s):",
-                o.lat ? "latency (WRITE_WITH_IMM ping-pong)" : (o.imm ? "RDMA WRITE_WITH_IMM" : "RDMA WRITE"), o.qps,
-                o.size, o.inflight, o.mtu, ports.size());
+                o.lat ? "latency (WRITE_WITH_IMM ping-pong)"
+                      : (o.imm ? "RDMA WRITE_WITH_IMM" : "RDMA WRITE"),
+                o.qps, o.size, o.inflight, qa ? qa->path_mtu : 0, ports.size());
     for (const auto& p : ports)
       std::printf(" %s[%s/%s/tx %s]", p.ifname.c_str(), p.xdp_mode.c_str(), p.xsk_mode.c_str(), p.tx.c_str());
     std::printf("\n");
@@ -1622,6 +1626,8 @@ int run_client(const Opts& o) {
     }
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto qattr = s.qps[0]->query();
+  const uint32_t path_mtu = qattr ? qattr->path_mtu : 0;
   // Tell the server which message sits in every slot, get its verdict.
   std::string line = "done " + std::to_string(completed);
   for (uint32_t qi = 0; qi < o.qps; qi++)
@@ -1657,14 +1663,15 @@ int run_client(const Opts& o) {
     const uint64_t evc = prev.ev_changes + ev_changes(s);
     if (o.json)
       std::printf(
-          "{\"summary\":{\"mode\":\"bw\",\"op\":\"%s\",\"size\":%u,\"qps\":%u,\"seconds\":%.3f,"
+          "{\"summary\":{\"mode\":\"bw\",\"op\":\"%s\",\"size\":%u,\"path_mtu\":%u,\"qps\":%u,"
+          "\"seconds\":%.3f,"
           "\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64
           ",\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"timeouts\":%" PRIu64
           ",\"ev_changes\":%" PRIu64 ",\"ev_skips\":%" PRIu64 ",\"ev_assumed_bad\":%" PRIu64
           ",\"ev_readmitted\":%" PRIu64 ",\"ev_undone\":%" PRIu64 ",\"plane_suspects\":%" PRIu64
           ",\"plane_lossy\":%" PRIu64 ",\"tlp\":%" PRIu64 ",\"spurious_rtx\":%" PRIu64
           ",\"nacks\":%" PRIu64 ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"%s}}\n",
-          o.imm ? "write_imm" : "write", o.size, o.qps, secs, bytes, completed,
+          o.imm ? "write_imm" : "write", o.size, path_mtu, o.qps, secs, bytes, completed,
           double(bytes) * 8 / secs / 1e9, double(completed) / secs, t.rtx, t.timeouts, evc,
           t.ev_skips, t.assumed_bad, t.readmitted, t.undone, t.plane_suspects, t.plane_lossy, t.tlp,
           t.spurious, t.trims, planes_json(t.plane_bytes).c_str(),
