@@ -208,9 +208,12 @@ QpEndpoint describe(const Context& ctx, const Qp& qp, uint32_t psn, const Connec
   e.mpr_dest = mpr_dest;
   // An error (a plane too small, a forced MTU too large) is connect_qp's to
   // report: the peer learns nothing of it here.
+  // max_mtu: what our planes carry; mtu: what we want, by default the most
+  // our planes and this device carry.
+  auto planes = ctx.plane_mtu_limit(o.ip);
   auto limit = ctx.path_mtu_limit(o.ip);
-  e.max_mtu = limit ? *limit : 0;
-  e.mtu = o.mtu ? o.mtu : e.max_mtu;
+  e.max_mtu = planes ? *planes : 0;
+  e.mtu = o.mtu ? o.mtu : limit ? *limit : 0;
   return e;
 }
 

@@ -22,7 +22,7 @@ struct QpEndpoint {
   uint16_t max_wimm_dest = 0;
   uint8_t mpr_dest = 0;
   uint32_t mtu = 0;      // the path MTU this end wants (0: none)
-  uint32_t max_mtu = 0;  // the largest every plane of this end carries (0: unknown)
+  uint32_t max_mtu = 0;  // the largest every plane interface of this end carries (0: unknown)
 };
 
 // One line per endpoint, "key=value" fields (Documentation/api.md).
