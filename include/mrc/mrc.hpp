@@ -242,6 +242,18 @@ class Context {
   std::vector<PortInfo> ports() const;
   // The GID of a plane port for the given IP version (nullopt-like: ENOENT).
   Result<Gid> gid(uint8_t port, codec::IpVersion v) const;
+  // Path MTU (payload bytes per packet, a multiple of 64) for packets of IP
+  // version v. want = 0: the largest every plane port carries (its interface
+  // MTU less the IP, UDP and MRC headers of a data packet) and this device
+  // sends and receives in one packet (PortInfo::max_path_mtu; single-buffer
+  // AF_XDP: one 4 KiB page, 3392). want > 0: want (clamped to
+  // max_path_mtu as Qp::modify does), or EMSGSIZE naming the interface (or
+  // the single-buffer limit) it does not fit. EMSGSIZE also when a plane's
+  // MTU leaves less than 256 (Documentation/api.md, "Path MTU").
+  Result<uint32_t> path_mtu_limit(codec::IpVersion v, uint32_t want = 0) const;
+  // The largest path MTU every plane interface carries (interface MTUs
+  // only, not the device's limit): what the exchange advertises as max_mtu.
+  Result<uint32_t> plane_mtu_limit(codec::IpVersion v) const;
 
   Result<uint32_t> alloc_pd();
   Status dealloc_pd(uint32_t pd);

@@ -71,10 +71,17 @@ fabric_ensure_bpffs() {
 # -------------------------------------------------------------------------
 # Topology construction
 #
-# Parameters (key=value): planes, leaves, spines, hosts, mtu, shape (tbf rate
+# Parameters (key=value): planes, leaves, spines, hosts, mtu, mtus (per plane,
+# comma-separated, plane 0 first; planes past the list get mtu), shape (tbf rate
 # on every host port, e.g. 1gbit), burst, latency, ipv6 (on|off), run (id),
 # mptcp (CLIENT:SERVER, e.g. A:B), ecmp (on|off, direct: an address per host
 # reached over every plane).
+
+_fabric_plane_mtu() { # plane -> MTU of its links (mtus=, else mtu=)
+	local m
+	IFS=, read -ra m <<<"$_F_MTUS"
+	echo "${m[$1]:-$_F_MTU}"
+}
 
 _fabric_mac() { # index -> MAC, unique per run
 	printf '02:%s:00:%02x:%02x' "$_F_MACPFX" $(($1 >> 8 & 255)) $(($1 & 255))
@@ -124,7 +131,9 @@ _fabric_link() {
 	local nsa nsb
 	nsa=$(fabric_ns "$_F_RUN" "$na")
 	nsb=$(fabric_ns "$_F_RUN" "$nb")
-	_F_CREATE[$na]+="link add $ia mtu $_F_MTU address $ma type veth peer name $ib netns $nsb mtu $_F_MTU address $mb"$'\n'
+	local mtu
+	mtu=$(_fabric_plane_mtu "$plane")
+	_F_CREATE[$na]+="link add $ia mtu $mtu address $ma type veth peer name $ib netns $nsb mtu $mtu address $mb"$'\n'
 	_fabric_cfg "$na" "link set dev $ia up"
 	_fabric_cfg "$nb" "link set dev $ib up"
 	_fabric_cfg "$na" "addr replace $a4/$p4 dev $ia"
@@ -180,8 +189,10 @@ _fabric_wired_link() {
 	nsw=$(fabric_ns "$_F_RUN" "$w")
 	wa="w${plane}a-$_F_RUN"
 	wb="w${plane}b-$_F_RUN"
-	_F_CREATE[$na]+="link add $ia mtu $_F_MTU address $ma type veth peer name $wa netns $nsw mtu $_F_MTU"$'\n'
-	_F_CREATE[$nb]+="link add $ib mtu $_F_MTU address $mb type veth peer name $wb netns $nsw mtu $_F_MTU"$'\n'
+	local mtu
+	mtu=$(_fabric_plane_mtu "$plane")
+	_F_CREATE[$na]+="link add $ia mtu $mtu address $ma type veth peer name $wa netns $nsw mtu $mtu"$'\n'
+	_F_CREATE[$nb]+="link add $ib mtu $mtu address $mb type veth peer name $wb netns $nsw mtu $mtu"$'\n'
 	_fabric_cfg "$w" "link set dev $wa up"
 	_fabric_cfg "$w" "link set dev $wb up"
 	_F_TC[$w]+="qdisc add dev $wa clsact"$'\n'"qdisc add dev $wb clsact"$'\n'
@@ -318,6 +329,7 @@ _fabric_parse_params() { # key=value...
 		spines) _F_SPINES=$v ;;
 		hosts) _F_HOSTS=$v ;;
 		mtu) _F_MTU=$v ;;
+		mtus) _F_MTUS=$v ;;
 		shape) _F_SHAPE=$v ;;
 		burst) _F_BURST=$v ;;
 		latency) _F_LATENCY=$v ;;
@@ -360,6 +372,14 @@ _fabric_validate() {
 	[[ $_F_RUN =~ ^[a-z][a-z0-9]{1,5}$ ]] || { fabric_err "run id must match [a-z][a-z0-9]{1,5}: '$_F_RUN'"; return 2; }
 	((_F_PLANES >= 1 && _F_PLANES <= 16)) || { fabric_err "planes must be 1..16"; return 2; }
 	((_F_MTU >= 1280 && _F_MTU <= 65535)) || { fabric_err "mtu must be 1280..65535"; return 2; }
+	if [ -n "$_F_MTUS" ]; then
+		local m
+		IFS=, read -ra m <<<"$_F_MTUS"
+		((${#m[@]} <= _F_PLANES)) || { fabric_err "mtus lists more MTUs than there are planes"; return 2; }
+		for v in "${m[@]}"; do
+			[[ $v =~ $re ]] && ((v >= 1280 && v <= 65535)) || { fabric_err "mtus: each MTU must be 1280..65535, not '$v'"; return 2; }
+		done
+	fi
 	if [ "$_F_TOPO" = clos ]; then
 		((_F_LEAVES >= 1 && _F_LEAVES <= 8)) || { fabric_err "leaves must be 1..8"; return 2; }
 		((_F_SPINES >= 1 && _F_SPINES <= 8)) || { fabric_err "spines must be 1..8"; return 2; }
@@ -388,6 +408,7 @@ _fabric_write_state() {
 		printf '{\n  "version": 1,\n  "run": "%s",\n  "topology": "%s",\n' "$_F_RUN" "$_F_TOPO"
 		printf '  "planes": %d,\n  "leaves": %d,\n  "spines": %d,\n  "mtu": %d,\n' "$_F_PLANES" \
 			"$([ "$_F_TOPO" = clos ] && echo "$_F_LEAVES" || echo 0)" "$([ "$_F_TOPO" = clos ] && echo "$_F_SPINES" || echo 0)" "$_F_MTU"
+		printf '  "mtus": [%s],\n' "$(for ((i = 0; i < _F_PLANES; i++)); do printf '%s%d' "$([ "$i" = 0 ] || echo ,)" "$(_fabric_plane_mtu "$i")"; done)"
 		printf '  "ipv6": %s,\n  "shape": "%s",\n  "wire": %s,\n  "offload": %s,\n' "$([ "$_F_V6" = on ] && echo true || echo false)" "$_F_SHAPE" \
 			"$([ "$_F_TOPO" = direct ] && [ "$_F_WIRE" = on ] && echo true || echo false)" "$([ "$_F_OFFLOAD" = on ] && echo true || echo false)"
 		printf '  "xdp_pass": %s,\n' "$([ "$_F_XDPPASS" = on ] && echo true || echo false)"
@@ -482,7 +503,7 @@ _fabric_xdp_pass() { # RUN
 
 # fabric_up [direct|clos] [key=value...] [--file F]  -> prints the run id
 fabric_up() {
-	_F_TOPO=direct _F_PLANES=4 _F_LEAVES=2 _F_SPINES=2 _F_HOSTS=2 _F_MTU=3500
+	_F_TOPO=direct _F_PLANES=4 _F_LEAVES=2 _F_SPINES=2 _F_HOSTS=2 _F_MTU=3500 _F_MTUS=""
 	_F_SHAPE="" _F_BURST="" _F_LATENCY="" _F_V6=on _F_MPTCP="" _F_WIRE=on _F_OFFLOAD=off _F_XDPPASS=on _F_ECMP=off
 	_F_RUN=$(fabric_new_run_id)
 	local args=()

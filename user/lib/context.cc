@@ -884,6 +884,67 @@ std::vector<PortInfo> Context::ports() const {
   return impl_->ports;
 }
 
+// The largest path MTU every plane interface carries (its MTU less the IP,
+// UDP and MRC headers of a data packet), or why none does; with want > 0,
+// an error naming the interface that cannot carry want.
+static Result<uint32_t> planes_fit(const std::vector<PortInfo>& ports, codec::IpVersion v,
+                                   uint32_t want) {
+  // IP packet bytes around the payload: IP, UDP, BTH, the largest data header
+  // stack (with TSETH) and the ICRC (the C API's packet_overhead()).
+  uint32_t ext = 0;
+  for (unsigned op = MRC_OP_WRITE_FIRST; op <= MRC_OP_WRITE_ONLY_IMM; op++)
+    ext = std::max(ext, codec::ext_header_len(uint8_t(op), true));
+  const uint32_t over = (v == codec::IpVersion::kV6 ? 40u : 20u) + 8u + uint32_t(sizeof(mrc_bth)) +
+                        ext + MRC_ICRC_LEN;
+  uint32_t limit = core::kMaxPathMtu / 64 * 64;
+  for (const PortInfo& pi : ports) {
+    if (!pi.mtu) continue;
+    if (pi.mtu < over + 256)
+      return make_error(EMSGSIZE, "the MTU " + std::to_string(pi.mtu) + " of " + pi.ifname +
+                                      " leaves no room for a path MTU of 256 (" +
+                                      std::to_string(over) + " header bytes)");
+    const uint32_t fit = (pi.mtu - over) / 64 * 64;
+    if (want > fit)
+      return make_error(EMSGSIZE, "path MTU " + std::to_string(want) + " + " +
+                                      std::to_string(over) + " header bytes exceeds the MTU " +
+                                      std::to_string(pi.mtu) + " of " + pi.ifname +
+                                      " (it carries at most " + std::to_string(fit) + ")");
+    limit = std::min(limit, fit);
+  }
+  return limit;
+}
+
+Result<uint32_t> Context::plane_mtu_limit(codec::IpVersion v) const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return planes_fit(impl_->ports, v, 0);
+}
+
+Result<uint32_t> Context::path_mtu_limit(codec::IpVersion v, uint32_t want) const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  const Impl& im = *impl_;
+  auto planes = planes_fit(im.ports, v, want);
+  if (!planes) return planes;
+  // What one packet of this device may be: live frames and multi-buffer set
+  // max_path_mtu; single-buffer AF_XDP receives a frame in one page, less
+  // XDP's headroom and skb_shared_info (veth and page-per-packet drivers).
+  uint32_t dev = im.max_path_mtu;
+  if (!dev) {
+    constexpr uint32_t kSingleBufferFrame = 4096 - 256 - 320;
+    const uint32_t frame = std::min(kSingleBufferFrame, im.dev.umem().rx_frame_capacity());
+    dev = frame > max_frame_overhead() + 256 ? (frame - max_frame_overhead()) / 64 * 64 : 256;
+  }
+  if (want > dev) {
+    // Live frames and multi-buffer clamp a QP's path_mtu to max_path_mtu
+    // (Qp::modify): the same here. Single-buffer would lose every frame.
+    if (im.max_path_mtu) return im.max_path_mtu;
+    return make_error(EMSGSIZE, "path MTU " + std::to_string(want) + " exceeds the " +
+                                    std::to_string(dev) +
+                                    " of single-buffer AF_XDP (DeviceOptions::frame_chunks 1; "
+                                    "more chunks carry more)");
+  }
+  return want ? want : std::min(*planes, dev);
+}
+
 Result<Gid> Context::gid(uint8_t port, codec::IpVersion v) const {
   if (port == 0 || port > core::kMaxPorts || impl_->idx[port] < 0)
     return make_error(EINVAL, "gid: no port " + std::to_string(port));

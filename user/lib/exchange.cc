@@ -27,8 +27,10 @@ bool wait_fd(int fd, short ev, int timeout_ms) {
 std::string encode(const std::vector<QpEndpoint>& eps) {
   std::ostringstream s;
   for (const auto& e : eps) {
-    s << "qp qpn=" << e.qpn << " psn=" << e.psn << " addr=" << e.addr << " len=" << e.len << " rkey=" << e.rkey
-      << " wimm_dest=" << e.max_wimm_dest << " mpr_dest=" << unsigned(e.mpr_dest) << " mtu=" << e.mtu << " gids=";
+    s << "qp qpn=" << e.qpn << " psn=" << e.psn << " addr=" << e.addr << " len=" << e.len
+      << " rkey=" << e.rkey << " wimm_dest=" << e.max_wimm_dest
+      << " mpr_dest=" << unsigned(e.mpr_dest) << " mtu=" << e.mtu << " max_mtu=" << e.max_mtu
+      << " gids=";
     for (size_t i = 0; i < e.gids.size(); i++) s << (i ? "," : "") << lib::to_string(e.gids[i]);
     s << "\n";
   }
@@ -62,6 +64,8 @@ Result<std::vector<QpEndpoint>> decode(const std::string& text) {
         else if (k == "wimm_dest") e.max_wimm_dest = uint16_t(std::stoul(v));
         else if (k == "mpr_dest") e.mpr_dest = uint8_t(std::stoul(v));
         else if (k == "mtu") e.mtu = uint32_t(std::stoul(v));
+        else if (k == "max_mtu")
+          e.max_mtu = uint32_t(std::stoul(v));
         else if (k == "gids") {
           std::istringstream gs(v);
           std::string g;
@@ -202,7 +206,14 @@ QpEndpoint describe(const Context& ctx, const Qp& qp, uint32_t psn, const Connec
   }
   e.max_wimm_dest = max_wimm_dest;
   e.mpr_dest = mpr_dest;
-  e.mtu = o.mtu;
+  // An error (a plane too small, a forced MTU too large) is connect_qp's to
+  // report: the peer learns nothing of it here.
+  // max_mtu: what our planes carry; mtu: what we want, by default the most
+  // our planes and this device carry.
+  auto planes = ctx.plane_mtu_limit(o.ip);
+  auto limit = ctx.path_mtu_limit(o.ip);
+  e.max_mtu = planes ? *planes : 0;
+  e.mtu = o.mtu ? o.mtu : limit ? *limit : 0;
   return e;
 }
 
@@ -215,7 +226,17 @@ Status connect_qp(Context& ctx, Qp& qp, uint32_t our_psn, const QpEndpoint& peer
   MRC_TRY(qp.modify(a, core::kQpState | core::kQpPkeyIndex | core::kQpAccessFlags,
                     core::kMrcHint | core::kMrcEvProfileId | core::kMrcCcProfileId));
   a.qp_state = QpState::kRtr;
-  a.path_mtu = std::min(o.mtu, peer.mtu ? peer.mtu : o.mtu);
+  // Our planes first (a forced MTU they cannot carry fails here), then the
+  // peer's: what they carry and what the peer wants.
+  auto mtu = ctx.path_mtu_limit(o.ip, o.mtu);
+  if (!mtu) return std::move(mtu).error().wrap("connect_qp");
+  if (o.mtu && peer.max_mtu && o.mtu > peer.max_mtu)
+    return make_error(EMSGSIZE, "connect_qp: path MTU " + std::to_string(o.mtu) +
+                                    " exceeds what every plane of the peer carries (" +
+                                    std::to_string(peer.max_mtu) + ")");
+  a.path_mtu = *mtu;
+  if (peer.max_mtu) a.path_mtu = std::min(a.path_mtu, peer.max_mtu);
+  if (peer.mtu) a.path_mtu = std::min(a.path_mtu, peer.mtu);
   a.dest_qp_num = peer.qpn;
   a.rq_psn = peer.psn;
   a.max_wimm_dest = o.max_wimm;

@@ -21,7 +21,8 @@ struct QpEndpoint {
   uint32_t rkey = 0;
   uint16_t max_wimm_dest = 0;
   uint8_t mpr_dest = 0;
-  uint32_t mtu = 0;
+  uint32_t mtu = 0;      // the path MTU this end wants (0: none)
+  uint32_t max_mtu = 0;  // the largest every plane interface of this end carries (0: unknown)
 };
 
 // One line per endpoint, "key=value" fields (Documentation/api.md).
@@ -39,9 +40,11 @@ Status send_line(int fd, const std::string& line);
 Result<std::string> recv_line(int fd, int timeout_ms);
 
 struct ConnectOptions {
-  // Payload bytes per packet: frames stay under 3.5 KB, the largest a veth
-  // with native XDP delivers as one buffer (PAGE_SIZE - XDP headroom - skb_shared_info).
-  uint32_t mtu = 3392;
+  // Path MTU, payload bytes per packet. 0: the largest every plane of both
+  // ends carries (Context::path_mtu_limit() of each end, swapped as
+  // QpEndpoint::max_mtu). Else this value, or connect_qp() fails (EMSGSIZE,
+  // naming the interface) when a plane of either end cannot carry it.
+  uint32_t mtu = 0;
   uint8_t mpr = 8;
   uint16_t max_wimm = 64;
   // 1.024 us x 2^14 = 16.8 ms: a software responder may be descheduled for a
@@ -54,10 +57,13 @@ struct ConnectOptions {
   codec::IpVersion ip = codec::IpVersion::kV4;
 };
 
-// Our half of an endpoint description for `qp` (GIDs of every port).
+// Our half of an endpoint description for `qp` (GIDs of every port; mtu and
+// max_mtu from ConnectOptions::mtu and our planes).
 QpEndpoint describe(const Context& ctx, const Qp& qp, uint32_t psn, const ConnectOptions& o,
                     uint16_t max_wimm_dest, uint8_t mpr_dest);
 // RESET -> INIT -> RTR -> RTS towards `peer`, resolving next hops per plane.
+// path_mtu: ConnectOptions::mtu (checked against both ends' planes), else the
+// smallest of our limit, peer.max_mtu and peer.mtu.
 Status connect_qp(Context& ctx, Qp& qp, uint32_t our_psn, const QpEndpoint& peer, const ConnectOptions& o);
 
 }  // namespace mrc

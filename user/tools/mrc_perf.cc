@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -44,6 +45,8 @@ namespace {
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
 
+constexpr uint64_t kDefaultInflightBytes = 128ull << 20;
+
 struct Opts {
   bool server = false;
   std::string peer;
@@ -56,7 +59,8 @@ struct Opts {
   double duration = 5;
   uint64_t iters = 0;
   uint32_t inflight = 16;
-  uint32_t mtu = 3392;
+  bool inflight_set = false;  // -t given (else at most kDefaultInflightBytes in flight)
+  uint32_t mtu = 0;           // -m (0: the largest every plane of both ends carries)
   bool lat = false;
   bool json = false;
   bool verify = false;
@@ -95,6 +99,7 @@ FILE* g_ev_log = nullptr;
       code ? stderr : stdout,
       "usage: mrc_perf server -d IF[,IF...] [options]\n"
       "       mrc_perf client PEER -d IF[,IF...] [options]\n"
+      "       mrc_perf --version\n"
       "  -d, --dev IFS        plane interfaces, in port order (required)\n"
       "  -p, --port N         TCP port of the out-of-band exchange (18515)\n"
       "  -B, --bind ADDR      server: address to listen on (0.0.0.0)\n"
@@ -103,13 +108,17 @@ FILE* g_ev_log = nullptr;
       "  -i, --imm            RDMA WRITE with immediate (default: RDMA WRITE)\n"
       "  -D, --duration SEC   length of the run (5)\n"
       "  -n, --iters N        messages per QP instead of a duration\n"
-      "  -t, --inflight N     messages outstanding per QP (16)\n"
-      "  -m, --mtu BYTES      path MTU (payload bytes per packet, 3392)\n"
+      "  -t, --inflight N     messages outstanding per QP (16; by default at most 128 MiB:\n"
+      "                       -s 67108864 has 2)\n"
+      "  -m, --mtu BYTES      path MTU (payload bytes per packet; default: the largest\n"
+      "                       every plane of both ends carries, at most 3392 with one\n"
+      "                       frame chunk); a plane that cannot carry -m is an error\n"
       "  -l, --lat            latency mode: WRITE-with-immediate ping-pong\n"
       "  -j, --json           machine-readable output\n"
       "  -v, --verify         check the data byte for byte\n"
       "  -6, --ipv6           use the planes' IPv6 addresses\n"
       "  -I, --interval SEC   report interval (1)\n"
+      "  -V, --version        print the version and exit\n"
       "      --sample-ms MS   server: JSON line of received bytes every MS ms\n"
       "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
       "      --retry L,E      linear and exponential retries (7,7)\n"
@@ -140,9 +149,10 @@ FILE* g_ev_log = nullptr;
       "      --clients N      server: serve N clients at once (each with --qps QPs; 1);\n"
       "                       they start together once all N are connected\n"
       "      --slots N        message slots per QP in the target buffer (2 x inflight);\n"
-      "                       both sides must agree. With -i --verify every message is\n"
-      "                       checked on arrival; more slots leave the server more time\n"
-      "                       before the client reuses one (counted as imm_overwritten)\n"
+      "                       both sides must agree. With -i the server grants credits:\n"
+      "                       the client starts a message only once the server has a\n"
+      "                       receive posted for it and (--verify: checked on arrival)\n"
+      "                       has checked the message that used its slot before\n"
       "      --engine K=V     engine tunable (repeatable): probe_initial_us, probe_max_us,\n"
       "                       probe_timeout_us, probe_successes, probe_inflight_max\n"
       "                       (probes of one QP at once; 0: no limit), plane_suspect_losses,\n"
@@ -171,15 +181,58 @@ FILE* g_ev_log = nullptr;
   std::exit(code);
 }
 
+[[noreturn]] void version() {
+  std::printf("mrc_perf %s\n", MRC_VERSION);
+  std::exit(0);
+}
+
+// Every numeric option's value: the whole argument a number within
+// [lo, hi], else the option is named and the program exits with code 2.
+template <class T>
+T num(const char* opt, const std::string& arg, T lo = std::numeric_limits<T>::lowest(),
+      T hi = std::numeric_limits<T>::max()) {
+  bool ok = false, in_range = false;
+  T v{};
+  if (!arg.empty() && !std::isspace(static_cast<unsigned char>(arg[0]))) {
+    char* end = nullptr;
+    errno = 0;
+    if constexpr (std::is_floating_point_v<T>) {
+      const double d = std::strtod(arg.c_str(), &end);
+      ok = *end == 0 && std::isfinite(d) && errno == 0;
+      in_range = d >= double(lo) && d <= double(hi);
+      v = T(d);
+    } else if constexpr (std::is_signed_v<T>) {
+      const long long n = std::strtoll(arg.c_str(), &end, 10);
+      ok = *end == 0;
+      in_range = errno == 0 && n >= (long long)lo && n <= (long long)hi;
+      v = T(n);
+    } else {
+      const unsigned long long n = std::strtoull(arg.c_str(), &end, 10);
+      ok = *end == 0 && arg[0] != '-';
+      in_range = errno == 0 && n >= (unsigned long long)lo && n <= (unsigned long long)hi;
+      v = T(n);
+    }
+  }
+  if (!ok) {
+    std::fprintf(stderr, "mrc_perf: %s: '%s' is not a number\n", opt, arg.c_str());
+    std::exit(2);
+  }
+  if (!in_range) {
+    std::ostringstream r;
+    r << "mrc_perf: " << opt << ": '" << arg << "' is out of range (" << +lo << ".." << +hi
+      << ")\n";
+    std::fputs(r.str().c_str(), stderr);
+    std::exit(2);
+  }
+  return v;
+}
+
 Opts parse(int argc, char** argv) {
   Opts o;
   if (argc < 2) usage(2);
   std::string role = argv[1];
   if (role == "-h" || role == "--help") usage(0);
-  if (role == "-V" || role == "--version") {
-    std::printf("mrc_perf %s\n", MRC_VERSION);
-    std::exit(0);
-  }
+  if (role == "-V" || role == "--version") version();
   if (role == "server") {
     o.server = true;
   } else if (role == "client") {
@@ -241,6 +294,7 @@ Opts parse(int argc, char** argv) {
                               {"queues", required_argument, nullptr, kQueues},
                               {"no-cc", no_argument, nullptr, kNoCc},
                               {"help", no_argument, nullptr, 'h'},
+                              {"version", no_argument, nullptr, 'V'},
                               {"counters", no_argument, nullptr, kCounters},
                               {"counters-json", required_argument, nullptr, kCountersJson},
                               {"tx", required_argument, nullptr, kTx},
@@ -260,7 +314,7 @@ Opts parse(int argc, char** argv) {
   optind = o.server ? 2 : 3;
   int c;
   try {
-    while ((c = getopt_long(argc, argv, "d:p:B:s:q:iD:n:t:m:ljv6I:h", lo, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:p:B:s:q:iD:n:t:m:ljv6I:hV", lo, nullptr)) != -1) {
       switch (c) {
         case 'd': {
           std::stringstream ss(optarg);
@@ -268,49 +322,74 @@ Opts parse(int argc, char** argv) {
           while (std::getline(ss, d, ',')) o.devs.push_back(d);
           break;
         }
-        case 'p': o.port = uint16_t(std::stoul(optarg)); break;
+        case 'p':
+          o.port = num<uint16_t>("-p/--port", optarg);
+          break;
         case 'B': o.bind = optarg; break;
-        case 's': o.size = uint32_t(std::stoul(optarg)); break;
-        case 'q': o.qps = uint32_t(std::stoul(optarg)); break;
+        case 's':
+          o.size = num<uint32_t>("-s/--size", optarg);
+          break;
+        case 'q':
+          o.qps = num<uint32_t>("-q/--qps", optarg, 1, 65536);
+          break;
         case 'i': o.imm = true; break;
-        case 'D': o.duration = std::stod(optarg); break;
-        case 'n': o.iters = std::stoull(optarg); break;
-        case 't': o.inflight = uint32_t(std::stoul(optarg)); break;
-        case 'm': o.mtu = uint32_t(std::stoul(optarg)); break;
+        case 'D':
+          o.duration = num<double>("-D/--duration", optarg, 0, 1e9);
+          break;
+        case 'n':
+          o.iters = num<uint64_t>("-n/--iters", optarg);
+          break;
+        case 't':
+          o.inflight = num<uint32_t>("-t/--inflight", optarg, 1, 1u << 20);
+          o.inflight_set = true;
+          break;
+        case 'm':
+          o.mtu = num<uint32_t>("-m/--mtu", optarg);
+          break;
         case 'l': o.lat = true; break;
         case 'j': o.json = true; break;
         case 'v': o.verify = true; break;
         case '6': o.ipv6 = true; break;
-        case 'I': o.interval = std::stod(optarg); break;
-        case kSample: o.sample_ms = uint32_t(std::stoul(optarg)); break;
-        case kTimeout: o.timeout = uint8_t(std::stoul(optarg)); break;
+        case 'I':
+          o.interval = num<double>("-I/--interval", optarg, 0, 1e9);
+          break;
+        case kSample:
+          o.sample_ms = num<uint32_t>("--sample-ms", optarg);
+          break;
+        case kTimeout:
+          o.timeout = num<uint8_t>("--timeout", optarg, 0, 31);
+          break;
         case kRetry: {
           auto comma = std::string(optarg).find(',');
           if (comma == std::string::npos) throw std::invalid_argument("--retry L,E");
-          o.retry_linear = uint8_t(std::stoul(std::string(optarg).substr(0, comma)));
-          o.retry_exp = uint8_t(std::stoul(std::string(optarg).substr(comma + 1)));
+          o.retry_linear = num<uint8_t>("--retry", std::string(optarg).substr(0, comma), 0, 7);
+          o.retry_exp = num<uint8_t>("--retry", std::string(optarg).substr(comma + 1), 0, 7);
           break;
         }
         case kGeneric: o.generic = true; break;
         case kBusy: o.busy_poll = true; break;
         case kFrameChunks:
-          o.frame_chunks = uint32_t(std::stoul(optarg));
+          o.frame_chunks = num<uint32_t>("--frame-chunks", optarg, 1, 17);
           break;
         case kIdleSpin:
-          o.idle_spin_us = uint32_t(std::stoul(optarg));
+          o.idle_spin_us = num<uint32_t>("--idle-spin", optarg);
           break;
-        case kCpu: o.cpu = std::stoi(optarg); break;
-        case kQueues: o.queues = uint32_t(std::stoul(optarg)); break;
+        case kCpu:
+          o.cpu = num<int>("--cpu", optarg, -1, 4095);
+          break;
+        case kQueues:
+          o.queues = num<uint32_t>("--queues", optarg);
+          break;
         case kNoCc: o.no_cc = true; break;
         case kCounters: o.counters = true; break;
         case kCountersJson:
           o.counters_json = optarg;
           break;
         case kClients:
-          o.clients = uint32_t(std::stoul(optarg));
+          o.clients = num<uint32_t>("--clients", optarg, 1, 4096);
           break;
         case kSlots:
-          o.slots = uint32_t(std::stoul(optarg));
+          o.slots = num<uint32_t>("--slots", optarg, 1, 1u << 24);
           break;
         case kTx:
           if (!std::strcmp(optarg, "xsk"))
@@ -319,7 +398,7 @@ Opts parse(int argc, char** argv) {
             o.tx = TxBackend::kLive;
           else if (!std::strncmp(optarg, "live/", 5)) {
             o.tx = TxBackend::kLive;
-            o.live_min = std::stoi(optarg + 5);
+            o.live_min = num<int>("--tx live/N", optarg + 5, 0, 1 << 20);
           }
           else if (!std::strcmp(optarg, "auto"))
             o.tx = TxBackend::kAuto;
@@ -339,17 +418,16 @@ Opts parse(int argc, char** argv) {
           o.mem = true;
           break;
         case kEvProfile:
-          o.ev_profile = std::stoull(optarg);
+          o.ev_profile = num<uint64_t>("--ev-profile", optarg);
           break;
         case kCcProfile:
-          o.cc_profile = std::stoull(optarg);
+          o.cc_profile = num<uint64_t>("--cc-profile", optarg);
           break;
         case kSpinUs:
-          o.spin_us = uint32_t(std::stoul(optarg));
+          o.spin_us = num<uint32_t>("--spin-us", optarg);
           break;
         case kProgressIdle:
-          o.progress_idle_us = uint32_t(std::stoul(optarg));
-          if (!o.progress_idle_us) throw std::invalid_argument("--progress-idle-us: at least 1");
+          o.progress_idle_us = num<uint32_t>("--progress-idle-us", optarg, 1);
           break;
         case kProgress:
           if (!std::strcmp(optarg, "thread"))
@@ -367,6 +445,8 @@ Opts parse(int argc, char** argv) {
           break;
         }
         case 'h': usage(0);
+        case 'V':
+          version();
         default: usage(2);
       }
     }
@@ -380,6 +460,10 @@ Opts parse(int argc, char** argv) {
   }
   if (o.lat) o.imm = true, o.qps = 1, o.inflight = 1;
   if (!o.size && !o.lat) o.size = 1;
+  // Large messages: fewer in flight by default, so that the slots (2 x
+  // inflight per QP, on both sides) stay within memory (-s 64M: 2 in flight).
+  if (!o.inflight_set && !o.lat)
+    o.inflight = std::clamp<uint32_t>(uint32_t(kDefaultInflightBytes / o.size), 1, o.inflight);
   if (o.qps == 0 || o.inflight == 0 || o.clients == 0) {
     std::fprintf(stderr, "mrc_perf: --qps, --inflight and --clients must be at least 1\n");
     std::exit(2);
@@ -573,6 +657,42 @@ void apply_engine(core::EngineConfig& e,
 // is what lets the server fall behind (descheduled on a busy host) without
 // failing: at least one receive per slot.
 uint32_t recv_depth(const Opts& o) { return std::max<uint32_t>({o.inflight * 4, o.slots, 16}); }
+
+// Credits (WRITE-with-immediate, not --lat). Receives alone cannot keep the
+// client within them: a message completes at the client once acknowledged,
+// before the server's thread has taken its completion and reposted the
+// receive, and (with --verify) before it has checked the slot the client is
+// about to reuse. So the server grants: it RDMA WRITEs to every client QP a
+// limit, the number of messages the client may have started, consumed +
+// window, where consumed counts the WriteIMM completions it has taken (each
+// receive reposted, each slot checked) and window is what it can absorb
+// unseen: its posted receives, and with --verify also the slots. One grant
+// per QP is in flight at a time, from its own cell of the server's buffer
+// (unchanged until the WRITE completes); the client reads its cell and
+// trusts it only when both words agree.
+constexpr uint64_t kCreditCheck = 0x6d72632d63726564ull;  // "mrc-cred"
+constexpr uint64_t kCreditWrId = 1ull << 63;              // server: a grant's wr_id
+bool uses_credits(const Opts& o) { return o.imm && !o.lat; }
+uint32_t credit_window(const Opts& o) {
+  return o.verify ? std::min(o.slots, recv_depth(o)) : recv_depth(o);
+}
+// Per-QP part of both buffers: the slots, then (64-byte aligned) the credit
+// cell {limit, limit ^ kCreditCheck} the server writes on the client.
+size_t credit_offset(const Opts& o) {
+  return (size_t(o.slots) * std::max<uint32_t>(o.size, 1) + 63) / 64 * 64;
+}
+size_t per_qp_bytes(const Opts& o) { return credit_offset(o) + 64; }
+// The client's limit from its cell (the last one when the two words disagree:
+// a grant being placed).
+uint64_t read_credit(const uint8_t* cell, uint64_t last) {
+  const uint64_t v =
+      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(cell)))
+          .load(std::memory_order_acquire);
+  const uint64_t c =
+      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(cell) + 8))
+          .load(std::memory_order_acquire);
+  return (c == (v ^ kCreditCheck) && v > last) ? v : last;
+}
 
 Side open_side(const Opts& o, uint32_t nqps) {
   Side s;
@@ -961,14 +1081,15 @@ struct Client {
   uint32_t first_qp = 0;
   std::vector<QpEndpoint> theirs;
   bool done = false;
-  uint64_t imm_ok = 0, imm_bad = 0, imm_overwritten = 0;
+  bool stopping = false;  // "done" read: no more grants
+  uint64_t imm_ok = 0, imm_bad = 0, imm_overwritten = 0, imm_missing = 0;
   uint64_t checked = 0, bad_slots = 0;
 };
 
 int run_server(const Opts& o) {
   const uint32_t nqps = o.qps * o.clients;
   const uint32_t slots = o.slots;
-  const size_t per_qp = size_t(slots) * std::max<uint32_t>(o.size, 1);
+  const size_t per_qp = per_qp_bytes(o);
   // The buffer outlives the device: until the Context is gone its engine
   // thread may still place arriving data in it (an interrupted run).
   Buffer buf(per_qp * nqps);
@@ -1036,6 +1157,35 @@ int run_server(const Opts& o) {
   // Takes the completions there are (waiting up to timeout_ms for the
   // first): counts and checks WriteIMM arrivals, reposts their receives,
   // echoes in latency mode. False on a completion error (reported).
+  // Credits (uses_credits): per QP, the WriteIMM completions taken, the
+  // limit granted last and whether its WRITE is still in flight.
+  struct Grant {
+    uint64_t consumed = 0, granted = 0;
+    bool busy = false;
+  };
+  std::vector<Grant> grants(nqps);
+  const uint64_t window = credit_window(o);
+  auto grant = [&](uint32_t qi) {
+    Grant& g = grants[qi];
+    const Client& k = cl[qi / o.qps];
+    const uint64_t limit = g.consumed + window;
+    if (g.busy || limit == g.granted || k.stopping || k.theirs.empty()) return;
+    auto* cell = reinterpret_cast<uint64_t*>(buf.p + qi * per_qp + credit_offset(o));
+    cell[0] = limit;
+    cell[1] = limit ^ kCreditCheck;
+    Sge sg{uint64_t(uintptr_t(cell)), 16, mr.lkey};
+    SendWr wr;
+    wr.wr_id = kCreditWrId | qi;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.send_flags = core::kSendSignaled;
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.remote_addr = k.theirs[qi % o.qps].addr + credit_offset(o);
+    wr.rkey = k.theirs[qi % o.qps].rkey;
+    must(s.qps[qi]->post_send(wr), "post_send (credit)");
+    g.granted = limit;
+    g.busy = true;
+  };
   size_t served = 0;  // completions the last serve_wcs() took
   auto serve_wcs = [&](int timeout_ms) -> bool {
     size_t n = wait_wc(s, wcv, timeout_ms);
@@ -1049,10 +1199,14 @@ int run_server(const Opts& o) {
         dump_counters(s);
         return false;
       }
+      if (w.opcode == WcOpcode::kRdmaWrite && (w.wr_id & kCreditWrId) &&
+          (w.wr_id & ~kCreditWrId) < nqps)
+        grants[w.wr_id & ~kCreditWrId].busy = false;
       if (w.opcode != WcOpcode::kRecvRdmaWithImm) continue;
       uint32_t qi = 0;
       while (qi < nqps && s.qps[qi]->qpn() != w.qp_num) qi++;
       if (qi == nqps) continue;
+      grants[qi].consumed++;
       Client& k = cl[qi / o.qps];
       must(s.qps[qi]->post_recv(RecvWr{w.wr_id, nullptr, 0}), "post_recv");
       const uint64_t m = w.imm_data;
@@ -1081,6 +1235,8 @@ int run_server(const Opts& o) {
         must(s.qps[0]->post_send(wr), "post_send");
       }
     }
+    if (uses_credits(o))
+      for (uint32_t qi = 0; qi < nqps; qi++) grant(qi);
     return true;
   };
   // Clients connect one after the other and start together, once every one
@@ -1125,6 +1281,9 @@ int run_server(const Opts& o) {
       for (uint32_t i = 0; i < o.qps; i++)
         for (uint32_t n = 0; n < recv_depth(o); n++)
           must(s.qps[k.first_qp + i]->post_recv(RecvWr{n, nullptr, 0}), "post_recv");
+    // The first grant: the window (completions are taken once all are connected).
+    if (uses_credits(o))
+      for (uint32_t i = 0; i < o.qps; i++) grant(k.first_qp + i);
     if (o.mem && c + 1 == o.clients) {
       // Every QP connected, none has carried anything yet: the idle
       // footprint (the client starts when it reads "go").
@@ -1179,9 +1338,24 @@ int run_server(const Opts& o) {
         std::string w;
         uint64_t n_done = 0;
         in >> w >> n_done;
+        k.stopping = true;
         if (o.imm && o.verify && o.size && !o.lat) {  // (arrivals are counted when checked)
           const auto until = Clock::now() + std::chrono::seconds(5);
           while (k.imm_ok + k.imm_bad + k.imm_overwritten < n_done && Clock::now() < until)
+            if (!serve_wcs(10)) return finish(1);
+          if (k.imm_ok + k.imm_bad + k.imm_overwritten < n_done)
+            k.imm_missing = n_done - (k.imm_ok + k.imm_bad + k.imm_overwritten);
+        }
+        // The client keeps its QPs until it has our verdict: let the grants
+        // in flight to it complete first (a QP it destroyed would fail them).
+        if (uses_credits(o)) {
+          auto busy = [&] {
+            for (uint32_t i = 0; i < o.qps; i++)
+              if (grants[k.first_qp + i].busy) return true;
+            return false;
+          };
+          const auto until = Clock::now() + std::chrono::seconds(5);
+          while (busy() && Clock::now() < until)
             if (!serve_wcs(10)) return finish(1);
         }
         if (o.verify && !o.lat) {
@@ -1196,13 +1370,16 @@ int run_server(const Opts& o) {
                 k.bad_slots++;
             }
         }
-        const bool ok = k.bad_slots == 0 && k.imm_bad == 0;
+        // With credits the client never reuses a slot before it is checked:
+        // an overwritten slot is a failure too.
+        const bool ok =
+            k.bad_slots == 0 && k.imm_bad == 0 && k.imm_overwritten == 0 && k.imm_missing == 0;
         char res[256];
         std::snprintf(res, sizeof res,
                       "result %s slots=%" PRIu64 " bad_slots=%" PRIu64 " imm_ok=%" PRIu64
-                      " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64,
+                      " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64 " imm_missing=%" PRIu64,
                       ok ? "ok" : "fail", k.checked, k.bad_slots, k.imm_ok, k.imm_bad,
-                      k.imm_overwritten);
+                      k.imm_overwritten, k.imm_missing);
         must(send_line(k.fd, res), "sending the result");
         k.done = true;
         remaining--;
@@ -1212,15 +1389,17 @@ int run_server(const Opts& o) {
     if (!serve_wcs(50)) return finish(1);
   }
   finish(0);
-  uint64_t checked = 0, bad_slots = 0, imm_ok = 0, imm_bad = 0, imm_overwritten = 0;
+  uint64_t checked = 0, bad_slots = 0, imm_ok = 0, imm_bad = 0, imm_overwritten = 0,
+           imm_missing = 0;
   for (const Client& k : cl) {
     checked += k.checked;
     bad_slots += k.bad_slots;
     imm_ok += k.imm_ok;
     imm_bad += k.imm_bad;
     imm_overwritten += k.imm_overwritten;
+    imm_missing += k.imm_missing;
   }
-  const bool ok = bad_slots == 0 && imm_bad == 0;
+  const bool ok = bad_slots == 0 && imm_bad == 0 && imm_overwritten == 0 && imm_missing == 0;
   if (o.counters) dump_counters(s);
   Totals t = qp_totals(s);
   uint64_t rx = 0;
@@ -1233,9 +1412,10 @@ int run_server(const Opts& o) {
     std::printf("{\"summary\":{\"role\":\"server\",\"clients\":%u,\"rx_bytes\":%" PRIu64
                 ",\"verify\":\"%s\",\"slots_checked\":%" PRIu64 ",\"bad_slots\":%" PRIu64
                 ",\"imm_ok\":%" PRIu64 ",\"imm_bad\":%" PRIu64 ",\"imm_overwritten\":%" PRIu64
-                ",\"planes\":%s%s}}\n",
+                ",\"imm_missing\":%" PRIu64 ",\"planes\":%s%s}}\n",
                 o.clients, rx, o.verify ? (ok ? "ok" : "fail") : "off", checked, bad_slots, imm_ok,
-                imm_bad, imm_overwritten, planes_json(t.plane_bytes).c_str(), mem.c_str());
+                imm_bad, imm_overwritten, imm_missing, planes_json(t.plane_bytes).c_str(),
+                mem.c_str());
   else
     std::printf("server: received %.1f MB from %u client(s); verification %s\n", double(rx) / 1e6,
                 o.clients, o.verify ? (ok ? "passed" : "FAILED") : "off");
@@ -1265,7 +1445,7 @@ int run_client(const Opts& o) {
     return 2;
   }
   const uint32_t slots = o.slots;
-  const size_t per_qp = size_t(slots) * std::max<uint32_t>(o.size, 1);
+  const size_t per_qp = per_qp_bytes(o);
   Buffer buf(per_qp * o.qps);  // outlives the device (see run_server)
   Side s = open_side(o, o.qps);
   CountersAtExit counters_at_exit{o, s};
@@ -1311,9 +1491,11 @@ int run_client(const Opts& o) {
 
   if (!o.json) {
     auto ports = s.ctx->ports();
+    auto qa = s.qps[0]->query();
     std::printf("mrc_perf: %s, %u QP(s), %u B messages, %u in flight per QP, MTU %u, %zu plane(s):",
-                o.lat ? "latency (WRITE_WITH_IMM ping-pong)" : (o.imm ? "RDMA WRITE_WITH_IMM" : "RDMA WRITE"), o.qps,
-                o.size, o.inflight, o.mtu, ports.size());
+                o.lat ? "latency (WRITE_WITH_IMM ping-pong)"
+                      : (o.imm ? "RDMA WRITE_WITH_IMM" : "RDMA WRITE"),
+                o.qps, o.size, o.inflight, qa ? qa->path_mtu : 0, ports.size());
     for (const auto& p : ports)
       std::printf(" %s[%s/%s/tx %s]", p.ifname.c_str(), p.xdp_mode.c_str(), p.xsk_mode.c_str(), p.tx.c_str());
     std::printf("\n");
@@ -1381,12 +1563,37 @@ int run_client(const Opts& o) {
     }
   lat_done:;
   } else {
-    for (uint32_t qi = 0; qi < o.qps; qi++)
-      for (uint32_t k = 0; k < o.inflight && more(qi); k++) post(qi);
+    // At most --inflight messages outstanding per QP and, with credits, none
+    // beyond the server's limit (read from the QP's credit cell).
+    std::vector<uint64_t> limit(o.qps, uses_credits(o) ? 0 : UINT64_MAX);
     uint64_t outstanding = 0;
-    for (uint32_t qi = 0; qi < o.qps; qi++) outstanding += next_k[qi];
-    while (outstanding) {
-      size_t n = wait_wc(s, wcv, 100);
+    bool blocked = false;  // a QP waits for a grant
+    auto last_grant = Clock::now();
+    auto pump = [&] {
+      blocked = false;
+      for (uint32_t qi = 0; qi < o.qps; qi++)
+        while (next_k[qi] - done_k[qi] < o.inflight && more(qi)) {
+          if (next_k[qi] >= limit[qi]) {
+            const uint64_t l = read_credit(buf.p + qi * per_qp + credit_offset(o), limit[qi]);
+            if (l > limit[qi]) last_grant = Clock::now();
+            limit[qi] = l;
+            if (next_k[qi] >= l) {
+              blocked = true;
+              break;
+            }
+          }
+          post(qi);
+          outstanding++;
+        }
+    };
+    pump();
+    while (outstanding || blocked) {
+      if (blocked && !outstanding && Clock::now() - last_grant > std::chrono::seconds(10)) {
+        std::fprintf(stderr, "mrc_perf: no credit from the server for 10 s\n");
+        dump_counters(s);
+        return 1;
+      }
+      size_t n = wait_wc(s, wcv, blocked ? 1 : 100);
       for (size_t i = 0; i < n; i++) {
         const Wc& w = wcv[i];
         if (w.status != core::kWcSuccess) {
@@ -1399,11 +1606,8 @@ int run_client(const Opts& o) {
         completed++;
         outstanding--;
         bytes_since += o.size;
-        if (more(qi)) {
-          post(qi);
-          outstanding++;
-        }
       }
+      pump();
       auto now = Clock::now();
       if (now - last_report >= std::chrono::duration<double>(o.interval)) {
         double secs = std::chrono::duration<double>(now - last_report).count();
@@ -1426,6 +1630,8 @@ int run_client(const Opts& o) {
     }
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto qattr = s.qps[0]->query();
+  const uint32_t path_mtu = qattr ? qattr->path_mtu : 0;
   // Tell the server which message sits in every slot, get its verdict.
   std::string line = "done " + std::to_string(completed);
   for (uint32_t qi = 0; qi < o.qps; qi++)
@@ -1461,14 +1667,15 @@ int run_client(const Opts& o) {
     const uint64_t evc = prev.ev_changes + ev_changes(s);
     if (o.json)
       std::printf(
-          "{\"summary\":{\"mode\":\"bw\",\"op\":\"%s\",\"size\":%u,\"qps\":%u,\"seconds\":%.3f,"
+          "{\"summary\":{\"mode\":\"bw\",\"op\":\"%s\",\"size\":%u,\"path_mtu\":%u,\"qps\":%u,"
+          "\"seconds\":%.3f,"
           "\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64
           ",\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"timeouts\":%" PRIu64
           ",\"ev_changes\":%" PRIu64 ",\"ev_skips\":%" PRIu64 ",\"ev_assumed_bad\":%" PRIu64
           ",\"ev_readmitted\":%" PRIu64 ",\"ev_undone\":%" PRIu64 ",\"plane_suspects\":%" PRIu64
           ",\"plane_lossy\":%" PRIu64 ",\"tlp\":%" PRIu64 ",\"spurious_rtx\":%" PRIu64
           ",\"nacks\":%" PRIu64 ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"%s}}\n",
-          o.imm ? "write_imm" : "write", o.size, o.qps, secs, bytes, completed,
+          o.imm ? "write_imm" : "write", o.size, path_mtu, o.qps, secs, bytes, completed,
           double(bytes) * 8 / secs / 1e9, double(completed) / secs, t.rtx, t.timeouts, evc,
           t.ev_skips, t.assumed_bad, t.readmitted, t.undone, t.plane_suspects, t.plane_lossy, t.tlp,
           t.spurious, t.trims, planes_json(t.plane_bytes).c_str(),

@@ -500,15 +500,19 @@ def case_deny(t):
               + ", ".join(f"{ev_hex(w)}@{p}={growth[(w, p)]}" for w, p in sorted(growth)))
         sport = wire & 0xFFFF
 
-        # The wire: every packet with the EV's source port leaving the wire
-        # namespace toward B on the EV's plane.
+        # The wire: every packet A chose the EV for (data, probes) with the
+        # EV's source port leaving the wire namespace toward B on the EV's
+        # plane. A's acknowledgements (SACK, NACK, ACK; BTH opcode = udp[8])
+        # echo the EV of what they acknowledge, the server's choice: mrc_perf
+        # -i's server writes credits to A, on EVs of its own.
         link = next(lk for lk in st["links"] if lk["plane"] == port - 1)
         fwd = link["fault"]["fwd"]
         pcap = os.path.join(t.dir, f"ev-{ev_hex(wire)}.pcap")
         tcpdump_err = os.path.join(t.dir, "tcpdump.err")
         tcpdump = subprocess.Popen(
             ["ip", "netns", "exec", fwd["ns"], "tcpdump", "-i", fwd["ifname"], "-Q", "out", "-n", "-s", "64", "-U",
-             "-B", "16384", "--time-stamp-precision=nano", "-w", pcap, f"udp and src port {sport} and dst port 4791"],
+             "-B", "16384", "--time-stamp-precision=nano", "-w", pcap, f"udp and src port {sport} and dst port 4791 and udp[8] != 0xdc and udp[8] != 0xdd "
+             "and udp[8] != 0xd1"],
             stdout=subprocess.DEVNULL, stderr=open(tcpdump_err, "w"), stdin=subprocess.DEVNULL)
         t.procs.append(("tcpdump", tcpdump))
         t.wait_for("tcpdump to listen", lambda: "listening on" in open(tcpdump_err).read(), 10)

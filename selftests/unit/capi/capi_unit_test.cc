@@ -361,6 +361,25 @@ TEST(CApi, ExchangeSpeaksTheCxxLineFormat) {
   close(sv[1]);
 }
 
+TEST(CApi, ExchangeCarriesMaxMtu) {
+  // max_mtu (the largest path MTU every plane of the sender carries) goes
+  // both ways; a peer that does not send it (older) reads as 0, unknown.
+  mrc::QpEndpoint e;
+  e.qpn = 5;
+  e.mtu = 1408;
+  e.max_mtu = 1408;
+  auto back = mrc::decode(mrc::encode({e}));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].mtu, 1408u);
+  EXPECT_EQ((*back)[0].max_mtu, 1408u);
+  auto old = mrc::decode("qp qpn=5 psn=1 mtu=3392 gids=198.18.0.1\nend\n");
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  ASSERT_EQ(old->size(), 1u);
+  EXPECT_EQ((*old)[0].mtu, 3392u);
+  EXPECT_EQ((*old)[0].max_mtu, 0u);
+}
+
 TEST(CApi, LastErrorIsPerThread) {
   errno = 0;
   EXPECT_EQ(mrc_destroy_qp(nullptr), -1);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# mrc_perf's command line (issue 22): --version prints "mrc_perf VERSION"
+# (the project's version), and a bad numeric value names its option and
+# exits 2 before any device is opened (no root, no network needed).
+set -uo pipefail
+: "${MRC_BUILD_DIR:?MRC_BUILD_DIR must name the build directory}"
+PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
+[ -x "$PERF" ] || { echo "FAIL: $PERF is not built"; exit 1; }
+VERSION=$(sed -n 's/^project(mrc VERSION \([0-9.]*\).*/\1/p' "${MRC_SOURCE_DIR:-$(dirname "$0")/../../..}/CMakeLists.txt")
+fails=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+for args in "--version" "-V" "server -d x --version"; do
+	# shellcheck disable=SC2086
+	out=$("$PERF" $args 2>&1)
+	rc=$?
+	if [ "$rc" = 0 ] && [ "$out" = "mrc_perf $VERSION" ]; then ok "mrc_perf $args: $out"; else fail "mrc_perf $args: rc $rc, '$out' (want 'mrc_perf $VERSION')"; fi
+done
+
+# ARGS | expected stderr (exactly)
+CASES=(
+	"-s abc|mrc_perf: -s/--size: 'abc' is not a number"
+	"--size 12x|mrc_perf: -s/--size: '12x' is not a number"
+	"-s -1|mrc_perf: -s/--size: '-1' is not a number"
+	"-s 99999999999|mrc_perf: -s/--size: '99999999999' is out of range (0..4294967295)"
+	"-p 70000|mrc_perf: -p/--port: '70000' is out of range (0..65535)"
+	"-D 1s|mrc_perf: -D/--duration: '1s' is not a number"
+	"-t 0|mrc_perf: -t/--inflight: '0' is out of range (1..1048576)"
+	"-q ''|mrc_perf: -q/--qps: '' is not a number"
+	"-m 3k|mrc_perf: -m/--mtu: '3k' is not a number"
+	"-n 1e3|mrc_perf: -n/--iters: '1e3' is not a number"
+	"--retry 7,x|mrc_perf: --retry: 'x' is not a number"
+	"--timeout 32|mrc_perf: --timeout: '32' is out of range (0..31)"
+	"--slots abc|mrc_perf: --slots: 'abc' is not a number"
+	"--cpu -2|mrc_perf: --cpu: '-2' is out of range (-1..4095)"
+	"--frame-chunks 18|mrc_perf: --frame-chunks: '18' is out of range (1..17)"
+	"--tx live/x|mrc_perf: --tx live/N: 'x' is not a number"
+	"--progress-idle-us 0|mrc_perf: --progress-idle-us: '0' is out of range (1..4294967295)"
+)
+for c in "${CASES[@]}"; do
+	args=${c%%|*}
+	want=${c#*|}
+	eval "set -- $args"
+	err=$("$PERF" client 198.18.0.1 -d x "$@" 2>&1 >/dev/null)
+	rc=$?
+	if [ "$rc" = 2 ] && [ "$err" = "$want" ]; then ok "$args: $err"; else fail "$args: rc $rc, '$err' (want rc 2, '$want')"; fi
+done
+# Good values still parse (the run then fails later, opening the device 'x').
+err=$("$PERF" client 198.18.0.1 -d x -s 10001 -t 8 -D 0.5 --retry 7,7 --cpu -1 2>&1 >/dev/null)
+if [[ "$err" != *"is not a number"* && "$err" != *"out of range"* ]]; then ok "valid values accepted"; else fail "valid values: $err"; fi
+
+[ "$fails" = 0 ] && { echo "PASS mrc_perf_cli"; exit 0; }
+echo "FAIL mrc_perf_cli: $fails check(s) failed"
+exit 1
