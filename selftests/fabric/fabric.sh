@@ -768,7 +768,28 @@ fabric_fault() { # RUN mrc_fault-args...
 	"$bin" --state "$(fabric_state "$run")" "$@"
 }
 
-fabric_plane() { # RUN PLANE down|up|blackhole|heal|shape RATE|unshape|loss PCT
+# A lower MTU inside a link's path (a switch of the plane): small packets
+# pass, larger frames are dropped where they enter the lower-MTU hop. Set on
+# the wire's interfaces when the link has a wire node, else on the receiving
+# (b) end of the link; "restore" sets the plane's configured MTU again.
+fabric_link_mtu() { # RUN LINK BYTES|restore
+	local run=$1 link=$2 mtu=$3 wire ns ifn end node plane
+	if [ "$mtu" = restore ]; then
+		plane=$(fabric_q "$run" --arg l "$link" '.links[] | select(.name == $l) | .plane')
+		mtu=$(fabric_q "$run" --argjson p "$plane" '.mtus[$p] // .mtu')
+	fi
+	[[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 1280 && mtu <= 65535)) || { fabric_err "mtu must be 1280..65535 or restore"; return 2; }
+	wire=$(fabric_q "$run" --arg l "$link" '.links[] | select(.name == $l) | .wire // empty | "\(.ns) \(.a) \(.b)"')
+	if [ -n "$wire" ]; then
+		read -r ns ifn end <<<"$wire"
+		ip -n "$ns" link set dev "$ifn" mtu "$mtu" && ip -n "$ns" link set dev "$end" mtu "$mtu"
+		return
+	fi
+	read -r ns ifn node <<<"$(fabric_link_end "$run" "$link" b)"
+	ip -n "$ns" link set dev "$ifn" mtu "$mtu"
+}
+
+fabric_plane() { # RUN PLANE down|up|blackhole|heal|shape RATE|unshape|loss PCT|mtu BYTES
 	local run=$1 p=$2 what=$3 l
 	local links
 	links=$(fabric_plane_links "$run" "$p")
@@ -778,13 +799,15 @@ fabric_plane() { # RUN PLANE down|up|blackhole|heal|shape RATE|unshape|loss PCT
 		down | up) fabric_link_set "$run" "$l" "$what" || return 1 ;;
 		blackhole) fabric_fault "$run" set "$l" --dir both --blackhole >/dev/null || return 1 ;;
 		loss) fabric_fault "$run" set "$l" --dir both --loss "$4" >/dev/null || return 1 ;;
+		mtu) fabric_link_mtu "$run" "$l" "$4" || return 1 ;;
 		heal)
 			fabric_fault "$run" detach "$l" --dir both >/dev/null 2>&1
+			fabric_link_mtu "$run" "$l" restore || return 1
 			fabric_link_set "$run" "$l" up || return 1
 			;;
 		shape) fabric_shape "$run" "$l" "$4" both || return 1 ;;
 		unshape) fabric_unshape "$run" "$l" both ;;
-		*) fabric_err "plane action must be down, up, blackhole, heal, shape RATE, unshape or loss PCT"; return 2 ;;
+		*) fabric_err "plane action must be down, up, blackhole, heal, shape RATE, unshape, loss PCT or mtu BYTES"; return 2 ;;
 		esac
 	done
 }

@@ -95,7 +95,7 @@ def rate_bps(s, where):
 #   at TIME: ACTION                     timeline
 # ACTION:
 #   plane P blackhole|heal|down|up|unshape
-#   plane P loss PCT | shape RATE
+#   plane P loss PCT | shape RATE | mtu BYTES  (mtu: a lower MTU inside the path; heal restores it)
 #   link NAME [fwd|rev|both] FAULT      NAME may be a glob (p*-l1-s0)
 #     FAULT: blackhole | loss PCT | corrupt PCT | dup PCT |
 #            trim RATE [burst BYTES] | ecn RATE [burst BYTES] |
@@ -103,7 +103,7 @@ def rate_bps(s, where):
 #   exec NODE: COMMAND
 #   snapshot LABEL                      record the counters of every fault program
 
-PLANE_ACTIONS = {"blackhole": 0, "heal": 0, "down": 0, "up": 0, "unshape": 0, "loss": 1, "shape": 1}
+PLANE_ACTIONS = {"blackhole": 0, "heal": 0, "down": 0, "up": 0, "unshape": 0, "loss": 1, "shape": 1, "mtu": 1}
 LINK_FAULTS = {"blackhole": 0, "clear": 0, "down": 0, "up": 0, "unshape": 0,
                "loss": 1, "corrupt": 1, "dup": 1, "trim": 1, "ecn": 1, "shape": 1}
 
@@ -126,6 +126,10 @@ def parse_action(words, where):
         if act == "shape":
             rate_bps(words[3], where)
             a["rate"] = words[3]
+        if act == "mtu":
+            if not words[3].isdigit() or not 1280 <= int(words[3]) <= 65535:
+                raise ScenarioError(f"{where}: 'plane P mtu BYTES' wants 1280..65535")
+            a["mtu"] = int(words[3])
         return a
     if kind == "link":
         if len(words) < 3:
@@ -359,10 +363,13 @@ class Runner:
                 # link up first (a no-op unless the plane was down), then the
                 # map update, so t_applied_s is when the faults went away
                 self.fabric("plane", self.run, str(e["plane"]), "up")
+                self.fabric("plane", self.run, str(e["plane"]), "mtu", "restore")
                 for l in links:
                     self.fault("clear", l, "--dir", "both")
             elif act == "shape":
                 self.fabric("plane", self.run, str(e["plane"]), "shape", div_rate(e["rate"]))
+            elif act == "mtu":
+                self.fabric("plane", self.run, str(e["plane"]), "mtu", str(e["mtu"]))
             else:  # down, up, unshape
                 self.fabric("plane", self.run, str(e["plane"]), act)
         elif k == "link":
@@ -433,7 +440,7 @@ class Runner:
         # Pre-attach the fault program where the timeline will need it, so an
         # event is one map update.
         pre = sorted({l for e in sc["events"] for l in self.fault_links(e)
-                      if e.get("action") in ("blackhole", "loss", "corrupt", "dup", "trim", "ecn", "clear")})
+                      if e.get("action") in ("blackhole", "loss", "corrupt", "dup", "trim", "ecn", "clear", "mtu")})
         for l in pre:
             self.fault("set", l, "--dir", "both")
         # Setup commands (e.g. daemons the workloads use), in the calling namespaces.

@@ -66,6 +66,7 @@ const char* to_string(EvEventReason r) {
     case EvEventReason::kSpurious: return "spurious";
     case EvEventReason::kPlaneLoss: return "plane_loss";
     case EvEventReason::kPlaneLossy: return "plane_lossy";
+    case EvEventReason::kRelapse: return "relapse";
   }
   return "?";
 }
@@ -783,6 +784,7 @@ void Engine::ev_event(Qp& q, uint32_t idx, EvState from, EvState to, EvEventReas
   }
   if (why == EvEventReason::kProbeOk) q.stats.ev_readmitted++;
   if (why == EvEventReason::kSpurious) q.stats.ev_undone++;
+  if (why == EvEventReason::kRelapse) q.stats.ev_relapses++;
   if (why == EvEventReason::kPromoted) q.stats.ev_promoted++;
   bool report;
   if (cfg_.report_all_ev_events) {

@@ -220,10 +220,20 @@ void PathSet::assume_bad(uint32_t i, EvEventReason why, Time now) {
     if (listener_) listener_(i, e.state, e.state, EvEventReason::kSuppressed);
     return;
   }
-  set_state(i, EvState::kAssumedBad, why);
+  // Back for a few RTTs and lost again with nothing delivered: its probes
+  // pass where data does not. Each relapse in a row doubles how long it
+  // waits before the next probe, so such a path costs a packet per back-off,
+  // not one per probe round (issue 21).
+  const bool relapse = e.readmitted && uint32_t(e.stats.acked) == e.acked_at_readmit;
+  e.readmitted = false;
+  e.relapses = relapse ? uint8_t(std::min(e.relapses + 1, 30)) : 0;
+  set_state(i, EvState::kAssumedBad, relapse ? EvEventReason::kRelapse : why);
   e.probe_ok = 0;
   e.probing = false;
   e.backoff = p_.probe_initial;
+  if (e.relapses)
+    e.backoff = std::min<Time>(p_.probe_initial << std::min<uint8_t>(e.relapses, 40),
+                               std::max(p_.probe_relapse_max, p_.probe_initial));
   e.next_probe = now + e.backoff;
   bad_.push_back(i);
   if (e.active) {
@@ -257,6 +267,8 @@ void PathSet::probe_result(uint32_t i, bool ok, Time now) {
     e.stats.probes_ok++;
     if (++e.probe_ok >= p_.probe_successes) {
       set_state(i, EvState::kGood, EvEventReason::kProbeOk);
+      e.readmitted = true;
+      e.acked_at_readmit = uint32_t(e.stats.acked);
       bad_.erase(std::find(bad_.begin(), bad_.end(), i));
       e.next_probe = kNever;
       promote_backup(e.port);  // rejoins the active set if its plane is short

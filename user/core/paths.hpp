@@ -19,6 +19,10 @@ struct PathParams {
   uint32_t probe_successes = 3;       // K consecutive successes to readmit
   Time probe_initial = 50'000;        // first probe of an ASSUMED_BAD EV after this
   Time probe_max = 20'000'000;        // back-off cap
+  // An EV retired again before it delivered anything since probes readmitted
+  // it (its path passes probes but not data, e.g. a lower MTU inside it)
+  // relapsed: its first probe waits probe_initial << relapses, up to this.
+  Time probe_relapse_max = 1'000'000'000;
   Time probe_timeout = 2'000'000;     // a probe unanswered this long after the RTO failed (set_rtt)
   // Probes of one QP outstanding or queued at once (0 = no limit). A QP whose
   // EVs were all retired would otherwise probe every one of them each
@@ -67,6 +71,11 @@ class PathSet {
     // 0: none). Here it fills the padding before next_probe: an idle QP's
     // EVs are most of its memory.
     uint32_t loss_tx = 0;
+    // Readmitted by probes and not yet retired again: stats.acked then (low
+    // 32 bits). Retired with it unchanged: a relapse (PathParams).
+    uint32_t acked_at_readmit = 0;
+    bool readmitted = false;
+    uint8_t relapses = 0;     // in a row, each with nothing delivered between
     Time next_probe = kNever; // when to send the next probe (ASSUMED_BAD only)
     Time backoff = 0;
     Time probe_sent = 0;

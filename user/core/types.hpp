@@ -270,6 +270,7 @@ enum class EvEventReason : uint8_t {
   kSpurious,     // the loss that demoted it was reordering: undone
   kPlaneLoss,    // its plane lost packets on many EVs with no delivery
   kPlaneLossy,   // left the active set: its plane loses far more than the QP's others
+  kRelapse,      // lost data again right after probes readmitted it: probed less often
 };
 const char* to_string(EvEventReason r);
 
@@ -305,6 +306,10 @@ struct QpStats {
   uint64_t timeouts = 0, tlp_probes = 0, plane_suspects = 0, plane_lossy = 0;
   uint64_t ev_skips = 0, ev_assumed_bad = 0, ev_readmitted = 0, ev_promoted = 0;
   uint64_t ev_undone = 0;          // returned at once: the loss that retired them proved spurious
+  // Retired again, by a loss, after probes readmitted them and before they
+  // delivered anything: a path that passes probes but not data (a lower MTU
+  // inside the path). Each relapse doubles the EV's probe back-off.
+  uint64_t ev_relapses = 0;
   // As responder: requests refused, nothing written (a bad rkey, address or
   // access right); answered with an AETH NAK, the QP stays up (a forged
   // request must not end it: the requester confirms a real one by resending).

@@ -154,6 +154,7 @@ FILE* g_ev_log = nullptr;
       "                       receive posted for it and (--verify: checked on arrival)\n"
       "                       has checked the message that used its slot before\n"
       "      --engine K=V     engine tunable (repeatable): probe_initial_us, probe_max_us,\n"
+      "                       probe_relapse_max_us,\n"
       "                       probe_timeout_us, probe_successes, probe_inflight_max\n"
       "                       (probes of one QP at once; 0: no limit), plane_suspect_losses,\n"
       "                       plane_lossy_ppm (0: no down-weighting of a lossy plane),\n"
@@ -595,6 +596,8 @@ void apply_engine(core::EngineConfig& e,
       e.paths.probe_initial = us;
     else if (k == "probe_max_us")
       e.paths.probe_max = us;
+    else if (k == "probe_relapse_max_us")
+      e.paths.probe_relapse_max = us;
     else if (k == "probe_timeout_us")
       e.paths.probe_timeout = us;
     else if (k == "probe_inflight_max")

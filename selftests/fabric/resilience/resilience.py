@@ -498,6 +498,10 @@ SUITE = {
     "11-reverse-loss": dict(
         title="reverse path only: B->A on plane 1 blackholed (ACKs, probe responses; 4 s)",
         eval=eval_window, fault="link p1 rev blackhole", clear="link p1 rev clear", min_ratio=0.5, max_stall_ms=500),
+    "12-mtu-blackhole": dict(
+        title="a lower MTU (1500) inside plane 1's path: probes pass, data frames do not (4 s)",
+        eval=eval_window, fault="plane 1 mtu", clear="plane 1 heal", min_ratio=0.5, max_stall_ms=500,
+        target_ratio=0.95),
 }
 
 
