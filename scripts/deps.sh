@@ -24,6 +24,7 @@ RUN_PKGS=(
   procps psmisc kmod util-linux jq
   linux-perf                               # bench/profile.sh, bench/latcost.sh
   python3                                  # fabric scenario runner (standard library only)
+  prometheus                               # promtool: mrcd_netns_promtool checks a live /metrics scrape
 )
 VM_PKGS=(
   qemu-system-x86 qemu-utils busybox-static cpio
