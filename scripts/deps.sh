@@ -28,6 +28,7 @@ RUN_PKGS=(
   python3                                  # fabric scenario runner (standard library only)
   man-db groff-base bsdextrautils          # the install test renders the installed man pages (col)
   systemd                                  # systemd-analyze verify of the installed unit
+  prometheus                               # promtool: mrcd_netns_promtool checks a live /metrics scrape
 )
 VM_PKGS=(
   qemu-system-x86 qemu-utils busybox-static cpio
@@ -57,5 +58,17 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Packages here are for their tools: no service they bring is started while
+# installing (policy-rc.d), and prometheus (wanted for promtool alone) is not
+# enabled either, so a host with systemd runs no Prometheus server afterwards.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod +x "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if printf '%s\n' "${missing[@]}" | grep -qx prometheus && command -v deb-systemd-helper >/dev/null; then
+  deb-systemd-helper disable prometheus.service >/dev/null 2>&1 || true
+fi

@@ -175,6 +175,7 @@ Result<Config> load_config(const std::string& path) {
     MRC_TRY(r.str("socket", &c.socket));
     MRC_TRY(r.str("socket_group", &c.socket_group));
     MRC_TRY(r.str("metrics", &c.metrics));
+    MRC_TRY(r.boolean("metrics_per_ev", &c.metrics_per_ev));
     MRC_TRY(r.str("log_level", &c.log_level));
     MRC_TRY(r.boolean("keep_on_exit", &c.keep_on_exit));
     MRC_TRY(r.integer("tick_ms", &c.tick_ms, 1, 10000));
@@ -281,6 +282,7 @@ std::string usage() {
          "      --socket PATH      control socket (/run/mrc/mrcd.sock)\n"
          "      --socket-group G   group allowed to connect (mode 0660)\n"
          "      --metrics ADDR     Prometheus endpoint host:port, \"\" to disable\n"
+         "      --metrics-per-ev   also export per-EV series (one per EV and port)\n"
          "      --udp-port N       MRC UDP destination port (4791)\n"
          "      --xdp-mode M       auto | native | generic\n"
          "      --reload-xdp       replace an mrc_xdp that is already attached\n"
@@ -396,6 +398,8 @@ Result<Options> parse_args(int argc, char** argv) {
       MRCD_VAL();
       MRC_TRY(check_mode(v, "--xdp-mode: "));
       c.xdp_mode = v;
+    } else if (a == "--metrics-per-ev") {
+      c.metrics_per_ev = true;
     } else if (a == "--reload-xdp") {
       c.reload_xdp = true;
     } else if (a == "--cleanup") {

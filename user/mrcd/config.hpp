@@ -54,6 +54,10 @@ struct Config {
   std::string socket = "/run/mrc/mrcd.sock";
   std::string socket_group;                // group that may connect (mode 0660); "" = root only
   std::string metrics = "127.0.0.1:9477";  // "" disables the HTTP endpoint
+  // Per-EV series (mrc_ev_*{profile,ev,port}) on /metrics. Off: the per-EV
+  // counters are exported summed per (profile, port), so the series count does
+  // not grow with the EVs of a profile (observability.md, cardinality).
+  bool metrics_per_ev = false;
   std::string log_level = "info";          // error, warn, info, debug
   std::string xdp_mode = "auto";  // auto (native, reported fallback to generic), native, generic
   bool keep_on_exit = true;       // leave XDP attached and the pins in place on exit

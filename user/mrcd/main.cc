@@ -452,7 +452,7 @@ std::string Daemon::metrics() const {
   };
   const Ctr ctrs[] = {{"rx_packets", "mrc_xdp_rx_packets_total", nullptr},
                       {"rx_bytes", "mrc_xdp_rx_bytes_total", nullptr},
-                      {"ecn_ce", "mrc_xdp_ecn_ce_total", nullptr},
+                      {"ecn_ce", "mrc_xdp_ecn_ce_packets_total", nullptr},
                       {"pass_non_mrc", "mrc_xdp_actions_total", "pass_non_mrc"},
                       {"redirect_data", "mrc_xdp_actions_total", "redirect_data"},
                       {"redirect_ctrl", "mrc_xdp_actions_total", "redirect_ctrl"},
@@ -516,50 +516,70 @@ std::string Daemon::metrics() const {
     e.sample("mrc_ev_profile_users", L{{"profile", std::to_string(id)}},
              uint64_t(ctl_->ev_profile_users(id)));
   }
+  // Per-EV counters. By default summed per (profile, port): the series count
+  // depends on the ports and profiles, not on the EVs (a 4096-EV profile would
+  // otherwise add 7 x 4096 x QP-ports series). One series per EV with
+  // metrics_per_ev (--metrics-per-ev).
   if (auto ev = store_->list_evstats()) {
     struct Sum {
-      uint64_t tx = 0, lost = 0, trims = 0, ecn = 0, acked = 0;
-      uint32_t rtt = 0, bad = 0;
+      uint64_t tx = 0, lost = 0, trims = 0, ecn = 0, acked = 0, bad = 0;
+      uint32_t rtt = 0;
+      void add(const mrc_ctl_evstat& v) {
+        tx += v.tx_pkts;
+        lost += v.lost;
+        trims += v.trims;
+        ecn += v.ecn;
+        acked += v.acked;
+        rtt = std::max(rtt, v.rtt_last_ns);
+        bad += v.qps_bad;
+      }
     };
-    std::map<std::tuple<uint64_t, uint32_t, uint8_t>, Sum> sum;
-    for (const auto& [k, v] : *ev) {
-      Sum& s = sum[{k.profile_id, k.wire, k.port}];
-      s.tx += v.tx_pkts;
-      s.lost += v.lost;
-      s.trims += v.trims;
-      s.ecn += v.ecn;
-      s.acked += v.acked;
-      s.rtt = std::max(s.rtt, v.rtt_last_ns);
-      s.bad += v.qps_bad;
+    const std::pair<const char*, uint64_t Sum::*> ctr[] = {{"tx_packets_total", &Sum::tx},
+                                                           {"acked_packets_total", &Sum::acked},
+                                                           {"lost_packets_total", &Sum::lost},
+                                                           {"trimmed_packets_total", &Sum::trims},
+                                                           {"ecn_marked_packets_total", &Sum::ecn}};
+    std::map<std::pair<uint64_t, uint8_t>, Sum> agg;
+    for (const auto& [k, v] : *ev) agg[{k.profile_id, k.port}].add(v);
+    for (const auto& [name, mem] : ctr) {
+      const std::string fam = std::string("mrc_ev_profile_") + name;
+      e.family(fam, "counter", "per-EV counter summed over the EVs of a profile on a port");
+      for (const auto& [k, s] : agg)
+        e.sample(fam, L{{"profile", std::to_string(k.first)}, {"port", std::to_string(k.second)}},
+                 s.*mem);
     }
-    const std::pair<const char*, uint64_t Sum::*> f[] = {
-        {"mrc_ev_tx_packets_total", &Sum::tx},
-        {"mrc_ev_acked_packets_total", &Sum::acked},
-        {"mrc_ev_lost_packets_total", &Sum::lost},
-        {"mrc_ev_trimmed_packets_total", &Sum::trims},
-        {"mrc_ev_ecn_total", &Sum::ecn}};
-    for (const auto& [name, mem] : f) {
-      e.family(name, "counter", "per-EV counter summed over the QPs reporting it");
-      for (const auto& [k, s] : sum) {
+    e.family("mrc_ev_profile_rtt_last_max_seconds", "gauge",
+             "largest last RTT sample of the EVs of a profile on a port");
+    e.family("mrc_ev_profile_qp_evs_assumed_bad", "gauge",
+             "(QP, EV) pairs of a profile on a port in ASSUMED_BAD");
+    for (const auto& [k, s] : agg) {
+      L lab{{"profile", std::to_string(k.first)}, {"port", std::to_string(k.second)}};
+      e.sample("mrc_ev_profile_rtt_last_max_seconds", lab, double(s.rtt) / 1e9);
+      e.sample("mrc_ev_profile_qp_evs_assumed_bad", lab, s.bad);
+    }
+    if (cfg_.metrics_per_ev) {
+      std::map<std::tuple<uint64_t, uint32_t, uint8_t>, Sum> sum;
+      for (const auto& [k, v] : *ev) sum[{k.profile_id, k.wire, k.port}].add(v);
+      auto ev_labels = [](const std::tuple<uint64_t, uint32_t, uint8_t>& k) {
         char w[16];
         std::snprintf(w, sizeof(w), "0x%08x", std::get<1>(k));
-        e.sample(name,
-                 L{{"profile", std::to_string(std::get<0>(k))},
-                   {"ev", w},
-                   {"port", std::to_string(std::get<2>(k))}},
-                 s.*mem);
+        return L{{"profile", std::to_string(std::get<0>(k))},
+                 {"ev", w},
+                 {"port", std::to_string(std::get<2>(k))}};
+      };
+      for (const auto& [name, mem] : ctr) {
+        const std::string fam = std::string("mrc_ev_") + name;
+        e.family(fam, "counter", "per-EV counter summed over the QPs reporting it");
+        for (const auto& [k, s] : sum) e.sample(fam, ev_labels(k), s.*mem);
       }
-    }
-    e.family("mrc_ev_rtt_last_ns", "gauge", "last RTT sample of an EV (worst over processes)");
-    e.family("mrc_ev_qps_assumed_bad", "gauge", "QPs holding an EV ASSUMED_BAD");
-    for (const auto& [k, s] : sum) {
-      char w[16];
-      std::snprintf(w, sizeof(w), "0x%08x", std::get<1>(k));
-      L lab{{"profile", std::to_string(std::get<0>(k))},
-            {"ev", w},
-            {"port", std::to_string(std::get<2>(k))}};
-      e.sample("mrc_ev_rtt_last_ns", lab, uint64_t(s.rtt));
-      e.sample("mrc_ev_qps_assumed_bad", lab, uint64_t(s.bad));
+      e.family("mrc_ev_rtt_last_seconds", "gauge",
+               "last RTT sample of an EV (worst over processes)");
+      e.family("mrc_ev_qps_assumed_bad", "gauge", "QPs holding an EV ASSUMED_BAD");
+      for (const auto& [k, s] : sum) {
+        L lab = ev_labels(k);
+        e.sample("mrc_ev_rtt_last_seconds", lab, double(s.rtt) / 1e9);
+        e.sample("mrc_ev_qps_assumed_bad", lab, s.bad);
+      }
     }
   }
 
@@ -573,20 +593,23 @@ std::string Daemon::metrics() const {
         {"mrc_qp_rx_packets_total", &mrc_ctl_qp_report::rx_pkts},
         {"mrc_qp_timeouts_total", &mrc_ctl_qp_report::timeouts},
         {"mrc_qp_cwnd_bytes", &mrc_ctl_qp_report::cwnd_bytes},
-        {"mrc_qp_inflight_bytes", &mrc_ctl_qp_report::inflight_bytes},
-        {"mrc_qp_srtt_ns", &mrc_ctl_qp_report::srtt_ns}};
+        {"mrc_qp_inflight_bytes", &mrc_ctl_qp_report::inflight_bytes}};
+    auto qp_labels = [](const mrc_ctl_qp_key& k, const mrc_ctl_qp_report& v) {
+      return L{{"pid", std::to_string(k.pid)},
+               {"dev", std::to_string(k.dev)},
+               {"qpn", std::to_string(k.qpn)},
+               {"comm", std::string(v.comm, strnlen(v.comm, sizeof(v.comm)))}};
+    };
     for (const auto& [name, mem] : f) {
       const bool gauge = std::strstr(name, "_total") == nullptr;
       e.family(name, gauge ? "gauge" : "counter",
                "per-QP value as the application last published it");
-      for (const auto& [k, v] : *q)
-        e.sample(name,
-                 L{{"pid", std::to_string(k.pid)},
-                   {"dev", std::to_string(k.dev)},
-                   {"qpn", std::to_string(k.qpn)},
-                   {"comm", std::string(v.comm, strnlen(v.comm, sizeof(v.comm)))}},
-                 v.*mem);
+      for (const auto& [k, v] : *q) e.sample(name, qp_labels(k, v), v.*mem);
     }
+    e.family("mrc_qp_srtt_seconds", "gauge",
+             "smoothed RTT of a QP as the application last published it");
+    for (const auto& [k, v] : *q)
+      e.sample("mrc_qp_srtt_seconds", qp_labels(k, v), double(v.srtt_ns) / 1e9);
   }
 
   // Controller, prober, policy, server.
@@ -610,9 +633,9 @@ std::string Daemon::metrics() const {
   e.sample("mrc_probe_timeouts_total", L{}, ec.timeouts);
   e.family("mrc_probe_unmatched_total", "counter", "responses with no outstanding request");
   e.sample("mrc_probe_unmatched_total", L{}, ec.unmatched + pc.rx_unknown);
-  e.family("mrc_probe_rtt_last_ns", "gauge", "last policy probe RTT per port");
+  e.family("mrc_probe_rtt_last_seconds", "gauge", "last policy probe RTT per port");
   for (const auto& [port, rtt] : last_rtt_)
-    e.sample("mrc_probe_rtt_last_ns", L{{"port", std::to_string(port)}}, uint64_t(rtt));
+    e.sample("mrc_probe_rtt_last_seconds", L{{"port", std::to_string(port)}}, double(rtt) / 1e9);
   if (policy_) {
     const auto& p = policy_->counters();
     e.family("mrc_policy_decisions_total", "counter", "reroute policy decisions by action");

@@ -11,7 +11,17 @@
 namespace mrc::mrcd {
 
 void Expo::family(const std::string& name, const char* type, const std::string& help) {
-  s_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  // HELP text escapes backslash and newline (the text format, 0.0.4).
+  s_ += "# HELP " + name + " ";
+  for (char c : help) {
+    if (c == '\\')
+      s_ += "\\\\";
+    else if (c == '\n')
+      s_ += "\\n";
+    else
+      s_ += c;
+  }
+  s_ += "\n# TYPE " + name + " " + type + "\n";
 }
 
 void Expo::labels(const std::vector<std::pair<std::string, std::string>>& l) {

@@ -23,9 +23,10 @@ NSB=mrcdB$RUN
 T=$(mktemp -d /tmp/mrcd-netns.XXXXXX)
 PIDA=
 PIDB=
+PIDS=  # other processes a case started (mrc_perf), killed by pid on exit
 
 cleanup() {
-	for p in $PIDA $PIDB; do kill -9 "$p" 2>/dev/null; done
+	for p in $PIDA $PIDB $PIDS; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	for h in a b; do umount "$T/bpf$h" 2>/dev/null; done
 	ip netns del "$NSA" 2>/dev/null

@@ -11,13 +11,18 @@
 #   restart   kill -9 mrcd, XDP and pins stay, restart keeps profiles/states
 #   json      every mrcctl -j output (results and errors) parses as JSON
 #   metrics   /metrics scrapes with the expected families
+#   promtool  `promtool check metrics` reports nothing on live scrapes of mrcd
+#             with an mrc_perf QP on a 4096-EV profile; by default the scrape
+#             stays at a few hundred series (EV counters summed per profile
+#             and port), with --metrics-per-ev it has one series per EV
 #   eperm     modifying calls without CAP_NET_ADMIN fail with EPERM
 #   config    a bad configuration file is refused with FILE:LINE: reason
 #   policy    reroute policy on real probes: planes whose peer stops answering
 #             are denied (within max_denied_fraction), allowed again once it
 #             answers; decisions and EV events streamed by `mrcctl monitor`
 #
-# Root only (exit 77 otherwise). Needs MRC_BUILD_DIR, jq and bpftool.
+# Root only (exit 77 otherwise). Needs MRC_BUILD_DIR, jq and bpftool;
+# promtool needs promtool (Debian prometheus) and mrc_perf.
 HERE=$(dirname "$(readlink -f "$0")")
 CASE=${1:?usage: mrcd_netns.sh CASE}
 # shellcheck source=lib.sh
@@ -251,6 +256,107 @@ case_metrics() {
 	m=$(ip netns exec "$NSA" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9477; printf "GET / HTTP/1.1\r\n\r\n" >&3; timeout 5 cat <&3')
 	echo "$m" | head -1 | grep -q "404" || fail "/ is not 404"
 	note "metrics case passed ($(scrape "$NSA" | grep -c '^mrc') samples)"
+}
+
+# The body of a scrape (no HTTP head).
+scrape_body() { scrape "$1" | sed '1,/^\r$/d'; }
+
+# promtool check metrics on a scrape body: any output (warning or error) or a
+# non-zero status fails.
+promcheck() {
+	local out rc
+	out=$(promtool check metrics <"$1" 2>&1)
+	rc=$?
+	[ $rc -eq 0 ] && [ -z "$out" ] || fail "promtool check metrics ($2, rc $rc): $(echo "$out" | head -20)"
+	note "promtool check metrics ($2): no problems"
+}
+
+case_promtool() {
+	command -v promtool >/dev/null || skip "promtool is not installed (Debian prometheus, scripts/deps.sh)"
+	local perf=$MRC_BUILD_DIR/user/tools/mrc_perf
+	[ -x "$perf" ] || skip "mrc_perf not built in $MRC_BUILD_DIR"
+	# The key is accepted by --check (and documented in the sample).
+	printf '[daemon]\nmetrics_per_ev = true\n[[plane]]\nifname = "ma1"\nport = 1\n' >"$T/per-ev.toml"
+	"$MRCD" --config "$T/per-ev.toml" --check >/dev/null || fail "mrcd --check refused metrics_per_ev"
+	grep -q '^metrics_per_ev = false' "$HERE/../../../user/mrcd/mrcd.toml.sample" || fail "the sample lacks metrics_per_ev"
+	setup_hosts
+	start_mrcd a --probe-interval 200
+	start_mrcd b --probe-interval 200
+	wait_ready a
+	wait_ready b
+	local ctl
+	for ctl in ctlA ctlB; do
+		make_profiles $ctl
+		# 64 x 64 generated EVs, given to the four ports in turn.
+		$ctl -j ev-profile create 7 mode generated fmt 13 count 4096 min-active 8 events assumed_bad \
+			fields 16:256:0:63:0x3f,16:512:0:63:0x3f online >/dev/null || fail "4096-EV profile create"
+	done
+	expect '.ev_count == 4096' "$(ctlA -j ev-profile show 7)" "profile 7 has 4096 EVs"
+	# A light verified RDMA WRITE stream; path MTU 1024: lib.sh's veths have
+	# an MTU of 1500.
+	local args=(-d ma1,ma2,ma3,ma4 -m 1024 -s 16384 -t 4 -v --pin-dir "$T/bpfa/mrc" --ev-profile 7 --cc-profile 9)
+	# ip netns exec execs mrc_perf: $! is mrc_perf's pid (not a subshell's).
+	ip netns exec "$NSB" "$perf" server -d mb1,mb2,mb3,mb4 -m 1024 -s 16384 -t 4 -v --pin-dir "$T/bpfb/mrc" --ev-profile 7 --cc-profile 9 \
+		>"$T/server.out" 2>&1 &
+	local spid=$! i
+	PIDS="$PIDS $spid"
+	# The client needs the server's out-of-band TCP port (18515).
+	for i in $(seq 1 100); do
+		inB ss -Hltn 'sport = :18515' | grep -q . && break
+		kill -0 "$spid" 2>/dev/null || fail "mrc_perf server exited: $(tail -n 10 "$T/server.out")"
+		sleep 0.1
+	done
+	ip netns exec "$NSA" "$perf" client 198.18.1.2 "${args[@]}" -D 40 >"$T/client.out" 2>&1 &
+	local cpid=$!
+	PIDS="$PIDS $cpid"
+	# Wait (bounded) for the client's per-EV counters of profile 7: every EV
+	# of its QP is reported, with traffic on some.
+	local n=0
+	for i in $(seq 1 100); do
+		n=$(ctlA -j ev show 7 2>/dev/null | jq '[.evs[] | select(.counters != null and .counters.qps > 0)] | length' 2>/dev/null)
+		[ "${n:-0}" -ge 4096 ] && break
+		kill -0 "$cpid" 2>/dev/null || fail "mrc_perf client exited: $(head -n 20 "$T/client.out"; echo ---; tail -n 10 "$T/server.out")"
+		sleep 0.2
+	done
+	[ "${n:-0}" -ge 4096 ] || fail "per-EV counters of profile 7: $n EVs reported, want 4096"
+	scrape_body "$NSA" >"$T/default.prom" || fail "scrape failed"
+	promcheck "$T/default.prom" "default"
+	local series
+	series=$(grep -cv '^#' "$T/default.prom")
+	note "default scrape: $series series with 4096 EVs reported"
+	[ "$series" -le 300 ] || fail "default scrape has $series series (want <= 300): $(grep -v '^#' "$T/default.prom" | cut -d'{' -f1 | sort | uniq -c | sort -rn | head -5)"
+	grep -q '^mrc_ev_tx_packets_total' "$T/default.prom" && fail "per-EV series without --metrics-per-ev"
+	grep -qE '^mrc_ev_profile_tx_packets_total\{profile="7",port="1"\} [1-9]' "$T/default.prom" ||
+		fail "no summed EV counter of profile 7 on port 1 with traffic"
+	grep -qE '^mrc_qp_srtt_seconds\{.*\} [0-9.e-]+$' "$T/default.prom" || fail "no mrc_qp_srtt_seconds sample"
+	# Probe RTTs on veths are microseconds: in seconds, above 0 and below 0.1.
+	awk '$1 ~ /^mrc_probe_rtt_last_seconds\{/ { n++; if (!($2 > 0 && $2 < 0.1)) bad++ }
+		END { exit !(n == 4 && !bad) }' "$T/default.prom" ||
+		fail "mrc_probe_rtt_last_seconds is not four times in seconds: $(grep mrc_probe_rtt "$T/default.prom")"
+	# mrcd restarted with --metrics-per-ev while the transfer goes on: one
+	# series per EV of profile 7 (the client's counters stay in the maps).
+	stop_mrcd a || fail "mrcd a did not exit cleanly"
+	start_mrcd a --probe-interval 200 --metrics-per-ev
+	scrape_body "$NSA" >"$T/per-ev.prom" || fail "scrape failed"
+	promcheck "$T/per-ev.prom" "--metrics-per-ev"
+	local per_ev evs
+	per_ev=$(grep -cv '^#' "$T/per-ev.prom")
+	evs=$(grep -c '^mrc_ev_tx_packets_total{profile="7",' "$T/per-ev.prom")
+	note "--metrics-per-ev scrape: $per_ev series, $evs EVs of profile 7 in mrc_ev_tx_packets_total"
+	[ "$evs" -ge 4096 ] || fail "--metrics-per-ev: $evs EVs of profile 7, want 4096"
+	grep -qE '^mrc_ev_rtt_last_seconds\{profile="7",ev="0x[0-9a-f]{8}",port="[1-4]"\} ' "$T/per-ev.prom" ||
+		fail "no per-EV RTT in seconds"
+	# The transfer was healthy throughout: the client ends it (SIGTERM; bash
+	# starts background jobs with SIGINT ignored) with the data verified.
+	kill -TERM "$cpid" 2>/dev/null || fail "mrc_perf client exited during the test: $(head -n 5 "$T/client.out")"
+	local rc
+	timeout 30 tail --pid="$cpid" -f /dev/null
+	kill -0 "$cpid" 2>/dev/null && fail "mrc_perf client still running 30 s after SIGTERM"
+	wait "$cpid"
+	rc=$?
+	[ $rc -eq 0 ] && ! grep -q "completion error" "$T/client.out" ||
+		fail "mrc_perf client failed (rc $rc): $(grep -v '^ *[0-9.]* s ' "$T/client.out" | head -n 12; echo ---; tail -n 12 "$T/server.out")"
+	note "promtool case passed (default $series series, per-EV $per_ev)"
 }
 
 case_eperm() {

@@ -70,6 +70,27 @@ TEST_F(ConfigTest, ProbeLossKeys) {
   EXPECT_EQ(d->policy.probe_loss_window, 20u);
 }
 
+TEST_F(ConfigTest, MetricsPerEvIsOptIn) {
+  auto d = load_config(write("[daemon]\n"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->metrics_per_ev);
+  auto r = load_config(write("[daemon]\nmetrics_per_ev = true\n"));
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(r->metrics_per_ev);
+  auto bad = load_config(write("[daemon]\nmetrics_per_ev = 1\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("metrics_per_ev"), std::string::npos)
+      << bad.error().message();
+  const char* off[] = {"mrcd", "--plane", "veth9:3"};
+  auto o = parse_args(3, const_cast<char**>(off));
+  ASSERT_TRUE(o) << o.error().message();
+  EXPECT_FALSE(o->cfg.metrics_per_ev);
+  const char* on[] = {"mrcd", "--plane", "veth9:3", "--metrics-per-ev"};
+  o = parse_args(4, const_cast<char**>(on));
+  ASSERT_TRUE(o) << o.error().message();
+  EXPECT_TRUE(o->cfg.metrics_per_ev);
+}
+
 TEST_F(ConfigTest, FileAndFlags) {
   write(
       "[daemon]\npin_dir = \"/sys/fs/bpf/t\"\nmetrics = \"\"\n[xdp]\nudp_port = "
@@ -131,6 +152,7 @@ TEST_F(ConfigTest, TheSampleIsValid) {
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_TRUE(mrc::mrcd::validate(*r));
   EXPECT_EQ(r->planes.size(), 2u);
+  EXPECT_FALSE(r->metrics_per_ev);  // documented there, off by default
 }
 
 // The default /etc/mrc/mrcd.toml of the packages: valid (the unit's
