@@ -3,6 +3,12 @@
 #include <algorithm>
 
 namespace mrc::core {
+
+namespace {
+// PathSet::Ev::backoff is 32 bits of ns.
+constexpr Time kMaxBackoff = 0xffffffffu;
+}  // namespace
+
 namespace {
 uint32_t mix(uint32_t x) {
   x ^= x >> 16;
@@ -224,16 +230,17 @@ void PathSet::assume_bad(uint32_t i, EvEventReason why, Time now) {
   // pass where data does not. Each relapse in a row doubles how long it
   // waits before the next probe, so such a path costs a packet per back-off,
   // not one per probe round (issue 21).
-  const bool relapse = e.readmitted && uint32_t(e.stats.acked) == e.acked_at_readmit;
+  const bool relapse = e.readmitted && uint16_t(e.stats.acked) == e.acked_at_readmit;
   e.readmitted = false;
   e.relapses = relapse ? uint8_t(std::min(e.relapses + 1, 30)) : 0;
   set_state(i, EvState::kAssumedBad, relapse ? EvEventReason::kRelapse : why);
   e.probe_ok = 0;
   e.probing = false;
-  e.backoff = p_.probe_initial;
+  Time backoff = p_.probe_initial;
   if (e.relapses)
-    e.backoff = std::min<Time>(p_.probe_initial << std::min<uint8_t>(e.relapses, 40),
-                               std::max(p_.probe_relapse_max, p_.probe_initial));
+    backoff = std::min<Time>(p_.probe_initial << std::min<uint8_t>(e.relapses, 40),
+                             std::max(p_.probe_relapse_max, p_.probe_initial));
+  e.backoff = uint32_t(std::min<Time>(backoff, kMaxBackoff));
   e.next_probe = now + e.backoff;
   bad_.push_back(i);
   if (e.active) {
@@ -268,7 +275,7 @@ void PathSet::probe_result(uint32_t i, bool ok, Time now) {
     if (++e.probe_ok >= p_.probe_successes) {
       set_state(i, EvState::kGood, EvEventReason::kProbeOk);
       e.readmitted = true;
-      e.acked_at_readmit = uint32_t(e.stats.acked);
+      e.acked_at_readmit = uint16_t(e.stats.acked);
       bad_.erase(std::find(bad_.begin(), bad_.end(), i));
       e.next_probe = kNever;
       promote_backup(e.port);  // rejoins the active set if its plane is short
@@ -278,7 +285,7 @@ void PathSet::probe_result(uint32_t i, bool ok, Time now) {
   } else {
     e.stats.probes_failed++;
     e.probe_ok = 0;
-    e.backoff = std::min(e.backoff * 2, std::max(p_.probe_max, probe_wait()));
+    e.backoff = uint32_t(std::min<Time>({Time(e.backoff) * 2, std::max(p_.probe_max, probe_wait()), kMaxBackoff}));
     e.next_probe = now + e.backoff;
     if (listener_) listener_(i, e.state, e.state, EvEventReason::kProbeFail);
   }

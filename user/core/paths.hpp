@@ -71,13 +71,18 @@ class PathSet {
     // 0: none). Here it fills the padding before next_probe: an idle QP's
     // EVs are most of its memory.
     uint32_t loss_tx = 0;
-    // Readmitted by probes and not yet retired again: stats.acked then (low
-    // 32 bits). Retired with it unchanged: a relapse (PathParams).
-    uint32_t acked_at_readmit = 0;
-    bool readmitted = false;
-    uint8_t relapses = 0;     // in a row, each with nothing delivered between
     Time next_probe = kNever; // when to send the next probe (ASSUMED_BAD only)
-    Time backoff = 0;
+    // Probe back-off, ns (at most ~4.29 s: PathSet caps it there). Kept in 32
+    // bits, with the two fields below, so an EV (most of an idle QP's
+    // memory) is no larger than before relapses were tracked.
+    uint32_t backoff = 0;
+    // Low 16 bits of stats.acked when probes last readmitted it; retired
+    // again with them unchanged: a relapse (PathParams::probe_relapse_max).
+    // (A false match needs exactly k x 65536 deliveries in between, and
+    // costs one doubled back-off.)
+    uint16_t acked_at_readmit = 0;
+    uint8_t relapses = 0;     // in a row, each with nothing delivered between
+    bool readmitted = false;  // GOOD again by probes, no retirement since
     Time probe_sent = 0;
     uint64_t skip_rot = 0;    // rotation in which it was skipped
     EvStats stats;
