@@ -941,7 +941,7 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       continue;
     }
     if (codec::is_data_opcode(op) || op == MRC_OP_PROBE) {
-      if (q->state == QpState::kErr && q->fail_nack && op != MRC_OP_PROBE) {
+      if (q->state == QpState::kErr && q->fail_nack) {
         // Failed by a WriteIMM without a receive: every request hears why
         // (the requester fails only on a refusal of a PSN it resent).
         q->stats.fail_renacks++;

@@ -148,6 +148,7 @@ struct Engine::Qp {
   uint32_t retries = 0;
   Time last_ack = 0;    // last SACK/NACK received
   uint32_t sampled_psn = ~0u;  // trigger and echo of the last SACK (one RTT sample each)
+  uint64_t refusal_sent = 0;   // packets sent when a SACKed PSN was first refused (on_refusal)
   uint16_t sampled_ts = 0;
   Time srtt = 0, rttvar = 0, min_rtt = 0;
   Time reo_wnd = 0, reo_extra = 0;

@@ -497,19 +497,30 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
 // of a PSN only resends it; a refusal that arrives after the resend went out
 // is the responder refusing it again and fails the QP (true). The cost of a
 // genuine refusal is one round trip; of a forged one, one retransmission.
+//
+// A NACK UNEXP_EVENT may name a PSN already SACKed (the WriteIMM's last
+// packet, reported before the packets ahead of it arrived and completed the
+// message): nothing is resent then, and a second refusal that comes after
+// this QP sent anything more (a failed responder answers every request with
+// it) confirms.
 bool Engine::on_refusal(Qp& q, uint32_t psn, Time now) {
   TxPkt& t = q.pkt(psn);
-  if (t.flags & kTxSacked) return false;  // delivered: not refused
+  const uint64_t sent = q.stats.tx_data_pkts + q.stats.tx_probe_pkts;
   if (!(t.flags & kTxRefused)) {
     t.flags |= kTxRefused;
     q.stats.refusals_retried++;
-    if (!(t.flags & kTxLost)) {
+    q.refusal_sent = sent;
+    if (!(t.flags & (kTxLost | kTxSacked))) {
       t.flags |= kTxNacked;  // no path penalty
       q.stats.rtx_nack++;
       mark_lost(q, psn, false, EvEventReason::kTrimNack, now);
+    } else if (t.flags & kTxSacked) {
+      q.tlp_pending = true;  // ask again now: a probe gets the same answer
+      want_tx(q);
     }
     return false;
   }
+  if (t.flags & kTxSacked) return sent > q.refusal_sent;
   return !(t.flags & kTxLost) && t.tx_count > 1;  // refused again after the resend
 }
 

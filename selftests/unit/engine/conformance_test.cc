@@ -1229,6 +1229,40 @@ TEST(Conformance, C46_UnexpEventNackCompletesTheMessagesBeforeIt) {
   EXPECT_EQ(f.p.e(0).qp_stats(f.q0)->timeouts, 0u);
 }
 
+// The failed message's last PSN may have been SACKed before the packets
+// ahead of it arrived and completed the message (and found no receive): the
+// NACK then names a PSN the requester holds delivered. It is not resent;
+// the failed responder's answer to whatever the requester sends next
+// confirms the failure, with the same completions.
+TEST(Conformance, C46_UnexpEventNamingASackedPsnIsConfirmed) {
+  PairOptions o;
+  o.cfg.min_reorder = 2'000'000;  // the delay below is reordering, not loss
+  Fixture f(64 * 1024, o);
+  f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    Hook h;
+    // Message 2 (PSNs 2..5): its first packet arrives 300 us late, so its
+    // last one is SACKed first.
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 2 && !k.bth.rtx)
+      h.extra_delay = 300'000;
+    return h;
+  };
+  for (int i = 0; i < 2; i++) f.recv(uint64_t(i));
+  ASSERT_TRUE(f.write(0, 0, 1024, true, 0).ok());
+  ASSERT_TRUE(f.write(1, 1024, 1024, true, 1).ok());
+  ASSERT_TRUE(f.write(2, 2048, 4096, true, 2).ok());
+  ASSERT_TRUE(f.write(3, 8192, 1024, true, 3).ok());
+  ASSERT_TRUE(f.wait_sends(4));
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  EXPECT_EQ(f.swc[1].status, kWcSuccess);
+  EXPECT_EQ(f.swc[2].status, kWcRemOpErr);
+  EXPECT_EQ(f.swc[3].status, kWcWrFlushErr);
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.timeouts, 0u);
+  EXPECT_GE(st.refusals_retried, 1u);
+  EXPECT_EQ(f.p.e(1).qp_stats(f.q1)->imm_no_recv, 1u);
+}
+
 // MRC has no RNR: a WriteIMM that finds no posted receive fails the
 // responder's QP (NACK UNEXP_EVENT: REM_OP_ERR at the requester) and is
 // counted, so an application that posted too few receives can tell why its
