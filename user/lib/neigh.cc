@@ -2,8 +2,6 @@
 
 #include <arpa/inet.h>
 #include <linux/neighbour.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -12,7 +10,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <span>
 #include <thread>
+
+#include "xdp/netlink.hpp"
 
 namespace mrc::lib {
 namespace {
@@ -27,87 +28,61 @@ struct Fd {
 int family(const codec::IpAddr& a) { return a.ver == codec::IpVersion::kV4 ? AF_INET : AF_INET6; }
 size_t alen(const codec::IpAddr& a) { return a.ver == codec::IpVersion::kV4 ? 4 : 16; }
 
-void add_attr(nlmsghdr* n, uint16_t type, const void* data, size_t len) {
-  auto* rta = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(n) + NLMSG_ALIGN(n->nlmsg_len));
-  rta->rta_type = type;
-  rta->rta_len = uint16_t(RTA_LENGTH(len));
-  std::memcpy(RTA_DATA(rta), data, len);
-  n->nlmsg_len = uint32_t(NLMSG_ALIGN(n->nlmsg_len) + RTA_ALIGN(rta->rta_len));
-}
-
-// Sends one request and returns the first reply message (copied into buf).
-Result<nlmsghdr*> transact(nlmsghdr* req, char* buf, size_t cap) {
-  Fd s{socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)};
-  if (s.fd < 0) return errno_error(errno, "netlink socket");
-  sockaddr_nl sa{};
-  sa.nl_family = AF_NETLINK;
-  if (sendto(s.fd, req, req->nlmsg_len, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0)
-    return errno_error(errno, "netlink send");
-  ssize_t n = recv(s.fd, buf, cap, 0);
-  if (n < 0) return errno_error(errno, "netlink receive");
-  auto* h = reinterpret_cast<nlmsghdr*>(buf);
-  if (!NLMSG_OK(h, uint32_t(n))) return make_error(EIO, "netlink: short reply");
-  if (h->nlmsg_type == NLMSG_ERROR) {
-    auto* e = static_cast<nlmsgerr*>(NLMSG_DATA(h));
-    return errno_error(e->error ? e->error : -ENOENT, "netlink");
-  }
-  return h;
-}
-
 // Next hop towards dst out of ifindex: the gateway of the route, or dst itself.
-Result<codec::IpAddr> next_hop(int ifindex, const codec::IpAddr& dst) {
-  alignas(nlmsghdr) char rq[256] = {};
-  auto* n = reinterpret_cast<nlmsghdr*>(rq);
-  auto* rm = static_cast<rtmsg*>(NLMSG_DATA(n));
-  n->nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
-  n->nlmsg_type = RTM_GETROUTE;
-  n->nlmsg_flags = NLM_F_REQUEST;
-  rm->rtm_family = uint8_t(family(dst));
-  rm->rtm_dst_len = uint8_t(alen(dst) * 8);
-  add_attr(n, RTA_DST, dst.b.data(), alen(dst));
-  uint32_t oif = uint32_t(ifindex);
-  add_attr(n, RTA_OIF, &oif, sizeof oif);
-  char buf[8192];
-  auto h = transact(n, buf, sizeof buf);
-  if (!h) return std::move(h).error().wrap("route to " + to_string(dst));
-  auto* r = static_cast<rtmsg*>(NLMSG_DATA(*h));
-  int len = int((*h)->nlmsg_len - NLMSG_LENGTH(sizeof(rtmsg)));
+Result<codec::IpAddr> next_hop(xdp::netlink::Socket& nl, int ifindex, const codec::IpAddr& dst) {
+  rtmsg rm{};
+  rm.rtm_family = uint8_t(family(dst));
+  rm.rtm_dst_len = uint8_t(alen(dst) * 8);
+  xdp::netlink::Request req(RTM_GETROUTE, 0, rm);
+  req.add(RTA_DST, dst.b.data(), alen(dst));
+  req.add(RTA_OIF, uint32_t(ifindex));
   codec::IpAddr hop = dst;
-  for (rtattr* a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-    if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == alen(dst)) std::memcpy(hop.b.data(), RTA_DATA(a), alen(dst));
-    if (a->rta_type == RTA_OIF && *static_cast<int*>(RTA_DATA(a)) != ifindex)
-      return make_error(ENETUNREACH, "the route to " + to_string(dst) + " leaves through another interface");
-  }
+  bool found = false, elsewhere = false;
+  auto st = nl.request(req, "netlink", [&](const nlmsghdr& h) {
+    if (found) return;
+    found = true;
+    xdp::netlink::for_each_attr<rtmsg>(h, [&](uint16_t type, std::span<const uint8_t> d) {
+      if (type == RTA_GATEWAY && d.size() == alen(dst))
+        std::memcpy(hop.b.data(), d.data(), d.size());
+      int oif = 0;
+      if (type == RTA_OIF && d.size() >= sizeof oif) std::memcpy(&oif, d.data(), sizeof oif);
+      if (type == RTA_OIF && oif != ifindex) elsewhere = true;
+    });
+  });
+  if (st && !found) st = make_error(ENOENT, "netlink");
+  if (!st) return std::move(st).error().wrap("route to " + to_string(dst));
+  if (elsewhere)
+    return make_error(ENETUNREACH,
+                      "the route to " + to_string(dst) + " leaves through another interface");
   return hop;
 }
 
 // The neighbour entry's MAC when it is usable.
-Result<codec::Mac> lookup_neigh(int ifindex, const codec::IpAddr& ip) {
-  alignas(nlmsghdr) char rq[256] = {};
-  auto* n = reinterpret_cast<nlmsghdr*>(rq);
-  auto* ndm = static_cast<ndmsg*>(NLMSG_DATA(n));
-  n->nlmsg_len = NLMSG_LENGTH(sizeof(ndmsg));
-  n->nlmsg_type = RTM_GETNEIGH;
-  n->nlmsg_flags = NLM_F_REQUEST;
-  ndm->ndm_family = uint8_t(family(ip));
-  ndm->ndm_ifindex = ifindex;
-  add_attr(n, NDA_DST, ip.b.data(), alen(ip));
-  char buf[8192];
-  auto h = transact(n, buf, sizeof buf);
-  if (!h) return std::move(h).error();
-  auto* nd = static_cast<ndmsg*>(NLMSG_DATA(*h));
-  if (nd->ndm_state & (NUD_INCOMPLETE | NUD_FAILED | NUD_NONE))
-    return make_error(EAGAIN, "neighbour unresolved");
-  int len = int((*h)->nlmsg_len - NLMSG_LENGTH(sizeof(ndmsg)));
-  for (rtattr* a = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(nd) + NLMSG_ALIGN(sizeof(ndmsg)));
-       RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-    if (a->rta_type == NDA_LLADDR && RTA_PAYLOAD(a) == 6) {
-      codec::Mac m;
-      std::memcpy(m.data(), RTA_DATA(a), 6);
-      return m;
-    }
-  }
-  return make_error(EAGAIN, "neighbour entry without a link-layer address");
+Result<codec::Mac> lookup_neigh(xdp::netlink::Socket& nl, int ifindex, const codec::IpAddr& ip) {
+  ndmsg ndm{};
+  ndm.ndm_family = uint8_t(family(ip));
+  ndm.ndm_ifindex = ifindex;
+  xdp::netlink::Request req(RTM_GETNEIGH, 0, ndm);
+  req.add(NDA_DST, ip.b.data(), alen(ip));
+  bool found = false, usable = false, have_mac = false;
+  codec::Mac m{};
+  auto st = nl.request(req, "netlink", [&](const nlmsghdr& h) {
+    const auto* nd = xdp::netlink::header<ndmsg>(h);
+    if (found || !nd) return;
+    found = true;
+    usable = !(nd->ndm_state & (NUD_INCOMPLETE | NUD_FAILED | NUD_NONE));
+    xdp::netlink::for_each_attr<ndmsg>(h, [&](uint16_t type, std::span<const uint8_t> d) {
+      if (type == NDA_LLADDR && d.size() == 6 && !have_mac) {
+        std::memcpy(m.data(), d.data(), 6);
+        have_mac = true;
+      }
+    });
+  });
+  if (st && !found) st = make_error(ENOENT, "netlink");
+  if (!st) return std::move(st).error();
+  if (!usable) return make_error(EAGAIN, "neighbour unresolved");
+  if (!have_mac) return make_error(EAGAIN, "neighbour entry without a link-layer address");
+  return m;
 }
 
 // Makes the kernel resolve `ip` on the interface: one datagram to the discard port.
@@ -156,12 +131,14 @@ Result<codec::IpAddr> parse_ip(const std::string& s) {
 }
 
 Result<codec::Mac> resolve_next_hop(int ifindex, const codec::IpAddr& dst, int timeout_ms) {
-  auto hop = next_hop(ifindex, dst);
+  auto nl = xdp::netlink::Socket::open();
+  if (!nl) return std::move(nl).error();
+  auto hop = next_hop(*nl, ifindex, dst);
   if (!hop) return std::move(hop).error();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   bool nudged = false;
   while (true) {
-    auto m = lookup_neigh(ifindex, *hop);
+    auto m = lookup_neigh(*nl, ifindex, *hop);
     if (m) return m;
     if (m.error().code != EAGAIN && m.error().code != ENOENT) return std::move(m).error().wrap("neighbour " + to_string(*hop));
     if (!nudged) {

@@ -15,10 +15,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
+#include <span>
 
 #include "ctl/proto.hpp"
 #include "mrcd/log.hpp"
+#include "xdp/netlink.hpp"
 
 namespace mrc::mrcd {
 
@@ -56,15 +57,6 @@ std::vector<sock_filter> ep_response_filter(uint16_t port) {
   };
 }
 
-void add_attr(std::vector<uint8_t>& msg, uint16_t type, const void* data, size_t len) {
-  size_t off = msg.size();
-  msg.resize(off + RTA_SPACE(len), 0);
-  auto* rta = reinterpret_cast<rtattr*>(msg.data() + off);
-  rta->rta_type = type;
-  rta->rta_len = uint16_t(RTA_LENGTH(len));
-  std::memcpy(RTA_DATA(rta), data, len);
-}
-
 }  // namespace
 
 Prober::Prober(const Config& cfg, Dataplane& dp) : cfg_(cfg), dp_(dp) {}
@@ -72,7 +64,6 @@ Prober::Prober(const Config& cfg, Dataplane& dp) : cfg_(cfg), dp_(dp) {}
 Prober::~Prober() {
   for (const Sock& s : socks_) close(s.fd);
   for (int fd : sinks_) close(fd);
-  if (nl_ >= 0) close(nl_);
 }
 
 Status Prober::open() {
@@ -116,10 +107,9 @@ Status Prober::open() {
       close(s);
     }
   }
-  nl_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-  if (nl_ < 0) return Error(errno, "rtnetlink socket");
-  timeval tv{0, 200000};
-  setsockopt(nl_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  auto nl = xdp::netlink::Socket::open(0, 200);
+  if (!nl) return std::move(nl).error();
+  nl_ = std::move(*nl);
   return ok_status();
 }
 
@@ -129,33 +119,6 @@ std::vector<int> Prober::fds() const {
   v.insert(v.end(), sinks_.begin(), sinks_.end());
   return v;
 }
-
-namespace {
-
-// One rtnetlink request; `on_msg` sees each reply message. Returns the
-// kernel's error (0 = ok) or a local failure.
-int nl_request(int fd, uint32_t seq, std::vector<uint8_t>& msg,
-               const std::function<void(const nlmsghdr*)>& on_msg) {
-  auto* h = reinterpret_cast<nlmsghdr*>(msg.data());
-  h->nlmsg_len = uint32_t(msg.size());
-  h->nlmsg_seq = seq;
-  if (send(fd, msg.data(), msg.size(), 0) < 0) return -errno;
-  uint8_t buf[8192];
-  for (;;) {
-    ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n < 0) return -errno;
-    for (auto* r = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(r, uint32_t(n));
-         r = NLMSG_NEXT(r, n)) {
-      if (r->nlmsg_seq != seq) continue;
-      if (r->nlmsg_type == NLMSG_ERROR) return reinterpret_cast<nlmsgerr*>(NLMSG_DATA(r))->error;
-      if (r->nlmsg_type == NLMSG_DONE) return 0;
-      on_msg(r);
-      if (!(r->nlmsg_flags & NLM_F_MULTI)) return 0;
-    }
-  }
-}
-
-}  // namespace
 
 Status Prober::transmit(const ctl::EpWire& w, bool* waiting) {
   *waiting = false;
@@ -182,68 +145,58 @@ Status Prober::transmit(const ctl::EpWire& w, bool* waiting) {
   // Next hop: the route's gateway on this interface, or the destination itself.
   codec::IpAddr hop = w.dst;
   {
-    std::vector<uint8_t> m(NLMSG_SPACE(sizeof(rtmsg)), 0);
-    auto* h = reinterpret_cast<nlmsghdr*>(m.data());
-    h->nlmsg_type = RTM_GETROUTE;
-    h->nlmsg_flags = NLM_F_REQUEST;
-    auto* rt = reinterpret_cast<rtmsg*>(NLMSG_DATA(h));
-    rt->rtm_family = uint8_t(v6 ? AF_INET6 : AF_INET);
-    rt->rtm_dst_len = v6 ? 128 : 32;
-    add_attr(m, RTA_DST, w.dst.b.data(), v6 ? 16 : 4);
-    uint32_t oif = pl->ifindex;
-    add_attr(m, RTA_OIF, &oif, 4);
-    int err = nl_request(nl_, nl_seq_++, m, [&](const nlmsghdr* r) {
-      if (r->nlmsg_type != RTM_NEWROUTE) return;
-      auto* rm = reinterpret_cast<const rtmsg*>(NLMSG_DATA(r));
-      int len = int(RTM_PAYLOAD(r));
-      for (auto* a = RTM_RTA(rm); RTA_OK(a, len); a = RTA_NEXT(a, len))
-        if (a->rta_type == RTA_GATEWAY) std::memcpy(hop.b.data(), RTA_DATA(a), v6 ? 16 : 4);
+    rtmsg rt{};
+    rt.rtm_family = uint8_t(v6 ? AF_INET6 : AF_INET);
+    rt.rtm_dst_len = v6 ? 128 : 32;
+    xdp::netlink::Request m(RTM_GETROUTE, 0, rt);
+    m.add(RTA_DST, w.dst.b.data(), v6 ? 16 : 4);
+    m.add(RTA_OIF, uint32_t(pl->ifindex));
+    auto st = nl_.request(m, "RTM_GETROUTE", [&](const nlmsghdr& r) {
+      if (r.nlmsg_type != RTM_NEWROUTE) return;
+      xdp::netlink::for_each_attr<rtmsg>(r, [&](uint16_t type, std::span<const uint8_t> d) {
+        if (type == RTA_GATEWAY && d.size() >= (v6 ? 16u : 4u))
+          std::memcpy(hop.b.data(), d.data(), v6 ? 16 : 4);
+      });
     });
-    if (err)
-      return Error(-err, "no route to " + ctl::proto::ip_string(w.dst) + " via " + pl->cfg.ifname);
+    if (!st)
+      return Error(st.error().code,
+                   "no route to " + ctl::proto::ip_string(w.dst) + " via " + pl->cfg.ifname);
   }
   // Its MAC.
   codec::Mac mac{};
   bool have_mac = false;
   {
-    std::vector<uint8_t> m(NLMSG_SPACE(sizeof(ndmsg)), 0);
-    auto* h = reinterpret_cast<nlmsghdr*>(m.data());
-    h->nlmsg_type = RTM_GETNEIGH;
-    h->nlmsg_flags = NLM_F_REQUEST;
-    auto* nd = reinterpret_cast<ndmsg*>(NLMSG_DATA(h));
-    nd->ndm_family = uint8_t(v6 ? AF_INET6 : AF_INET);
-    nd->ndm_ifindex = int(pl->ifindex);
-    add_attr(m, NDA_DST, hop.b.data(), v6 ? 16 : 4);
-    int err = nl_request(nl_, nl_seq_++, m, [&](const nlmsghdr* r) {
-      if (r->nlmsg_type != RTM_NEWNEIGH) return;
-      auto* n = reinterpret_cast<const ndmsg*>(NLMSG_DATA(r));
+    ndmsg nd{};
+    nd.ndm_family = uint8_t(v6 ? AF_INET6 : AF_INET);
+    nd.ndm_ifindex = int(pl->ifindex);
+    xdp::netlink::Request m(RTM_GETNEIGH, 0, nd);
+    m.add(NDA_DST, hop.b.data(), v6 ? 16 : 4);
+    auto st = nl_.request(m, "RTM_GETNEIGH", [&](const nlmsghdr& r) {
+      const auto* n = xdp::netlink::header<ndmsg>(r);
+      if (r.nlmsg_type != RTM_NEWNEIGH || !n) return;
       const uint16_t ok =
           NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP;
       if (!(n->ndm_state & ok)) return;
-      int len = int(RTM_PAYLOAD(r));
-      for (auto* a = reinterpret_cast<rtattr*>(const_cast<ndmsg*>(n) + 1); RTA_OK(a, len);
-           a = RTA_NEXT(a, len))
-        if (a->rta_type == NDA_LLADDR && RTA_PAYLOAD(a) == 6)
-          std::memcpy(mac.data(), RTA_DATA(a), 6), have_mac = true;
+      xdp::netlink::for_each_attr<ndmsg>(r, [&](uint16_t type, std::span<const uint8_t> d) {
+        if (type == NDA_LLADDR && d.size() == 6)
+          std::memcpy(mac.data(), d.data(), 6), have_mac = true;
+      });
     });
-    (void)err;  // ENOENT: not resolved yet
+    (void)st;  // ENOENT: not resolved yet
   }
   if (!have_mac) {
     // Ask the kernel to resolve it (as if the stack sent to it) and retry later.
-    std::vector<uint8_t> m(NLMSG_SPACE(sizeof(ndmsg)), 0);
-    auto* h = reinterpret_cast<nlmsghdr*>(m.data());
-    h->nlmsg_type = RTM_NEWNEIGH;
-    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK;
-    auto* nd = reinterpret_cast<ndmsg*>(NLMSG_DATA(h));
-    nd->ndm_family = uint8_t(v6 ? AF_INET6 : AF_INET);
-    nd->ndm_ifindex = int(pl->ifindex);
-    nd->ndm_state = NUD_NONE;
-    nd->ndm_flags = NTF_USE;
-    add_attr(m, NDA_DST, hop.b.data(), v6 ? 16 : 4);
-    int err = nl_request(nl_, nl_seq_++, m, [](const nlmsghdr*) {});
-    if (err)
+    ndmsg nd{};
+    nd.ndm_family = uint8_t(v6 ? AF_INET6 : AF_INET);
+    nd.ndm_ifindex = int(pl->ifindex);
+    nd.ndm_state = NUD_NONE;
+    nd.ndm_flags = NTF_USE;
+    xdp::netlink::Request m(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_ACK, nd);
+    m.add(NDA_DST, hop.b.data(), v6 ? 16 : 4);
+    auto st = nl_.request(m, "RTM_NEWNEIGH");
+    if (!st)
       MRCD_DEBUG("neighbour resolution of %s on %s: %s", ctl::proto::ip_string(hop).c_str(),
-                 pl->cfg.ifname.c_str(), strerror(-err));
+                 pl->cfg.ifname.c_str(), st.error().message().c_str());
     *waiting = true;
     return ok_status();
   }

@@ -17,6 +17,7 @@
 #include "ctl/ep.hpp"
 #include "mrcd/config.hpp"
 #include "mrcd/dataplane.hpp"
+#include "xdp/netlink.hpp"
 
 namespace mrc::mrcd {
 
@@ -65,8 +66,7 @@ class Prober : public ctl::EpTransport {
   Dataplane& dp_;
   std::vector<Sock> socks_;
   std::vector<int> sinks_;  // UDP sockets on the MRC port: no ICMP unreachable for passed responses
-  int nl_ = -1;             // rtnetlink
-  uint32_t nl_seq_ = 1;
+  xdp::netlink::Socket nl_;  // rtnetlink: routes and neighbours
   std::deque<Waiting> waiting_;
   std::map<uint16_t, Sent> sent_;
   Counters ctr_;

@@ -21,6 +21,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -553,18 +554,38 @@ MemSnap mem_snap() {
   return m;
 }
 
-// {"qps":N,"rss_base":..,"rss":..,"heap_base":..,"heap":..,"rss_per_qp":..,"heap_per_qp":..}
+// -j/--json output: one object per line, keys in the order they are set.
+using Json = nlohmann::ordered_json;
+
+// v with `decimals` decimals, the value printf's "%.<decimals>f" printed
+// before the JSON library did (consumers compare these numbers); with 0, an
+// integer. Not finite: null.
+Json fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return nullptr;
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  const double r = std::strtod(b, nullptr);
+  if (decimals == 0 && std::fabs(r) < 9e18) return int64_t(r);
+  return r;
+}
+
+// One JSON line on stdout (strings not valid UTF-8 get U+FFFD).
+void print_json(const Json& j) {
+  std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
+}
+
+// {"role":..,"qps":N,"rss_base":..,"rss":..,"heap_base":..,"heap":..,"rss_per_qp":..,"heap_per_qp":..}
 // (bytes; per QP = (now - base) / N, negative when memory was returned).
-std::string mem_json(const char* role, uint32_t nqps, const MemSnap& base, const MemSnap& now) {
-  char b[512];
+Json mem_json(const char* role, uint32_t nqps, const MemSnap& base, const MemSnap& now) {
   const double n = std::max<uint32_t>(nqps, 1);
-  std::snprintf(
-      b, sizeof b,
-      "{\"role\":\"%s\",\"qps\":%u,\"rss_base\":%" PRIu64 ",\"rss\":%" PRIu64
-      ",\"heap_base\":%" PRIu64 ",\"heap\":%" PRIu64 ",\"rss_per_qp\":%.1f,\"heap_per_qp\":%.1f}",
-      role, nqps, base.rss, now.rss, base.heap, now.heap, (double(now.rss) - double(base.rss)) / n,
-      (double(now.heap) - double(base.heap)) / n);
-  return b;
+  return Json{{"role", role},
+              {"qps", nqps},
+              {"rss_base", base.rss},
+              {"rss", now.rss},
+              {"heap_base", base.heap},
+              {"heap", now.heap},
+              {"rss_per_qp", fixed((double(now.rss) - double(base.rss)) / n, 1)},
+              {"heap_per_qp", fixed((double(now.heap) - double(base.heap)) / n, 1)}};
 }
 
 struct Side {
@@ -577,6 +598,14 @@ struct Side {
   MemSnap mem_idle;  // every QP connected, no traffic yet (--mem)
   uint32_t spin_us = 0;  // --spin-us: polling before progress() sleeps
 };
+
+// --mem: the summary's "mem_idle" (every QP connected, no traffic yet) and
+// "mem_end" (now).
+void add_mem(Json& sum, const Opts& o, const char* role, uint32_t nqps, const Side& s) {
+  if (!o.mem) return;
+  sum["mem_idle"] = mem_json(role, nqps, s.mem_base, s.mem_idle);
+  sum["mem_end"] = mem_json(role, nqps, s.mem_base, mem_snap());
+}
 
 // --engine KEY=VALUE: protocol tunables of core::EngineConfig (times in us).
 void apply_engine(core::EngineConfig& e,
@@ -1027,13 +1056,19 @@ uint64_t ev_changes(Side& s) {
   while ((n = s.ctx->poll_ev_events(ev)) > 0) {
     total += n;
     if (g_ev_log)
-      for (size_t i = 0; i < n; i++)
-        std::fprintf(g_ev_log,
-                     "{\"t_ns\":%" PRIu64
-                     ",\"qpn\":%u,\"ev\":\"%08x\",\"port\":%u,\"from\":\"%s\",\"to\":\"%s\","
-                     "\"reason\":\"%s\",\"dropped_before\":%u}\n",
-                     ev[i].time, ev[i].qpn, ev[i].ev, ev[i].port, core::to_string(ev[i].from),
-                     core::to_string(ev[i].to), core::to_string(ev[i].reason), ev[i].drop_count);
+      for (size_t i = 0; i < n; i++) {
+        char evh[9];
+        std::snprintf(evh, sizeof evh, "%08x", unsigned(ev[i].ev));
+        const Json j{{"t_ns", ev[i].time},
+                     {"qpn", ev[i].qpn},
+                     {"ev", evh},
+                     {"port", ev[i].port},
+                     {"from", core::to_string(ev[i].from)},
+                     {"to", core::to_string(ev[i].to)},
+                     {"reason", core::to_string(ev[i].reason)},
+                     {"dropped_before", ev[i].drop_count}};
+        std::fprintf(g_ev_log, "%s\n", j.dump().c_str());
+      }
   }
   return total;
 }
@@ -1066,12 +1101,6 @@ Totals qp_totals(Side& s) {
       t.plane_bytes[p] += st->plane_tx_bytes[p + 1] + st->plane_rx_bytes[p + 1];
   }
   return t;
-}
-
-std::string planes_json(const std::vector<uint64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 // ---------------------------------------------------------------------------
@@ -1128,13 +1157,13 @@ int run_server(const Opts& o) {
         auto t = std::chrono::duration_cast<std::chrono::milliseconds>(now - t0).count();
         // mono_ns: CLOCK_MONOTONIC (steady_clock), so a runner can align the
         // samples with its own timeline.
-        std::printf(
-            "{\"t_ms\":%lld,\"mono_ns\":%lld,\"bytes\":%" PRIu64 ",\"total\":%" PRIu64
-            ",\"planes\":%s}\n",
-            (long long)t,
-            (long long)std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch())
-                .count(),
-            total - last, total, planes_json(dp).c_str());
+        print_json(Json{{"t_ms", int64_t(t)},
+                        {"mono_ns", int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                now.time_since_epoch())
+                                                .count())},
+                        {"bytes", total - last},
+                        {"total", total},
+                        {"planes", dp}});
         std::fflush(stdout);
         last = total;
         lastp = planes;
@@ -1293,8 +1322,7 @@ int run_server(const Opts& o) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       s.mem_idle = mem_snap();
       if (o.json)
-        std::printf("{\"mem_idle\":%s}\n",
-                    mem_json("server", nqps, s.mem_base, s.mem_idle).c_str());
+        print_json(Json{{"mem_idle", mem_json("server", nqps, s.mem_base, s.mem_idle)}});
       else
         std::printf("server: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", nqps,
                     (double(s.mem_idle.rss) - double(s.mem_base.rss)) / nqps,
@@ -1407,21 +1435,24 @@ int run_server(const Opts& o) {
   Totals t = qp_totals(s);
   uint64_t rx = 0;
   for (auto& q : s.qps) rx += q->stats() ? q->stats()->rx_data_bytes : 0;
-  const std::string mem =
-      o.mem ? ",\"mem_idle\":" + mem_json("server", nqps, s.mem_base, s.mem_idle) +
-                  ",\"mem_end\":" + mem_json("server", nqps, s.mem_base, mem_snap())
-            : std::string();
-  if (o.json)
-    std::printf("{\"summary\":{\"role\":\"server\",\"clients\":%u,\"rx_bytes\":%" PRIu64
-                ",\"verify\":\"%s\",\"slots_checked\":%" PRIu64 ",\"bad_slots\":%" PRIu64
-                ",\"imm_ok\":%" PRIu64 ",\"imm_bad\":%" PRIu64 ",\"imm_overwritten\":%" PRIu64
-                ",\"imm_missing\":%" PRIu64 ",\"planes\":%s%s}}\n",
-                o.clients, rx, o.verify ? (ok ? "ok" : "fail") : "off", checked, bad_slots, imm_ok,
-                imm_bad, imm_overwritten, imm_missing, planes_json(t.plane_bytes).c_str(),
-                mem.c_str());
-  else
+  if (o.json) {
+    Json sum{{"role", "server"},
+             {"clients", o.clients},
+             {"rx_bytes", rx},
+             {"verify", o.verify ? (ok ? "ok" : "fail") : "off"},
+             {"slots_checked", checked},
+             {"bad_slots", bad_slots},
+             {"imm_ok", imm_ok},
+             {"imm_bad", imm_bad},
+             {"imm_overwritten", imm_overwritten},
+             {"imm_missing", imm_missing},
+             {"planes", t.plane_bytes}};
+    add_mem(sum, o, "server", nqps, s);
+    print_json(Json{{"summary", std::move(sum)}});
+  } else {
     std::printf("server: received %.1f MB from %u client(s); verification %s\n", double(rx) / 1e6,
                 o.clients, o.verify ? (ok ? "passed" : "FAILED") : "off");
+  }
   for (Client& k : cl) close(k.fd);
   close(lfd);
   return ok ? 0 : 3;
@@ -1484,7 +1515,7 @@ int run_client(const Opts& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     s.mem_idle = mem_snap();
     if (o.json)
-      std::printf("{\"mem_idle\":%s}\n", mem_json("client", o.qps, s.mem_base, s.mem_idle).c_str());
+      print_json(Json{{"mem_idle", mem_json("client", o.qps, s.mem_base, s.mem_idle)}});
     else
       std::printf("client: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", o.qps,
                   (double(s.mem_idle.rss) - double(s.mem_base.rss)) / o.qps,
@@ -1617,9 +1648,12 @@ int run_client(const Opts& o) {
         Totals t = qp_totals(s);
         uint64_t evc = ev_changes(s);
         if (o.json)
-          std::printf("{\"t_s\":%.3f,\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"ev_changes\":%" PRIu64 "}\n",
-                      std::chrono::duration<double>(now - t0).count(), double(bytes_since) * 8 / secs / 1e9,
-                      double(bytes_since) / std::max<double>(o.size, 1) / secs, t.rtx - prev.rtx, evc);
+          print_json(
+              Json{{"t_s", fixed(std::chrono::duration<double>(now - t0).count(), 3)},
+                   {"gbps", fixed(double(bytes_since) * 8 / secs / 1e9, 3)},
+                   {"msg_rate", fixed(double(bytes_since) / std::max<double>(o.size, 1) / secs, 0)},
+                   {"rtx", t.rtx - prev.rtx},
+                   {"ev_changes", evc}});
         else
           std::printf("%6.1f s  %8.3f Gbit/s  %10.0f msg/s  rtx %" PRIu64 "  EV changes %" PRIu64 "\n",
                       std::chrono::duration<double>(now - t0).count(), double(bytes_since) * 8 / secs / 1e9,
@@ -1645,45 +1679,62 @@ int run_client(const Opts& o) {
   if (o.verify && !verified) rc = 3;
   Totals t = qp_totals(s);
   const uint64_t bytes = completed * o.size;
-  const std::string mem =
-      o.mem ? ",\"mem_idle\":" + mem_json("client", o.qps, s.mem_base, s.mem_idle) +
-                  ",\"mem_end\":" + mem_json("client", o.qps, s.mem_base, mem_snap())
-            : std::string();
+  const char* verify = o.verify ? (verified ? "ok" : "fail") : "off";
   if (o.lat) {
     std::sort(lat_us.begin(), lat_us.end());
     // p*_us: one way (RTT/2, as ib_write_lat); rtt_*_us: the round trip.
-    if (o.json)
-      std::printf(
-          "{\"summary\":{\"mode\":\"lat\",\"size\":%u,\"iters\":%zu,\"p50_us\":%.2f,\"p99_us\":%."
-          "2f,"
-          "\"p999_us\":%.2f,\"min_us\":%.2f,\"rtt_p50_us\":%.2f,\"rtt_p99_us\":%.2f,"
-          "\"rtt_p999_us\":%.2f,\"rtt_min_us\":%.2f,\"rtx\":%" PRIu64 ",\"verify\":\"%s\"%s}}\n",
-          o.size, lat_us.size(), pct(lat_us, 50), pct(lat_us, 99), pct(lat_us, 99.9),
-          lat_us.empty() ? 0 : lat_us.front(), 2 * pct(lat_us, 50), 2 * pct(lat_us, 99),
-          2 * pct(lat_us, 99.9), lat_us.empty() ? 0 : 2 * lat_us.front(), t.rtx,
-          o.verify ? (verified ? "ok" : "fail") : "off", mem.c_str());
-    else
+    if (o.json) {
+      Json sum{{"mode", "lat"},
+               {"size", o.size},
+               {"iters", lat_us.size()},
+               {"p50_us", fixed(pct(lat_us, 50), 2)},
+               {"p99_us", fixed(pct(lat_us, 99), 2)},
+               {"p999_us", fixed(pct(lat_us, 99.9), 2)},
+               {"min_us", fixed(lat_us.empty() ? 0 : lat_us.front(), 2)},
+               {"rtt_p50_us", fixed(2 * pct(lat_us, 50), 2)},
+               {"rtt_p99_us", fixed(2 * pct(lat_us, 99), 2)},
+               {"rtt_p999_us", fixed(2 * pct(lat_us, 99.9), 2)},
+               {"rtt_min_us", fixed(lat_us.empty() ? 0 : 2 * lat_us.front(), 2)},
+               {"rtx", t.rtx},
+               {"verify", verify}};
+      add_mem(sum, o, "client", o.qps, s);
+      print_json(Json{{"summary", std::move(sum)}});
+    } else {
       std::printf("latency (one way, RTT/2) over %zu round trips: min %.2f us  p50 %.2f us  p99 %.2f us  p99.9 %.2f us\n",
                   lat_us.size(), lat_us.empty() ? 0 : lat_us.front(), pct(lat_us, 50), pct(lat_us, 99),
                   pct(lat_us, 99.9));
+    }
   } else {
     const uint64_t evc = prev.ev_changes + ev_changes(s);
-    if (o.json)
-      std::printf(
-          "{\"summary\":{\"mode\":\"bw\",\"op\":\"%s\",\"size\":%u,\"path_mtu\":%u,\"qps\":%u,"
-          "\"seconds\":%.3f,"
-          "\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64
-          ",\"gbps\":%.3f,\"msg_rate\":%.0f,\"rtx\":%" PRIu64 ",\"timeouts\":%" PRIu64
-          ",\"ev_changes\":%" PRIu64 ",\"ev_skips\":%" PRIu64 ",\"ev_assumed_bad\":%" PRIu64
-          ",\"ev_readmitted\":%" PRIu64 ",\"ev_undone\":%" PRIu64 ",\"plane_suspects\":%" PRIu64
-          ",\"plane_lossy\":%" PRIu64 ",\"tlp\":%" PRIu64 ",\"spurious_rtx\":%" PRIu64
-          ",\"nacks\":%" PRIu64 ",\"planes\":%s,\"verify\":\"%s\",\"server\":\"%s\"%s}}\n",
-          o.imm ? "write_imm" : "write", o.size, path_mtu, o.qps, secs, bytes, completed,
-          double(bytes) * 8 / secs / 1e9, double(completed) / secs, t.rtx, t.timeouts, evc,
-          t.ev_skips, t.assumed_bad, t.readmitted, t.undone, t.plane_suspects, t.plane_lossy, t.tlp,
-          t.spurious, t.trims, planes_json(t.plane_bytes).c_str(),
-          o.verify ? (verified ? "ok" : "fail") : "off", verdict.c_str(), mem.c_str());
-    else {
+    if (o.json) {
+      Json sum{{"mode", "bw"},
+               {"op", o.imm ? "write_imm" : "write"},
+               {"size", o.size},
+               {"path_mtu", path_mtu},
+               {"qps", o.qps},
+               {"seconds", fixed(secs, 3)},
+               {"bytes", bytes},
+               {"msgs", completed},
+               {"gbps", fixed(double(bytes) * 8 / secs / 1e9, 3)},
+               {"msg_rate", fixed(double(completed) / secs, 0)},
+               {"rtx", t.rtx},
+               {"timeouts", t.timeouts},
+               {"ev_changes", evc},
+               {"ev_skips", t.ev_skips},
+               {"ev_assumed_bad", t.assumed_bad},
+               {"ev_readmitted", t.readmitted},
+               {"ev_undone", t.undone},
+               {"plane_suspects", t.plane_suspects},
+               {"plane_lossy", t.plane_lossy},
+               {"tlp", t.tlp},
+               {"spurious_rtx", t.spurious},
+               {"nacks", t.trims},
+               {"planes", t.plane_bytes},
+               {"verify", verify},
+               {"server", verdict}};
+      add_mem(sum, o, "client", o.qps, s);
+      print_json(Json{{"summary", std::move(sum)}});
+    } else {
       std::printf("total: %.3f Gbit/s, %.0f msg/s, %.1f MB in %.2f s; retransmissions %" PRIu64 ", ACK timeouts %" PRIu64
                   ", EV state changes %" PRIu64 "\n",
                   double(bytes) * 8 / secs / 1e9, double(completed) / secs, double(bytes) / 1e6, secs, t.rtx,

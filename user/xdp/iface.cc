@@ -5,8 +5,6 @@
 #include <ifaddrs.h>
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -16,6 +14,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <span>
+
+#include "xdp/netlink.hpp"
 
 #ifndef IFF_LOWER_UP
 #define IFF_LOWER_UP (1 << 16)
@@ -57,66 +58,51 @@ struct LinkReply {
   std::array<uint8_t, 6> mac{};
 };
 
-void parse_link(const nlmsghdr* h, LinkReply& out) {
-  const auto* ifi = static_cast<const ifinfomsg*>(NLMSG_DATA(h));
+void parse_link(const nlmsghdr& h, LinkReply& out) {
+  const auto* ifi = netlink::header<ifinfomsg>(h);
+  if (!ifi) return;
   out.ifindex = ifi->ifi_index;
   out.flags = ifi->ifi_flags;
-  int len = static_cast<int>(h->nlmsg_len) - static_cast<int>(NLMSG_LENGTH(sizeof(*ifi)));
-  for (const rtattr* a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-    const void* d = RTA_DATA(a);
-    const size_t n = RTA_PAYLOAD(a);
-    switch (a->rta_type) {
+  netlink::for_each_attr<ifinfomsg>(h, [&](uint16_t type, std::span<const uint8_t> d) {
+    switch (type) {
       case IFLA_MTU:
-        if (n >= 4) std::memcpy(&out.mtu, d, 4);
+        if (d.size() >= 4) std::memcpy(&out.mtu, d.data(), 4);
         break;
       case IFLA_OPERSTATE:
-        if (n >= 1) out.operstate = *static_cast<const uint8_t*>(d);
+        if (d.size() >= 1) out.operstate = d[0];
         break;
       case IFLA_NUM_RX_QUEUES:
-        if (n >= 4) std::memcpy(&out.num_rx, d, 4);
+        if (d.size() >= 4) std::memcpy(&out.num_rx, d.data(), 4);
         break;
       case IFLA_NUM_TX_QUEUES:
-        if (n >= 4) std::memcpy(&out.num_tx, d, 4);
+        if (d.size() >= 4) std::memcpy(&out.num_tx, d.data(), 4);
         break;
       case IFLA_ADDRESS:
-        if (n == 6) std::memcpy(out.mac.data(), d, 6);
+        if (d.size() == 6) std::memcpy(out.mac.data(), d.data(), 6);
         break;
       default:
         break;
     }
-  }
+  });
 }
 
 Result<LinkReply> get_link(int ifindex, const std::string& name) {
-  UniqueFd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
-  if (!fd) return make_error(errno, "rtnetlink socket");
-  struct {
-    nlmsghdr h;
-    ifinfomsg ifi;
-  } req{};
-  req.h.nlmsg_len = NLMSG_LENGTH(sizeof(ifinfomsg));
-  req.h.nlmsg_type = RTM_GETLINK;
-  req.h.nlmsg_flags = NLM_F_REQUEST;
-  req.h.nlmsg_seq = 1;
-  req.ifi.ifi_family = AF_UNSPEC;
-  req.ifi.ifi_index = ifindex;
-  if (send(fd.get(), &req, req.h.nlmsg_len, 0) < 0) return make_error(errno, "RTM_GETLINK " + name);
-  alignas(nlmsghdr) char buf[16384];
-  const ssize_t got = recv(fd.get(), buf, sizeof(buf), 0);
-  if (got < 0) return make_error(errno, "RTM_GETLINK reply for " + name);
-  unsigned len = static_cast<unsigned>(got);
-  for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-    if (h->nlmsg_type == NLMSG_ERROR) {
-      const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
-      return make_error(e->error ? -e->error : EIO, "RTM_GETLINK " + name);
-    }
-    if (h->nlmsg_type == RTM_NEWLINK) {
-      LinkReply r;
-      parse_link(h, r);
-      return r;
-    }
-  }
-  return make_error(EIO, "RTM_GETLINK " + name + ": no link in the reply");
+  auto nl = netlink::Socket::open();
+  if (!nl) return std::move(nl).error();
+  ifinfomsg ifi{};
+  ifi.ifi_family = AF_UNSPEC;
+  ifi.ifi_index = ifindex;
+  netlink::Request req(RTM_GETLINK, 0, ifi);
+  LinkReply r;
+  bool found = false;
+  auto st = nl->request(req, "RTM_GETLINK " + name, [&](const nlmsghdr& h) {
+    if (h.nlmsg_type != RTM_NEWLINK || found) return;
+    parse_link(h, r);
+    found = true;
+  });
+  if (!st) return std::move(st).error();
+  if (!found) return make_error(EIO, "RTM_GETLINK " + name + ": no link in the reply");
+  return r;
 }
 
 }  // namespace
@@ -217,42 +203,30 @@ Result<InterfaceInfo> query_interface(const std::string& name) {
 }
 
 Result<LinkMonitor> LinkMonitor::open() {
+  auto nl = netlink::Socket::open(RTMGRP_LINK);
+  if (!nl) return std::move(nl).error().wrap("rtnetlink socket for link events");
   LinkMonitor m;
-  m.fd_.reset(socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
-  if (!m.fd_) return make_error(errno, "rtnetlink socket for link events");
-  sockaddr_nl sa{};
-  sa.nl_family = AF_NETLINK;
-  sa.nl_groups = RTMGRP_LINK;
-  if (bind(m.fd_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
-    return make_error(errno, "binding rtnetlink to RTMGRP_LINK");
+  m.nl_ = std::move(*nl);
   return m;
 }
 
 Result<size_t> LinkMonitor::read(std::vector<LinkState>& out) {
   size_t n = 0;
-  alignas(nlmsghdr) char buf[16384];
-  for (;;) {
-    const ssize_t got = recv(fd_.get(), buf, sizeof(buf), MSG_DONTWAIT);
-    if (got < 0) {
-      if (errno == EAGAIN || errno == EINTR) break;
-      // ENOBUFS: the kernel dropped events; the caller re-queries its links.
-      return make_error(errno, "reading link events");
-    }
-    unsigned len = static_cast<unsigned>(got);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-      if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK) continue;
-      LinkReply r;
-      parse_link(h, r);
-      LinkState s;
-      s.ifindex = r.ifindex;
-      const bool gone = h->nlmsg_type == RTM_DELLINK;
-      s.admin_up = !gone && (r.flags & IFF_UP);
-      s.link_up = !gone && (r.flags & IFF_LOWER_UP);
-      s.mtu = r.mtu;
-      out.push_back(s);
-      ++n;
-    }
-  }
+  // ENOBUFS: the kernel dropped events; the caller re-queries its links.
+  auto r = nl_.drain([&](const nlmsghdr& h) {
+    if (h.nlmsg_type != RTM_NEWLINK && h.nlmsg_type != RTM_DELLINK) return;
+    LinkReply l;
+    parse_link(h, l);
+    LinkState s;
+    s.ifindex = l.ifindex;
+    const bool gone = h.nlmsg_type == RTM_DELLINK;
+    s.admin_up = !gone && (l.flags & IFF_UP);
+    s.link_up = !gone && (l.flags & IFF_LOWER_UP);
+    s.mtu = l.mtu;
+    out.push_back(s);
+    ++n;
+  });
+  if (!r) return std::move(r).error().wrap("reading link events");
   return n;
 }
 

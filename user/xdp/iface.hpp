@@ -12,6 +12,7 @@
 
 #include "mrc/result.hpp"
 #include "xdp/handles.hpp"
+#include "xdp/netlink.hpp"
 
 namespace mrc::xdp {
 
@@ -67,12 +68,12 @@ struct LinkState {
 class LinkMonitor {
  public:
   static Result<LinkMonitor> open();
-  int fd() const { return fd_.get(); }
+  int fd() const { return nl_.fd(); }
   // Appends every link event received so far to out; returns how many.
   Result<size_t> read(std::vector<LinkState>& out);
 
  private:
-  UniqueFd fd_;
+  netlink::Socket nl_;
 };
 
 }  // namespace mrc::xdp
