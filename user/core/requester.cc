@@ -37,12 +37,17 @@ Time pto(Time srtt, Time reo, Time floor) { return std::max(2 * srtt + reo, floo
 // Documentation/security.md): in flight [una, next_psn); acknowledged
 // already, at most a window below una (a late or duplicated answer);
 // anything else was never sent by this QP (forged, or for another QP).
-enum class AckPsn { kLive, kStale, kGhost };
-AckPsn classify(uint32_t psn, uint32_t una, uint32_t next_psn, uint32_t window) {
-  if (codec::psn_lt(psn, next_psn) && !codec::psn_lt(psn, una)) return AckPsn::kLive;
+// Counts the acknowledgement in `stale` or `ghost` unless it names a PSN in
+// flight (true).
+bool in_flight(uint32_t psn, uint32_t una, uint32_t next_psn, uint32_t window, uint64_t& stale,
+               uint64_t& ghost) {
+  if (codec::psn_lt(psn, next_psn) && !codec::psn_lt(psn, una)) return true;
   const int32_t behind = codec::psn_diff(una, psn);
-  if (behind > 0 && uint32_t(behind) <= window) return AckPsn::kStale;
-  return AckPsn::kGhost;
+  if (behind > 0 && uint32_t(behind) <= window)
+    stale++;
+  else
+    ghost++;
+  return false;
 }
 // Tail-loss probes sent in a row without an answer (each on an EV chosen
 // afresh, so one that went to a dead plane is followed by one that does not)
@@ -529,16 +534,8 @@ void Engine::on_nack(Qp& q, const codec::Packet& p, Time now) {
   q.stats.rx_nacks++;
   if (!q.win_ready()) return;
   const uint32_t psn = k.nack_psn;
-  switch (classify(psn, q.una, q.next_psn, q.win_max)) {
-    case AckPsn::kLive:
-      break;
-    case AckPsn::kStale:
-      q.stats.stale_nacks++;
-      return;
-    case AckPsn::kGhost:
-      q.stats.ghost_nacks++;
-      return;
-  }
+  if (!in_flight(psn, q.una, q.next_psn, q.win_max, q.stats.stale_nacks, q.stats.ghost_nacks))
+    return;
   if (k.reason == MRC_NACK_UNEXP_EVENT) {
     q.last_ack = now;
     if (!on_refusal(q, psn, now)) return;
@@ -582,16 +579,8 @@ void Engine::on_aeth(Qp& q, const codec::Packet& p, Time now) {
   const uint8_t syn = p.aeth.syndrome;
   if ((syn & 0xe0) != 0x60) return;  // positive ACKs carry nothing SACKs do not
   if (!q.win_ready()) return;
-  switch (classify(p.bth.psn, q.una, q.next_psn, q.win_max)) {
-    case AckPsn::kLive:
-      break;
-    case AckPsn::kStale:
-      q.stats.stale_naks++;
-      return;
-    case AckPsn::kGhost:
-      q.stats.ghost_naks++;
-      return;
-  }
+  if (!in_flight(p.bth.psn, q.una, q.next_psn, q.win_max, q.stats.stale_naks, q.stats.ghost_naks))
+    return;
   if (q.pkt(p.bth.psn).flags & kTxSacked) {
     q.stats.stale_naks++;  // delivered: this NAK is not about it
     return;
