@@ -340,21 +340,23 @@ void feed(World& w, int to, const uint8_t* data, size_t len, uint8_t port, bool 
   if (MRC_FUZZ_GHOST_PROPERTY && fuzzed && before != QpState::kErr &&
       qp_state(s) == QpState::kErr) {
     const core::QpStats st1 = *s.eng->qp_stats(s.qpn);
-    const bool refusal = parsed && (p.bth.opcode == MRC_OP_ACK ||
-                                    (p.bth.opcode == MRC_OP_NACK && p.neth.reason == MRC_NACK_UNEXP_EVENT));
+    const bool refusal =
+        parsed && (p.bth.opcode == MRC_OP_ACK ||
+                   (p.bth.opcode == MRC_OP_NACK && p.neth.reason == MRC_NACK_UNEXP_EVENT));
     const bool confirmed = refusal && st1.refusals_retried == st0.refusals_retried;
     const bool no_recv = st1.imm_no_recv > st0.imm_no_recv;
     if (!confirmed && !no_recv) {
-      std::fprintf(stderr,
-                   "engine_rx_fuzz: one fuzzed packet (opcode 0x%02x, psn %u) moved QP %u of engine %c "
-                   "%s -> ERR: neither a confirmed refusal nor a WriteIMM without a receive "
-                   "(access errors %llu -> %llu, over limit %llu -> %llu)\n",
-                   parsed ? p.bth.opcode : 0, parsed ? p.bth.psn : 0, s.qpn, "AB"[to],
-                   core::to_string(before), (unsigned long long)st0.rem_access_errors,
-                   (unsigned long long)st1.rem_access_errors, (unsigned long long)st0.imm_over_limit,
-                   (unsigned long long)st1.imm_over_limit);
-      violated("one packet ends a QP only as a confirmed refusal or the last receive",
-               __FILE__, __LINE__);
+      std::fprintf(
+          stderr,
+          "engine_rx_fuzz: one fuzzed packet (opcode 0x%02x, psn %u) moved QP %u of engine %c "
+          "%s -> ERR: neither a confirmed refusal nor a WriteIMM without a receive "
+          "(access errors %llu -> %llu, over limit %llu -> %llu)\n",
+          parsed ? p.bth.opcode : 0, parsed ? p.bth.psn : 0, s.qpn, "AB"[to],
+          core::to_string(before), (unsigned long long)st0.rem_access_errors,
+          (unsigned long long)st1.rem_access_errors, (unsigned long long)st0.imm_over_limit,
+          (unsigned long long)st1.imm_over_limit);
+      violated("one packet ends a QP only as a confirmed refusal or the last receive", __FILE__,
+               __LINE__);
     }
   }
   check_side(s);
