@@ -1379,6 +1379,7 @@ Result<size_t> Controller::ingest_reports(std::vector<mrc_ctl_ev_report>* seen) 
     for (size_t i = 0; i < *n; i++) {
       const mrc_ctl_ev_report& r = buf[i];
       ctr_.reports++;
+      if (r.reason < ctr_.reports_by_reason.size()) ctr_.reports_by_reason[r.reason]++;
       uint64_t drops = r.engine_drops;
       if (r.dropped_seen > dropped_seen_) {
         drops += r.dropped_seen - dropped_seen_;

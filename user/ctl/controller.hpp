@@ -24,6 +24,8 @@
 //   5. everything is committed and mrc_ctl_dev.gen is bumped.
 #pragma once
 
+#include <array>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -142,6 +144,9 @@ class Controller {
   struct Counters {
     uint64_t reports = 0, upstream_drops = 0, unknown_profile = 0;
     uint64_t events = 0, modifies = 0, modify_errors = 0;
+    // EV state changes reported by the data path, by core::EvEventReason
+    // (e.g. relapse: a path that passes probes but not data).
+    std::array<uint64_t, 32> reports_by_reason{};
   };
   const Counters& counters() const { return ctr_; }
 

@@ -81,6 +81,8 @@ class Daemon {
   std::map<uint64_t, Round> rounds_;
   uint16_t next_internal_id_ = 0;
   Time next_tick_ = 0, next_reap_ = 0, next_policy_ = 0, next_probe_ = 0;
+  uint64_t relapses_logged_ = 0;  // EV relapses the log has reported
+  Time next_relapse_log_ = 0;
   uint64_t start_real_ = 0;
   std::map<uint8_t, uint32_t> last_rtt_;  // port -> last policy probe RTT
 };
@@ -244,6 +246,18 @@ void Daemon::tick(Time now) {
   __atomic_store_n(&d.heartbeat_ns, now, __ATOMIC_RELEASE);
   if (auto n = ctl_->ingest_reports(); !n)
     MRCD_WARN("reading EV reports: %s", n.error().message().c_str());
+  // Paths that pass probes but lose data (EV relapses): one warning per
+  // 10 s at most, with the count since the last one.
+  const uint64_t relapses =
+      ctl_->counters().reports_by_reason[size_t(core::EvEventReason::kRelapse)];
+  if (relapses > relapses_logged_ && now >= next_relapse_log_) {
+    MRCD_WARN("%llu EV relapse(s) reported: paths that pass probes but lose data (a lower MTU "
+              "inside a plane?); mrcctl monitor shows them, metric "
+              "mrc_ctl_ev_reports_by_reason_total{reason=\"relapse\"}",
+              (unsigned long long)(relapses - relapses_logged_));
+    relapses_logged_ = relapses;
+    next_relapse_log_ = now + 10'000'000'000ull;
+  }
   dp_->refresh_links([this](uint8_t port, bool up) {
     MRCD_INFO("port %u link %s", port, up ? "up" : "down");
     (void)ctl_->set_link(port, up);
@@ -623,6 +637,13 @@ std::string Daemon::metrics() const {
   e.sample("mrc_ctl_ev_reports_dropped_total", L{}, d.evq_dropped);
   e.family("mrc_ctl_ev_events_total", "counter", "EV events delivered to controller CQs");
   e.sample("mrc_ctl_ev_events_total", L{}, cc.events);
+  e.family("mrc_ctl_ev_reports_by_reason_total", "counter",
+           "EV state changes the data path reported, by reason (relapse: a path that passes "
+           "probes but not data, e.g. a lower MTU inside it)");
+  for (size_t r = 0; r < cc.reports_by_reason.size(); r++)
+    if (cc.reports_by_reason[r])
+      e.sample("mrc_ctl_ev_reports_by_reason_total",
+               L{{"reason", core::to_string(core::EvEventReason(r))}}, cc.reports_by_reason[r]);
   const auto& pc = prober_->counters();
   const auto& ec = ep_->counters();
   e.family("mrc_probe_requests_total", "counter", "endpoint requests sent");

@@ -346,6 +346,16 @@ TEST_F(ClientTest, EngineReportsReachTheController) {
   EXPECT_EQ(out[0].state, kEvAssumedBad);
   EXPECT_EQ(out[0].reason, "timeout");
   EXPECT_EQ(state_of(kEvp, wire_ev(2, 1)), kEvAssumedBad);
+  // Counted by reason (mrc_ctl_ev_reports_by_reason_total), a relapse too.
+  EXPECT_EQ(ctl.counters().reports_by_reason[size_t(core::EvEventReason::kTimeout)], 1u);
+  core::EvEvent rel = e;
+  rel.ev = wire_of(2, 2);
+  rel.reason = core::EvEventReason::kRelapse;
+  s.sync[0]->forward({&rel, 1});
+  ASSERT_TRUE(ctl.ingest_reports());
+  ASSERT_EQ(cq->poll(out), 1u);
+  EXPECT_EQ(out[0].reason, "relapse");
+  EXPECT_EQ(ctl.counters().reports_by_reason[size_t(core::EvEventReason::kRelapse)], 1u);
 
   // Withdrawing removes the reports; the profile is free again.
   s.sync[0]->withdraw();
