@@ -52,6 +52,7 @@
 #include "codec/ev.hpp"
 #include "codec/packet.hpp"
 #include "core/engine.hpp"
+#include "engine/addrs.hpp"
 
 #ifndef MRC_FUZZ_GHOST_PROPERTY
 #define MRC_FUZZ_GHOST_PROPERTY 1
@@ -62,6 +63,8 @@ namespace {
 using namespace mrc;
 using core::QpState;
 using core::Time;
+using testing::host_ip;
+using testing::host_mac;
 
 [[noreturn]] void violated(const char* what, const char* file, int line) {
   std::fprintf(stderr, "engine_rx_fuzz: property violated: %s (%s:%d)\n", what, file, line);
@@ -92,19 +95,6 @@ const uint8_t kNackReasons[] = {
 // request, remote access, remote operational, invalid RD request).
 const uint8_t kSyndromes[] = {0x00, 0x1f, 0x20, 0x60, 0x61, 0x62, 0x63, 0x64};
 
-codec::IpAddr host_ip(int host, int plane, codec::IpVersion v) {
-  codec::IpAddr a;
-  a.ver = v;
-  if (v == codec::IpVersion::kV4) {
-    a.b[0] = 198, a.b[1] = 18, a.b[2] = uint8_t(plane), a.b[3] = uint8_t(host + 1);
-  } else {
-    a.b[0] = 0xfd, a.b[13] = uint8_t(plane), a.b[15] = uint8_t(host + 1);
-  }
-  return a;
-}
-codec::Mac host_mac(int host, int plane) {
-  return {0x02, 0, 0, 0, uint8_t(plane), uint8_t(host + 1)};
-}
 
 const uint8_t* pattern() {
   static std::vector<uint8_t> p = [] {

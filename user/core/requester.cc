@@ -338,23 +338,18 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   const bool ev_answer = s.probe_resp && idx >= 0 && q.paths.at(uint32_t(idx)).probing &&
                          q.paths.at(uint32_t(idx)).state == EvState::kAssumedBad &&
                          p.cc.tx_ts_echo == ts16(q.paths.at(uint32_t(idx)).probe_sent);
-  if (cfg_.tseth && !tlp_answer && !ev_answer) {
-    const uint32_t trig = codec::psn_add(s.cack_psn, s.ack_psn_offset);
-    bool echoed = false;
-    if (codec::psn_lt(trig, q.next_psn) &&
-        uint32_t(codec::psn_diff(q.next_psn, trig)) <= q.win.size()) {
-      const TxPkt& t = q.pkt(trig);
-      echoed = t.sent && (p.cc.tx_ts_echo == t.ts || p.cc.tx_ts_echo == t.ts_first);
-    }
-    if (!echoed) {
-      if (s.probe_resp)
-        q.stats.ghost_probe_resps++;  // answers no probe of ours (or one given up on)
-      else
-        q.stats.unverified_sacks++;
+  const uint32_t trig = codec::psn_add(s.cack_psn, s.ack_psn_offset);
+  const bool trig_known = codec::psn_lt(trig, q.next_psn) &&
+                          uint32_t(codec::psn_diff(q.next_psn, trig)) <= q.win.size();
+  if (s.probe_resp && !tlp_answer && !ev_answer) {
+    q.stats.ghost_probe_resps++;  // answers no probe of ours (or one given up on)
+    if (cfg_.tseth) return;
+  } else if (cfg_.tseth && !s.probe_resp) {
+    const TxPkt* t = trig_known ? &q.pkt(trig) : nullptr;
+    if (!t || !t->sent || (p.cc.tx_ts_echo != t->ts && p.cc.tx_ts_echo != t->ts_first)) {
+      q.stats.unverified_sacks++;
       return;
     }
-  } else if (s.probe_resp && !tlp_answer && !ev_answer) {
-    q.stats.ghost_probe_resps++;
   }
   q.last_ack = now;
   // The responder's port states (bit N-1 = its port N down). It sent this
@@ -398,14 +393,12 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   }
   // RTT from the transmission that triggered this SACK.
   Time rtt = 0;
-  const uint32_t trig = codec::psn_add(s.cack_psn, s.ack_psn_offset);
   // The SACK right behind another with the same trigger and echo (the
   // responder's second bitmap) carries no second sample.
   const bool sampled = trig == q.sampled_psn && p.cc.tx_ts_echo == q.sampled_ts;
   q.sampled_psn = trig;
   q.sampled_ts = p.cc.tx_ts_echo;
-  if (!s.probe_resp && !sampled && codec::psn_lt(trig, q.next_psn) &&
-      uint32_t(codec::psn_diff(q.next_psn, trig)) <= q.win.size()) {
+  if (!s.probe_resp && !sampled && trig_known) {
     TxPkt& t = q.pkt(trig);
     if (cfg_.tseth && t.tx_count > 1 && t.ts == t.ts_first) {
       // The 16-bit timestamp wraps every 16.8 ms, and an ACK timeout of

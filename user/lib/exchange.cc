@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
+#include <type_traits>
 
 #include "lib/neigh.hpp"
 
@@ -55,17 +57,25 @@ Result<std::vector<QpEndpoint>> decode(const std::string& text) {
       auto eq = word.find('=');
       if (eq == std::string::npos) return make_error(EPROTO, "exchange line " + std::to_string(n) + ": '" + word + "'");
       std::string k = word.substr(0, eq), v = word.substr(eq + 1);
+      // Every number is checked against its field: "-5" (which stoul takes
+      // as 2^64 - 5) or 300 for an 8-bit field is refused, not truncated.
+      auto num = [&](uint64_t max, auto* field) {
+        size_t used = 0;
+        if (v.empty() || v[0] < '0' || v[0] > '9') throw std::invalid_argument(k);
+        const uint64_t x = std::stoull(v, &used);
+        if (used != v.size() || x > max) throw std::out_of_range(k);
+        *field = static_cast<std::remove_pointer_t<decltype(field)>>(x);
+      };
       try {
-        if (k == "qpn") e.qpn = uint32_t(std::stoul(v));
-        else if (k == "psn") e.psn = uint32_t(std::stoul(v));
-        else if (k == "addr") e.addr = std::stoull(v);
-        else if (k == "len") e.len = std::stoull(v);
-        else if (k == "rkey") e.rkey = uint32_t(std::stoul(v));
-        else if (k == "wimm_dest") e.max_wimm_dest = uint16_t(std::stoul(v));
-        else if (k == "mpr_dest") e.mpr_dest = uint8_t(std::stoul(v));
-        else if (k == "mtu") e.mtu = uint32_t(std::stoul(v));
-        else if (k == "max_mtu")
-          e.max_mtu = uint32_t(std::stoul(v));
+        if (k == "qpn") num(MRC_QPN_MASK, &e.qpn);
+        else if (k == "psn") num(MRC_PSN_MASK, &e.psn);
+        else if (k == "addr") num(UINT64_MAX, &e.addr);
+        else if (k == "len") num(UINT64_MAX, &e.len);
+        else if (k == "rkey") num(UINT32_MAX, &e.rkey);
+        else if (k == "wimm_dest") num(UINT16_MAX, &e.max_wimm_dest);
+        else if (k == "mpr_dest") num(UINT8_MAX, &e.mpr_dest);
+        else if (k == "mtu") num(UINT32_MAX, &e.mtu);
+        else if (k == "max_mtu") num(UINT32_MAX, &e.max_mtu);
         else if (k == "gids") {
           std::istringstream gs(v);
           std::string g;
@@ -237,6 +247,11 @@ Status connect_qp(Context& ctx, Qp& qp, uint32_t our_psn, const QpEndpoint& peer
   a.path_mtu = *mtu;
   if (peer.max_mtu) a.path_mtu = std::min(a.path_mtu, peer.max_mtu);
   if (peer.mtu) a.path_mtu = std::min(a.path_mtu, peer.mtu);
+  a.path_mtu &= ~63u;  // a path MTU is a multiple of 64; the peer's figures need not be
+  if (a.path_mtu < 256)
+    return make_error(EMSGSIZE, "connect_qp: the peer carries at most " +
+                                    std::to_string(a.path_mtu) +
+                                    " payload bytes per packet (MRC needs 256)");
   a.dest_qp_num = peer.qpn;
   a.rq_psn = peer.psn;
   a.max_wimm_dest = o.max_wimm;

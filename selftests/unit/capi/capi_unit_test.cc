@@ -380,6 +380,25 @@ TEST(CApi, ExchangeCarriesMaxMtu) {
   EXPECT_EQ((*old)[0].max_mtu, 0u);
 }
 
+// The exchange comes from another process: a value that does not fit its
+// field is refused with the line and key named, not truncated.
+TEST(CApi, ExchangeRefusesNumbersThatDoNotFit) {
+  for (const char* bad : {"max_mtu=abc", "max_mtu=-5", "max_mtu=4294967296", "mtu=12x",
+                          "mpr_dest=300", "wimm_dest=65536", "qpn=16777216", "psn=-1",
+                          "rkey=", "len=+4"}) {
+    auto r = mrc::decode(std::string("qp qpn=5 psn=1 ") + bad + " gids=198.18.0.1\nend\n");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, EPROTO) << bad;
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    EXPECT_NE(r.error().message().find("bad value for " + key), std::string::npos)
+        << bad << ": " << r.error().message();
+  }
+  auto ok = mrc::decode("qp qpn=16777215 psn=16777215 mpr_dest=255 max_mtu=8896 gids=198.18.0.1\nend\n");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ((*ok)[0].mpr_dest, 255u);
+  EXPECT_EQ((*ok)[0].max_mtu, 8896u);
+}
+
 TEST(CApi, LastErrorIsPerThread) {
   errno = 0;
   EXPECT_EQ(mrc_destroy_qp(nullptr), -1);

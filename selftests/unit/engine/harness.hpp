@@ -13,6 +13,7 @@
 
 #include "codec/packet.hpp"
 #include "core/engine.hpp"
+#include "engine/addrs.hpp"
 
 namespace mrc::testing {
 
@@ -67,17 +68,6 @@ inline void trim_frame(std::vector<uint8_t>& f, uint8_t dscp) {
   }
 }
 
-inline codec::IpAddr host_ip(int host, int plane, codec::IpVersion v) {
-  codec::IpAddr a;
-  a.ver = v;
-  if (v == codec::IpVersion::kV4) {
-    a.b[0] = 198, a.b[1] = 18, a.b[2] = uint8_t(plane), a.b[3] = uint8_t(host + 1);
-  } else {
-    a.b[0] = 0xfd, a.b[13] = uint8_t(plane), a.b[15] = uint8_t(host + 1);
-  }
-  return a;
-}
-inline codec::Mac host_mac(int host, int plane) { return {0x02, 0, 0, 0, uint8_t(plane), uint8_t(host + 1)}; }
 
 class Host {
  public:
