@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "codec/packet.hpp"
+#include "core/types.hpp"
 #include "lib/exchange.hpp"
 #include "mrc/mrc.hpp"
 

@@ -1255,9 +1255,24 @@ Result<QpStats> Qp::stats() const {
   return ctx_->impl_->eng->qp_stats(qpn_);
 }
 
-Result<std::vector<core::PathSet::Ev>> Qp::evs() const {
+Result<std::vector<EvInfo>> Qp::evs() const {
   std::lock_guard<std::mutex> lk(ctx_->impl_->mu);
-  return ctx_->impl_->eng->qp_evs(qpn_);
+  auto evs = ctx_->impl_->eng->qp_evs(qpn_);
+  if (!evs) return std::move(evs).error();
+  std::vector<EvInfo> out;
+  out.reserve(evs->size());
+  for (const core::PathSet::Ev& e : *evs)
+    out.push_back(EvInfo{.ev = e.ev,
+                         .port = e.port,
+                         .state = e.state,
+                         .active = e.active,
+                         .probing = e.probing,
+                         .probe_ok = e.probe_ok,
+                         .relapses = e.relapses,
+                         .backoff = e.backoff,
+                         .next_probe = e.next_probe,
+                         .stats = e.stats});
+  return out;
 }
 
 Status Qp::post_send(const SendWr& wr) {

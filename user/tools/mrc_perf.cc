@@ -873,28 +873,10 @@ void write_counters_json(Side& s, const Opts& o) {
            MRC_KV(es, ep_responses_tx),   MRC_KV(es, ep_responses_rx), MRC_KV(es, cq_overflows),
            MRC_KV(es, ev_events_dropped), MRC_KV(es, tx_no_frame),     MRC_KV(es, ep_unsolicited),
            MRC_KV(es, ep_bad_port_status)};
-  // codec::ParseError by enumerator name (kOk = 0 left out).
-  static constexpr const char* kParseErrorNames[] = {"ok",
-                                                     "not_mrc",
-                                                     "truncated",
-                                                     "bad_ip_version",
-                                                     "bad_ip_header_len",
-                                                     "bad_ip_length",
-                                                     "bad_ip_checksum",
-                                                     "ip_fragment",
-                                                     "bad_udp_length",
-                                                     "bad_tver",
-                                                     "bad_reserved_bits",
-                                                     "unknown_opcode",
-                                                     "bad_header_stack",
-                                                     "bad_length",
-                                                     "bad_pad",
-                                                     "bad_qpn",
-                                                     "bad_icrc"};
-  static_assert(std::size(kParseErrorNames) == size_t(codec::ParseError::kCount));
+  // By kind name (parse_error_name; kind 0, "ok", left out).
   json pe = json::object();
   for (size_t i = 1; i < std::size(es.rx_parse_errors); i++)
-    pe[kParseErrorNames[i]] = es.rx_parse_errors[i];
+    pe[parse_error_name(i)] = es.rx_parse_errors[i];
   e["rx_parse_errors"] = pe;
   j["engine"] = e;
   json qps = json::array();
