@@ -50,4 +50,28 @@ inline constexpr char kQpShow[] = "qp.show";
 inline constexpr char kPolicyShow[] = "policy.show";
 inline constexpr char kMonitor[] = "monitor";  // the connection becomes an event stream
 
+// Every operation above (the tests check that mrcd has a handler for each).
+inline constexpr const char* kAll[] = {kPing,
+                                       kStats,
+                                       kDevShow,
+                                       kPortShow,
+                                       kPortSet,
+                                       kEvFmtShow,
+                                       kEvFmtModify,
+                                       kEvFmtDelete,
+                                       kEvProfileShow,
+                                       kEvProfileModify,
+                                       kEvProfileDelete,
+                                       kEvShow,
+                                       kEvSet,
+                                       kEvPopulate,
+                                       kEvReplace,
+                                       kCcProfileShow,
+                                       kCcProfileModify,
+                                       kCcProfileDelete,
+                                       kProbe,
+                                       kQpShow,
+                                       kPolicyShow,
+                                       kMonitor};
+
 }  // namespace mrc::ctl::proto::op
