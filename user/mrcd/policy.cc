@@ -8,10 +8,6 @@
 namespace mrc::mrcd {
 
 using namespace mrc::ctl;
-// Names the ctl model shares with libmrc's vocabulary (mrc/types.hpp): here
-// they mean the ctl model's.
-using ctl::DeviceAttr, ctl::EvEvent, ctl::EvState, ctl::kEvGood, ctl::kEvAssumedBad, ctl::kEvDenied,
-    ctl::kEvUnknown;
 
 namespace {
 
