@@ -640,7 +640,7 @@ json Server::run(Conn* conn, const PeerCred& cred, const std::string& op, const 
     if (auto st = C.store().list_evstats()) sums = proto::sum_evstats(*st);
     const Time now = mono_ns();
     for (size_t i = 0; i < arr.size(); i++) {
-      json e = proto::ev_entry_json(i, arr[i]);
+      json e = proto::ev_entry_json(C, *p, i, arr[i]);
       if (*filt && e["state"] != **filt) continue;
       if (*port && arr[i].port != **port) continue;
       auto it =

@@ -297,6 +297,11 @@ void show_evs(const json& evs) {
     std::printf("    [%4s] %-16s port %-2s wire %-10s %-11s", str(e["index"]).c_str(),
                 str(e["ev"]).c_str(), str(e["port"]).c_str(), str(e["wire"]).c_str(),
                 str(e["state"]).c_str());
+    if (e.contains("hops")) {  // SRv6: the container and the uSID of each hop
+      std::string h;
+      for (const json& x : e["hops"]) h += (h.empty() ? "" : " > ") + x.get<std::string>();
+      std::printf(" sid %s hops %s", str(e["sid"]).c_str(), h.c_str());
+    }
     // ev show: what the applications published about the EV.
     if (e.contains("counters") && e["counters"].is_object()) {
       const json& c = e["counters"];
