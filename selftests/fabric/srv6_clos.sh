@@ -9,6 +9,7 @@
 #   srv6_clos.sh down RUN
 #   srv6_clos.sh evs RUN FROM TO            the EV list (PORT CONTAINER) FROM -> TO (A|B)
 #   srv6_clos.sh counters RUN               per-spine MRC packets: mine / other, as JSON
+#   srv6_clos.sh blackhole|heal RUN P K     fail / repair the link leaf A -> spine K of plane P
 #
 # Two hosts A and B; per plane p (1..planes) a leaf for each host and
 # `spines` spines, every leaf wired to every spine. Plane p's locator block
@@ -213,6 +214,11 @@ srv6_blackhole() { # RUN PLANE SPINE
 	tc -n "$s" filter add dev la ingress pref 1 protocol all u32 match u32 0 0 action mirred egress redirect dev c0
 }
 
+# Repairs what srv6_blackhole failed.
+srv6_heal() { # RUN PLANE SPINE
+	tc -n "$(srv6_ns "$1" "s$2$3")" filter del dev la ingress pref 1
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	set -u
 	cmd=${1:-}
@@ -223,6 +229,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	evs) srv6_evs "$@" ;;
 	counters) srv6_counters "$@" ;;
 	blackhole) srv6_blackhole "$@" ;;
-	*) echo "usage: $0 up|down|evs|counters|blackhole ..." >&2; exit 2 ;;
+	heal) srv6_heal "$@" ;;
+	*) echo "usage: $0 up|down|evs|counters|blackhole|heal ..." >&2; exit 2 ;;
 	esac
 fi

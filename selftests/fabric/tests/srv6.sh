@@ -15,6 +15,10 @@
 #            is retired (ASSUMED_BAD to the end, few packets lost on it), all
 #            others carry on, the data is verified and the receiver never
 #            stalls for more than 20 ms (--sample-ms 5)
+#  mrcd      the same EVs as an SRv6 format and explicit profile of mrcd on
+#            host A (mrcctl): `mrcctl ev show` lists each EV's container and
+#            hops, and an mrc_perf QP on that profile (--ev-profile) sends
+#            over them: data verified, every spine's counter advances
 #
 # Knobs: MRC_PERF (binary), SRV6_SECS (transfer length, 3).
 . "$(dirname "$0")/lib.sh"
@@ -126,4 +130,59 @@ gap=$(grep '"t_ms"' "$T_TMP/failure-server.log" | jq -s '
 	reduce $b[$first:$last + 1][] as $x ({run: 0, max: 0};
 		if $x == 0 then .run += 1 | .max = ([.max, .run] | max) else .run = 0 end) | .max * 5')
 t_range "failure: longest receive stall, ms (5 ms samples)" "$gap" 0 20
+srv6_heal "$SR" 2 3
+
+# --- mrcd: SRv6 format and profile through the controller
+MRCD=$MRC_BUILD_DIR/user/mrcd/mrcd
+MRCCTL=$MRC_BUILD_DIR/user/tools/mrcctl
+if [ ! -x "$MRCD" ] || [ ! -x "$MRCCTL" ]; then
+	t_fail "mrcd: mrcd or mrcctl is not built"
+	t_done
+fi
+mkdir -p "$T_TMP/bpf"
+mount -t bpf bpf "$T_TMP/bpf" || t_skip "cannot mount a bpffs"
+trap 'srv6_down "$SR"; umount "$T_TMP/bpf" 2>/dev/null; t_cleanup' EXIT
+ip netns exec "$NA" "$MRCD" --plane p1:1 --plane p2:2 --plane p3:3 --plane p4:4 --pin-dir "$T_TMP/bpf/mrc" \
+	--socket "$T_TMP/mrcd.sock" --metrics "" >"$T_TMP/mrcd.log" 2>&1 &
+T_PIDS+=("$!")
+ctl() { "$MRCCTL" -s "$T_TMP/mrcd.sock" "$@"; }
+for _ in $(seq 1 100); do ctl -j dev show >/dev/null 2>&1 && break; sleep 0.1; done
+# block fd00:P (its plane nibble in the compact EV), leaf A 101, spine 20K
+# (the other nibble), leaf B 102, host B 402: compact byte 0xPK
+evs=""
+for p in 1 2 3 4; do for k in 1 2 3 4; do evs+="${p}${k}@$p,"; done; done
+if ctl -j ev-fmt create 14 mode srv6 widths 32,16,16,16,16 online >"$T_TMP/fmt.json" 2>&1 &&
+	ctl -j ev-profile create 7 mode explicit fmt 14 count 16 min-active 4 events good,assumed_bad \
+		fields 32:4244635648:0:15:0xf,16:257:0:0:0,16:512:0:15:0xf,16:258:0:0:0,16:1026:0:0:0 \
+		evs "${evs%,}" online >"$T_TMP/evp.json" 2>&1; then
+	t_ok "mrcd: SRv6 format 14 and explicit profile 7 ONLINE"
+else
+	t_fail "mrcd: creating the SRv6 format/profile: $(cat "$T_TMP/fmt.json" "$T_TMP/evp.json")"
+	t_done
+fi
+ctl -j ev show 7 >"$T_TMP/evshow.json"
+ctl ev show 7 | head -3
+t_eq "mrcd: ev show lists 16 containers" "$(jq '[.evs[] | select(.sid != null)] | length' "$T_TMP/evshow.json")" 16
+t_eq "mrcd: EV 6 (plane 2, spine 3) decodes to its hops" \
+	"$(jq -c '.evs[6] | [.sid, .hops, .port]' "$T_TMP/evshow.json")" '["fd00:2:101:203:102:402::",["101","203","102","402"],2]'
+before=$(srv6_counters "$SR")
+PORT=$((PORT + 1))
+ip netns exec "$NB" timeout -s INT 60 "$B_PERF" server -d "$DEVS" -6 -B :: -p "$PORT" --no-mrcd --verify -j \
+	>"$T_TMP/mrcd-server.log" 2>&1 &
+spid=$!
+T_PIDS+=("$spid")
+ip netns exec "$NA" timeout -s INT 60 "$B_PERF" client fd00:1:402:: -d "$DEVS" -6 -p "$PORT" --verify -j -D 2 \
+	--pin-dir "$T_TMP/bpf/mrc" --ev-profile 7 >"$T_TMP/mrcd-client.log" 2>&1
+crc=$?
+wait "$spid"
+cv=$(grep '"summary"' "$T_TMP/mrcd-client.log" | jq -r '.summary.verify' 2>/dev/null)
+if [ "$crc" = 0 ] && [ "$cv" = ok ]; then
+	t_ok "mrcd: a QP on mrcd's SRv6 profile 7: data verified"
+else
+	t_fail "mrcd: client exit $crc (verify ${cv:-none})"
+	tail -n 5 "$T_TMP/mrcd-client.log" "$T_TMP/mrcd-server.log" "$T_TMP/mrcd.log"
+fi
+after=$(srv6_counters "$SR")
+moved=$(jq -n --argjson b "$before" --argjson a "$after" '[$a | to_entries[] | select(.value.mine > $b[.key].mine)] | length')
+t_eq "mrcd: spines whose uSID the QP's packets named (of 16)" "$moved" 16
 t_done
