@@ -324,8 +324,8 @@ std::vector<Row> make_rows() {
     IpAddr c;
     c.ver = IpVersion::kV6;
     c.b = sid;
-    rows.push_back(redirect_row("redirect_v6_srv6_unshifted_container", srv6(MRC_OP_WRITE_MIDDLE, c),
-                                MRC_META_KIND_DATA));
+    rows.push_back(redirect_row("redirect_v6_srv6_unshifted_container",
+                                srv6(MRC_OP_WRITE_MIDDLE, c), MRC_META_KIND_DATA));
     // Trimmed on the way: the NACK goes back to the requester's own address
     // with the entropy echoed, like any.
     Trim t{true, kDscpTrimmed, false, MRC_OP_WRITE_MIDDLE};

@@ -160,7 +160,9 @@ Result<ResolvedEvProfile> Client::ev_profile(uint64_t id) const {
         found = true;
         break;
       }
-    if (!found) return Error(EAGAIN, obj + ": its SRv6 format " + std::to_string(h.fmt_id) + " is gone (retry)");
+    if (!found)
+      return Error(EAGAIN,
+                   obj + ": its SRv6 format " + std::to_string(h.fmt_id) + " is gone (retry)");
   }
   p.ev_min_active = h.min_active;
   p.event_mask = core::kEvGood | core::kEvAssumedBad;

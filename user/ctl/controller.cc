@@ -481,7 +481,8 @@ Status Controller::modify_ev_fmt_profile(uint64_t id, EvFmtProfileAttr& attr, ui
       rec.set_mask |= MRC_CTL_SET_FIELDS;
     }
   }
-  if ((rec.set_mask & MRC_CTL_SET_FIELDS) && rec.mode != kFmtUdp) {  // the mode may have changed since
+  if ((rec.set_mask & MRC_CTL_SET_FIELDS) &&
+      rec.mode != kFmtUdp) {  // the mode may have changed since
     uint32_t total = 0;
     for (uint32_t i = 0; i < rec.field_count; i++) total += rec.width[i];
     MRC_TRY(check_fmt_width(rec.mode, total, lim_.ev_max_width, obj));
@@ -728,7 +729,8 @@ Status Controller::modify_ev_profile(uint64_t id, EvProfileAttr& attr, uint32_t 
   auto validate_fields = [&]() -> Status {
     std::string why;
     auto f = ev_fields_of(rec);
-    int e = codec::ev_validate(fmtf, f, fmt_width_limit(fmt ? fmt->mode : kFmtStev, lim_.ev_max_width), &why);
+    int e = codec::ev_validate(
+        fmtf, f, fmt_width_limit(fmt ? fmt->mode : kFmtStev, lim_.ev_max_width), &why);
     if (e) return Error(e, why);
     return ok_status();
   };

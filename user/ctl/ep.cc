@@ -1,11 +1,11 @@
 #include "ctl/ep.hpp"
 
-#include "ctl/srv6.hpp"
-
 #include <time.h>
 
 #include <algorithm>
 #include <set>
+
+#include "ctl/srv6.hpp"
 
 namespace mrc::ctl {
 

@@ -1,13 +1,13 @@
 #include "ctl/proto.hpp"
 
-#include "ctl/srv6.hpp"
-
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+
+#include "ctl/srv6.hpp"
 
 namespace mrc::ctl::proto {
 
@@ -286,7 +286,8 @@ json ev_entry_json(size_t index, const mrc_ctl_ev_entry& e) {
               {"state", ev_state_name(e.state)}};
 }
 
-json ev_entry_json(const Controller& c, const mrc_ctl_evp& p, size_t index, const mrc_ctl_ev_entry& e) {
+json ev_entry_json(const Controller& c, const mrc_ctl_evp& p, size_t index,
+                   const mrc_ctl_ev_entry& e) {
   json j = ev_entry_json(index, e);
   const mrc_ctl_fmt* fmt = p.fmt_mode == kFmtSrv6 ? c.fmt_record(p.fmt_id) : nullptr;
   codec::Srv6Sid sid{};

@@ -26,7 +26,8 @@ uint32_t fmt_width_limit(uint32_t mode, uint32_t ev_max_width);
 
 // An SRv6 format wider than one container is SRv6+SRH (a second, SRH
 // segment): ENOTSUP; otherwise the generic limit (E2BIG).
-Status check_fmt_width(uint32_t mode, uint32_t total_bits, uint32_t ev_max_width, const std::string& obj);
+Status check_fmt_width(uint32_t mode, uint32_t total_bits, uint32_t ev_max_width,
+                       const std::string& obj);
 
 // The 32-bit entropy of an expanded EV as the data path carries it: the
 // value's first bits (STEV/UDP), or the container's hash (SRv6).
@@ -36,7 +37,8 @@ codec::EvFmtMode codec_fmt_mode(uint32_t fmt_mode);
 
 // The container of an SRv6 profile's entry: its compact EV expanded with the
 // profile's fields and the format's widths. False if it does not expand.
-bool srv6_sid_of(const mrc_ctl_fmt& fmt, const mrc_ctl_evp& p, const mrc_ctl_ev_entry& e, codec::Srv6Sid& sid);
+bool srv6_sid_of(const mrc_ctl_fmt& fmt, const mrc_ctl_evp& p, const mrc_ctl_ev_entry& e,
+                 codec::Srv6Sid& sid);
 
 // An endpoint request (EV probe) on an SRv6 EV `val` (bytes 0-15 the
 // container, 16-31 an SRH segment: ENOTSUP), ending at w.dst: fills w.sid,

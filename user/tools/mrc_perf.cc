@@ -92,8 +92,8 @@ struct Opts {
   bool mem = false;    // --mem: memory per QP (idle, connected) and after the run
   uint64_t ev_profile = 0, cc_profile = 0;  // mrcd's profiles (0: the built-in ones)
   std::string counters_json;  // --counters-json: every counter at exit, one JSON object
-  std::string srv6;            // --srv6 FILE: SRv6 uSID EVs (perf_srv6.hpp)
-  uint32_t srv6_qps = ~0u;     // --srv6-qps N: only the first N QPs use them
+  std::string srv6;           // --srv6 FILE: SRv6 uSID EVs (perf_srv6.hpp)
+  uint32_t srv6_qps = ~0u;    // --srv6-qps N: only the first N QPs use them
 };
 
 FILE* g_ev_log = nullptr;
@@ -769,7 +769,8 @@ Side open_side(const Opts& o, uint32_t nqps) {
     must(s.ctx->install_cc_profile(1, off), "installing a CC profile");
   }
   if (!o.srv6.empty())
-    must(s.ctx->install_ev_profile(perf::kSrv6ProfileId, must(perf::read_srv6_profile(o.srv6), "--srv6")),
+    must(s.ctx->install_ev_profile(perf::kSrv6ProfileId,
+                                   must(perf::read_srv6_profile(o.srv6), "--srv6")),
          "installing the --srv6 EV profile");
   s.ch = must(s.ctx->create_comp_channel(), "create_comp_channel");
   s.cq = must(s.ctx->create_cq(65536, s.ch.get()), "create_cq");

@@ -34,8 +34,10 @@ inline Result<core::EvProfile> read_srv6_profile(const std::string& path) {
     unsigned port = 0;
     std::string addr;
     core::EvEntry e;
-    if (!(ls >> port >> addr) || port < 1 || port > 16 || inet_pton(AF_INET6, addr.c_str(), e.sid.data()) != 1)
-      return make_error(EINVAL, "--srv6: " + path + ":" + std::to_string(n) + ": not \"PORT CONTAINER\"");
+    if (!(ls >> port >> addr) || port < 1 || port > 16 ||
+        inet_pton(AF_INET6, addr.c_str(), e.sid.data()) != 1)
+      return make_error(EINVAL,
+                        "--srv6: " + path + ":" + std::to_string(n) + ": not \"PORT CONTAINER\"");
     e.port = uint8_t(port);
     e.ev = codec::srv6_entropy(e.sid);
     p.evs.push_back(e);

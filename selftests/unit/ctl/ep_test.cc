@@ -3,10 +3,9 @@
 // ETIMEDOUT with partial results.
 #include <gtest/gtest.h>
 
-#include "codec/srv6.hpp"
-
 #include <deque>
 
+#include "codec/srv6.hpp"
 #include "ctl/ep.hpp"
 
 namespace mrc::testing {
