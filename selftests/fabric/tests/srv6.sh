@@ -18,7 +18,9 @@
 #  mrcd      the same EVs as an SRv6 format and explicit profile of mrcd on
 #            host A (mrcctl): `mrcctl ev show` lists each EV's container and
 #            hops, and an mrc_perf QP on that profile (--ev-profile) sends
-#            over them: data verified, every spine's counter advances
+#            over them: data verified; `mrcctl ev deny 7 hop 203 port 2`
+#            (a link known bad) denies exactly the EV through spine 2/3, and
+#            the QP's packets then cross the 15 other spines, none that one
 #
 # Knobs: MRC_PERF (binary), SRV6_SECS (transfer length, 3).
 . "$(dirname "$0")/lib.sh"
@@ -165,6 +167,11 @@ ctl ev show 7 | head -3
 t_eq "mrcd: ev show lists 16 containers" "$(jq '[.evs[] | select(.sid != null)] | length' "$T_TMP/evshow.json")" 16
 t_eq "mrcd: EV 6 (plane 2, spine 3) decodes to its hops" \
 	"$(jq -c '.evs[6] | [.sid, .hops, .port]' "$T_TMP/evshow.json")" '["fd00:2:101:203:102:402::",["101","203","102","402"],2]'
+# The link leaf A -> spine 2/3 is known to be bad: deny exactly the EVs whose
+# path names that spine on plane 2, from their containers (no losses needed).
+ctl -j ev deny 7 hop 203 port 2 >"$T_TMP/deny.json" 2>&1 || t_fail "mrcd: ev deny 7 hop 203 port 2: $(cat "$T_TMP/deny.json")"
+t_eq "mrcd: ev deny hop 203 port 2 denied exactly" \
+	"$(ctl -j ev show 7 | jq -c '[.evs[] | select(.state == "denied") | .sid]')" '["fd00:2:101:203:102:402::"]'
 before=$(srv6_counters "$SR")
 PORT=$((PORT + 1))
 ip netns exec "$NB" timeout -s INT 60 "$B_PERF" server -d "$DEVS" -6 -B :: -p "$PORT" --no-mrcd --verify -j \
@@ -184,5 +191,7 @@ else
 fi
 after=$(srv6_counters "$SR")
 moved=$(jq -n --argjson b "$before" --argjson a "$after" '[$a | to_entries[] | select(.value.mine > $b[.key].mine)] | length')
-t_eq "mrcd: spines whose uSID the QP's packets named (of 16)" "$moved" 16
+t_eq "mrcd: spines whose uSID the QP's packets named (of 16; 2/3 denied)" "$moved" 15
+t_eq "mrcd: packets naming the denied spine 2/3" \
+	"$(jq -n --argjson b "$before" --argjson a "$after" '$a["2/3"].mine - $b["2/3"].mine')" 0
 t_done
