@@ -596,7 +596,8 @@ int ev_state(Parsed& p, const char* state) {
         }
     }
     if (evs.empty())
-      return local_error("ev", "no SRv6 EV of ev-profile " + std::to_string(id) + " crosses uSID " + hop,
+      return local_error("ev",
+                         "no SRv6 EV of ev-profile " + std::to_string(id) + " crosses uSID " + hop,
                          ENOENT, 1);
   } else if (p.args.contains("port")) {
     a["port"] = p.args["port"];
@@ -742,18 +743,20 @@ std::vector<Cmd> commands() {
                    show_evs(x["evs"]);
                  });
                }});
-  c.push_back({"ev",
-               "deny",
-               "ev deny PROFILE HEX@PORT... | ev deny PROFILE port N | ev deny PROFILE hop USID [port N]",
-               "sets EVs (or every EV of a port, or every SRv6 EV whose path names uSID USID) "
-               "DENIED: no QP uses them",
-               {{"port", Kind::kNum, "port", "every EV of this port"},
-                {"hop", Kind::kStr, "hop", "SRv6: every EV whose container names this uSID (hex)"}},
-               1024,
-               [](Parsed& p) { return ev_state(p, "denied"); }});
+  c.push_back(
+      {"ev",
+       "deny",
+       "ev deny PROFILE HEX@PORT... | ev deny PROFILE port N | ev deny PROFILE hop USID [port N]",
+       "sets EVs (or every EV of a port, or every SRv6 EV whose path names uSID USID) "
+       "DENIED: no QP uses them",
+       {{"port", Kind::kNum, "port", "every EV of this port"},
+        {"hop", Kind::kStr, "hop", "SRv6: every EV whose container names this uSID (hex)"}},
+       1024,
+       [](Parsed& p) { return ev_state(p, "denied"); }});
   c.push_back({"ev",
                "allow",
-               "ev allow PROFILE HEX@PORT... | ev allow PROFILE port N | ev allow PROFILE hop USID [port N]",
+               "ev allow PROFILE HEX@PORT... | ev allow PROFILE port N | ev allow PROFILE hop USID "
+               "[port N]",
                "sets EVs GOOD again",
                {{"port", Kind::kNum, "port", "every EV of this port"},
                 {"hop", Kind::kStr, "hop", "SRv6: every EV whose container names this uSID (hex)"}},
