@@ -481,8 +481,8 @@ Status Controller::modify_ev_fmt_profile(uint64_t id, EvFmtProfileAttr& attr, ui
       rec.set_mask |= MRC_CTL_SET_FIELDS;
     }
   }
-  if ((rec.set_mask & MRC_CTL_SET_FIELDS) &&
-      rec.mode != kFmtUdp) {  // the mode may have changed since
+  // The fields against the mode (which may have changed since they were set).
+  if ((rec.set_mask & MRC_CTL_SET_FIELDS) && rec.mode != kFmtUdp) {
     uint32_t total = 0;
     for (uint32_t i = 0; i < rec.field_count; i++) total += rec.width[i];
     MRC_TRY(check_fmt_width(rec.mode, total, lim_.ev_max_width, obj));
