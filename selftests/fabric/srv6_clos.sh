@@ -27,7 +27,6 @@
 # whose destination names it (its uSID active: "mine") and any others.
 
 SRV6_ROOT=${SRV6_ROOT:-/run/mrc-srv6}
-SRV6_SELF=$(readlink -f "${BASH_SOURCE[0]}")
 SRV6_PORT=${SRV6_PORT:-4791}
 
 srv6_ns() { echo "mrc6-$1-$2"; } # RUN NODE
@@ -109,11 +108,16 @@ srv6_up() { # [planes=N] [spines=N] -> prints the run id
 	for ((p = 1; p <= planes; p++)); do
 		la=$(srv6_ns "$run" "l${p}a")
 		lb=$(srv6_ns "$run" "l${p}b")
-		_srv6_router_ns "$la" && _srv6_router_ns "$lb" || { srv6_down "$run"; return 1; }
+		if ! _srv6_router_ns "$la" || ! _srv6_router_ns "$lb"; then
+			srv6_down "$run"
+			return 1
+		fi
 		# host ports: host side a, leaf side b
-		_srv6_link "$run" "$ha" "p$p" "$la" h "02:6a:0$p:00:00:01" "02:6a:0$p:00:00:02" &&
-			_srv6_link "$run" "$hb" "p$p" "$lb" h "02:6b:0$p:00:00:01" "02:6b:0$p:00:00:02" ||
-			{ srv6_down "$run"; return 1; }
+		if ! _srv6_link "$run" "$ha" "p$p" "$la" h "02:6a:0$p:00:00:01" "02:6a:0$p:00:00:02" ||
+			! _srv6_link "$run" "$hb" "p$p" "$lb" h "02:6b:0$p:00:00:01" "02:6b:0$p:00:00:02"; then
+			srv6_down "$run"
+			return 1
+		fi
 		ip -n "$ha" addr add "fd00:$p:401::/64" dev "p$p" nodad
 		ip -n "$hb" addr add "fd00:$p:402::/64" dev "p$p" nodad
 		ip -n "$ha" -6 route add "fd00:$p::/32" via fe80::2 dev "p$p"
@@ -123,9 +127,11 @@ srv6_up() { # [planes=N] [spines=N] -> prints the run id
 			s=$(srv6_ns "$run" "s$p$k")
 			_srv6_router_ns "$s" || { srv6_down "$run"; return 1; }
 			# leaf side a, spine side b
-			_srv6_link "$run" "$la" "s$k" "$s" la "02:6c:0$p:0$k:00:01" "02:6c:0$p:0$k:00:02" &&
-				_srv6_link "$run" "$lb" "s$k" "$s" lb "02:6d:0$p:0$k:00:01" "02:6d:0$p:0$k:00:02" ||
-				{ srv6_down "$run"; return 1; }
+			if ! _srv6_link "$run" "$la" "s$k" "$s" la "02:6c:0$p:0$k:00:01" "02:6c:0$p:0$k:00:02" ||
+				! _srv6_link "$run" "$lb" "s$k" "$s" lb "02:6d:0$p:0$k:00:01" "02:6d:0$p:0$k:00:02"; then
+				srv6_down "$run"
+				return 1
+			fi
 			local su
 			su=$(srv6_usid "s$k")
 			_srv6_end "$s" "$p" "$su" la || { srv6_err "seg6local End next-csid refused in $s"; srv6_down "$run"; return 1; }
@@ -140,7 +146,10 @@ srv6_up() { # [planes=N] [spines=N] -> prints the run id
 			# per-spine counters on the port from leaf A
 			_srv6_counters "$s" "$p" "$su" || { srv6_down "$run"; return 1; }
 		done
-		_srv6_end "$la" "$p" 101 h && _srv6_end "$lb" "$p" 102 h || { srv6_down "$run"; return 1; }
+		if ! _srv6_end "$la" "$p" 101 h || ! _srv6_end "$lb" "$p" 102 h; then
+			srv6_down "$run"
+			return 1
+		fi
 		ip -n "$la" -6 route add "fd00:$p:401::/48" via fe80::1 dev h
 		ip -n "$lb" -6 route add "fd00:$p:402::/48" via fe80::1 dev h
 		# shellcheck disable=SC2086 # nexthop lists

@@ -131,7 +131,10 @@ gap=$(grep '"t_ms"' "$T_TMP/failure-server.log" | jq -s '
 	($b | length - 1 - (reverse | map(. > 0) | index(true))) as $last |
 	reduce $b[$first:$last + 1][] as $x ({run: 0, max: 0};
 		if $x == 0 then .run += 1 | .max = ([.max, .run] | max) else .run = 0 end) | .max * 5')
-t_range "failure: longest receive stall, ms (5 ms samples)" "$gap" 0 20
+# (under TCG in the VM layer everything is 10-30 times slower)
+stall_max=20
+t_vm && stall_max=400
+t_range "failure: longest receive stall, ms (5 ms samples)" "$gap" 0 "$stall_max"
 srv6_heal "$SR" 2 3
 
 # --- mrcd: SRv6 format and profile through the controller
@@ -143,7 +146,9 @@ if [ ! -x "$MRCD" ] || [ ! -x "$MRCCTL" ]; then
 fi
 mkdir -p "$T_TMP/bpf"
 mount -t bpf bpf "$T_TMP/bpf" || t_skip "cannot mount a bpffs"
-trap 'srv6_down "$SR"; umount "$T_TMP/bpf" 2>/dev/null; t_cleanup' EXIT
+# mrcd (in T_PIDS) goes first, then its bpffs and the fabric
+trap 'for p in "${T_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	umount "$T_TMP/bpf" 2>/dev/null; srv6_down "$SR"; t_cleanup' EXIT
 ip netns exec "$NA" "$MRCD" --plane p1:1 --plane p2:2 --plane p3:3 --plane p4:4 --pin-dir "$T_TMP/bpf/mrc" \
 	--socket "$T_TMP/mrcd.sock" --metrics "" >"$T_TMP/mrcd.log" 2>&1 &
 T_PIDS+=("$!")
