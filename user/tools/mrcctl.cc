@@ -827,47 +827,47 @@ std::vector<Cmd> commands() {
                  });
                }});
   // Endpoint operations
-  c.push_back({"probe",
-               "",
-               "probe DST [HEX@PORT[=ADDR]...] [timeout MS] [tc DSCP] [src ADDR] [fmt stev|udp] "
-               "[req-ids N,...] [port-status MASK]",
-               "EV probes to DST (one per EV, =ADDR sends that one elsewhere; without EVs one per "
-               "port on EV 0), "
-               "RTT in ns; ETIMEDOUT with the responses that arrived",
-               {{"timeout", Kind::kNum, "timeout_ms", "response timeout, ms (1000)"},
-                {"tc", Kind::kNum, "tc", "DSCP of the requests (control class)"},
-                {"src", Kind::kStr, "src", "source address (the port's by default)"},
-                {"fmt", Kind::kStr, "fmt", "EV carriage: stev | udp"},
-                {"req-ids", Kind::kNumList, "req_ids", "request ids, one per EV"},
-                {"port-status", Kind::kNum, "port_status",
-                 "send PORT_STATUS_UPDATE with this mask instead"}},
-               1024,
-               [](Parsed& p) {
-                 if (p.pos.empty())
-                   return local_error("probe", "usage: mrcctl probe DST [HEX@PORT...]", EINVAL, 2);
-                 json a = p.args;
-                 a["dst"] = p.pos[0];
-                 json evs = json::array();
-                 for (size_t i = 1; i < p.pos.size(); i++) evs.push_back(p.pos[i]);
-                 a["evs"] = evs;
-                 if (a.contains("port_status")) a["op"] = "port_status";
-                 json r;
-                 int rc = call("probe", a, &r);
-                 auto human = [](const json& x) {
-                   for (const json& y : x.value("responses", json::array()))
-                     std::printf("req_id %-5s port %-2s ev %-10s from %s rtt %s ns%s\n",
-                                 str(y["req_id"]).c_str(), str(y["port"]).c_str(),
-                                 str(y.value("ev", json())).c_str(),
-                                 str(y.value("from", json())).c_str(), str(y["rtt_ns"]).c_str(),
-                                 y.value("adj_svc_time", false) ? " (service time removed)" : "");
-                   std::printf("%s of %s answered\n", str(x.value("answered", json(0))).c_str(),
-                               str(x.value("sent", json(0))).c_str());
-                 };
-                 if (!rc) return out(r, human);
-                 if (!g.json && r.is_object() && r.contains("responses"))
-                   human(r);  // partial results
-                 return rc;
-               }});
+  c.push_back(
+      {"probe",
+       "",
+       "probe DST [HEX@PORT[=ADDR]...] [timeout MS] [tc DSCP] [src ADDR] [fmt stev|udp|srv6] "
+       "[req-ids N,...] [port-status MASK]",
+       "EV probes to DST (one per EV, =ADDR sends that one elsewhere; without EVs one per "
+       "port on EV 0), "
+       "RTT in ns; ETIMEDOUT with the responses that arrived",
+       {{"timeout", Kind::kNum, "timeout_ms", "response timeout, ms (1000)"},
+        {"tc", Kind::kNum, "tc", "DSCP of the requests (control class)"},
+        {"src", Kind::kStr, "src", "source address (the port's by default)"},
+        {"fmt", Kind::kStr, "fmt", "EV carriage: stev | udp | srv6 (HEX = the uSID container)"},
+        {"req-ids", Kind::kNumList, "req_ids", "request ids, one per EV"},
+        {"port-status", Kind::kNum, "port_status",
+         "send PORT_STATUS_UPDATE with this mask instead"}},
+       1024,
+       [](Parsed& p) {
+         if (p.pos.empty())
+           return local_error("probe", "usage: mrcctl probe DST [HEX@PORT...]", EINVAL, 2);
+         json a = p.args;
+         a["dst"] = p.pos[0];
+         json evs = json::array();
+         for (size_t i = 1; i < p.pos.size(); i++) evs.push_back(p.pos[i]);
+         a["evs"] = evs;
+         if (a.contains("port_status")) a["op"] = "port_status";
+         json r;
+         int rc = call("probe", a, &r);
+         auto human = [](const json& x) {
+           for (const json& y : x.value("responses", json::array()))
+             std::printf("req_id %-5s port %-2s ev %-10s from %s rtt %s ns%s\n",
+                         str(y["req_id"]).c_str(), str(y["port"]).c_str(),
+                         str(y.value("ev", json())).c_str(), str(y.value("from", json())).c_str(),
+                         str(y["rtt_ns"]).c_str(),
+                         y.value("adj_svc_time", false) ? " (service time removed)" : "");
+           std::printf("%s of %s answered\n", str(x.value("answered", json(0))).c_str(),
+                       str(x.value("sent", json(0))).c_str());
+         };
+         if (!rc) return out(r, human);
+         if (!g.json && r.is_object() && r.contains("responses")) human(r);  // partial results
+         return rc;
+       }});
   c.push_back({"qp",
                "show",
                "qp show",

@@ -20,7 +20,9 @@
 #            hops, and an mrc_perf QP on that profile (--ev-profile) sends
 #            over them: data verified; `mrcctl ev deny 7 hop 203 port 2`
 #            (a link known bad) denies exactly the EV through spine 2/3, and
-#            the QP's packets then cross spines of every plane, never that one
+#            the QP's packets then cross spines of every plane, never that one;
+#            EV probes (mrcctl probe ... fmt srv6) follow their containers: the
+#            one through a failed spine link is lost, its neighbour's answered
 #
 # Knobs: MRC_PERF (binary), SRV6_SECS (transfer length, 3).
 . "$(dirname "$0")/lib.sh"
@@ -183,6 +185,17 @@ ip netns exec "$NB" timeout -s INT 60 "$B_PERF" server -d "$DEVS" -6 -B :: -p "$
 	>"$T_TMP/mrcd-server.log" 2>&1 &
 spid=$!
 T_PIDS+=("$spid")
+# EV probes on SRv6 EVs (host B's XDP program, loaded by the server, answers
+# them): mrcd sends each with its container as the destination, so with the
+# link to spine 3/1 failed the probe through 3/1 is lost, the one through 3/2
+# answered.
+sleep 1
+srv6_blackhole "$SR" 3 1
+j=$(ctl -j probe fd00:3:402:: fd000003010102010102040200000000@3 fd000003010102020102040200000000@3 \
+	fmt srv6 timeout 500 req-ids 11,12)
+srv6_heal "$SR" 3 1
+t_eq "mrcd: EV probes over containers via spines 3/1 (failed) and 3/2: answered req_ids and sources" \
+	"$(echo "$j" | jq -c '(.result // .) | [[.responses[].req_id], [.responses[].from]]')" '[[12],["fd00:3:402::"]]'
 ip netns exec "$NA" timeout -s INT 60 "$B_PERF" client fd00:1:402:: -d "$DEVS" -6 -p "$PORT" --verify -j -D 2 \
 	--pin-dir "$T_TMP/bpf/mrc" --ev-profile 7 >"$T_TMP/mrcd-client.log" 2>&1
 crc=$?
