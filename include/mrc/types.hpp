@@ -283,6 +283,7 @@ struct EvEntry {
   uint32_t ev = 0;
   uint8_t port = 0;
   bool denied = false;  // controller decision, shared by every QP of the profile
+  std::array<uint8_t, 16> sid{};  // SRv6 formats: the uSID container (the IPv6 destination)
 };
 
 enum class EvMode : uint32_t { kAuto = 1u << 0, kExplicit = 1u << 1, kGenerated = 1u << 2 };

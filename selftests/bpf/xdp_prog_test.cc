@@ -18,7 +18,9 @@
 #include "bpf/mrc_xdp.hpp"
 #include "bpf_test_env.hpp"
 #include "codec/bytes.hpp"
+#include "codec/ev.hpp"
 #include "codec/icrc.hpp"
+#include "codec/srv6.hpp"
 #include "mrc_crc32_table.h"
 #include "xdp_rows.hpp"
 
@@ -293,6 +295,49 @@ std::vector<Row> make_rows() {
       c.udp_port = 4792;
       ASSERT_TRUE(m.set_cfg(c));
     };
+    rows.push_back(r);
+  }
+
+  // --- SRv6 uSID EVs (wire-format.md "SRv6 uSID EVs"): after the last
+  // shift the destination is the host's own address (its uSID's final form)
+  // and the packet is plain MRC over IPv6, classified by UDP port as any; the
+  // entropy (the container's hash) rides in the flow label and source port.
+  {
+    IpAddr a, b;
+    a.ver = b.ver = IpVersion::kV6;
+    a.b = {0xfd, 0, 0, 1, 0x04, 0x01};  // fd00:1:401::
+    b.b = {0xfd, 0, 0, 1, 0x04, 0x02};  // fd00:1:402::
+    const codec::Srv6Sid sid = {0xfd, 0, 0, 1, 0x01, 0x01, 0x02, 0x03, 0x01, 0x02, 0x04, 0x02};
+    auto srv6 = [&](uint8_t op, const IpAddr& dst) {
+      Packet p = make_packet(op, IpVersion::kV6, 64);
+      p.ip.src = a;
+      p.ip.dst = dst;
+      codec::ev_apply(codec::srv6_entropy(sid), codec::EvFmtMode::kSrv6, p.ip, p.udp);
+      return p;
+    };
+    rows.push_back(redirect_row("redirect_v6_srv6_after_last_shift", srv6(MRC_OP_WRITE_MIDDLE, b),
+                                MRC_META_KIND_DATA));
+    rows.push_back(redirect_row("redirect_v6_srv6_sack_to_plain_address", srv6(MRC_OP_SACK, b),
+                                MRC_META_KIND_CONTROL));
+    // Not shifted (a fabric that did not forward by uSID): still MRC by its
+    // port; the engine drops it (its ICRC covers the final address).
+    IpAddr c;
+    c.ver = IpVersion::kV6;
+    c.b = sid;
+    rows.push_back(redirect_row("redirect_v6_srv6_unshifted_container",
+                                srv6(MRC_OP_WRITE_MIDDLE, c), MRC_META_KIND_DATA));
+    // Trimmed on the way: the NACK goes back to the requester's own address
+    // with the entropy echoed, like any.
+    Trim t{true, kDscpTrimmed, false, MRC_OP_WRITE_MIDDLE};
+    Packet p = srv6(MRC_OP_WRITE_MIDDLE, b);
+    p.ip.dscp = t.dscp;
+    Row r;
+    r.name = "trim_nack_v6_srv6";
+    r.in = trimmed_frame(p, t);
+    r.action = XDP_TX;
+    r.out = Out::kExact;
+    r.expect = expected_nack(p, kRemoteQpn, MRC_NACK_TRIMMED, kDscpControl);
+    r.deltas = {{"tx_trim_nack", 1}};
     rows.push_back(r);
   }
 

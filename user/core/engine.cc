@@ -6,6 +6,7 @@
 
 #include "codec/ev.hpp"
 #include "core/engine_impl.hpp"
+#include "core/srv6.hpp"
 
 namespace mrc::core {
 
@@ -324,6 +325,21 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
   // Value checks before anything changes.
   if ((mrc & kMrcEvProfileId) && a.ev_profile_id && !ev_profiles_.count(a.ev_profile_id))
     return bad("EV profile " + std::to_string(a.ev_profile_id) + " is not installed");
+  if (ibv & kQpAv) {
+    const uint64_t evp = (mrc & kMrcEvProfileId) ? a.ev_profile_id : q->attr.ev_profile_id;
+    auto it = evp ? ev_profiles_.find(evp) : ev_profiles_.end();
+    if (it != ev_profiles_.end() && it->second.fmt == codec::EvFmtMode::kSrv6) {
+      bool any = false;
+      for (size_t p = 1; p <= kMaxPorts; p++) {
+        if (!a.av[p].valid) continue;
+        if (a.av[p].ip.ver != codec::IpVersion::kV6)
+          return bad("an SRv6 EV profile needs IPv6 addresses");
+        for (const EvEntry& e : it->second.evs) any |= e.port == p && srv6_ends_at(e, a.av[p].ip);
+      }
+      if (!any)
+        return bad("no SRv6 EV of profile " + std::to_string(evp) + " ends at the peer's address");
+    }
+  }
   if ((mrc & kMrcCcProfileId) && a.cc_profile_id && !cc_profiles_.count(a.cc_profile_id))
     return bad("CC profile " + std::to_string(a.cc_profile_id) + " is not installed");
   if ((ibv & kQpPathMtu) && (a.path_mtu < 256 || a.path_mtu > kMaxPathMtu || a.path_mtu % 64))
@@ -493,9 +509,16 @@ void Engine::build_paths(Qp& q) {
       }
     }
   } else {
+    // SRv6: only the containers that end at the peer's address reach it.
+    const bool srv6 = prof.fmt == codec::EvFmtMode::kSrv6;
     for (const EvEntry& e : prof.evs)
-      if (e.port <= kMaxPorts && q.attr.av[e.port].valid) evs.push_back(e);
+      if (e.port <= kMaxPorts && q.attr.av[e.port].valid &&
+          (!srv6 || srv6_ends_at(e, q.attr.av[e.port].ip)))
+        evs.push_back(e);
   }
+  q.srv6_sid.clear();
+  if (prof.fmt == codec::EvFmtMode::kSrv6)
+    for (const EvEntry& e : evs) q.srv6_sid.push_back(e.sid);
   q.carried_mask = codec::ev_carried_mask(q.fmt, q.ipver);
   PathParams pp = cfg_.paths;
   pp.min_active = prof.ev_min_active;
@@ -645,6 +668,7 @@ Status Engine::install_ev_profile(uint64_t id, EvProfile p) {
     return Error(EINVAL, "ev_min_active exceeds ev_count");
   for (const EvEntry& e : p.evs)
     if (e.port == 0 || e.port > kMaxPorts) return Error(EINVAL, "EV port must be 1..16");
+  MRC_TRY(srv6_check_profile(p));
   ev_profiles_[id] = std::move(p);
   return {};
 }

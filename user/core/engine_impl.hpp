@@ -181,6 +181,8 @@ struct Engine::Qp {
   bool sack_due = false;  // owes a SACK at the end of the rx() burst  // the last far-ahead SACK reported the oldest PSNs
   Trigger last;
   uint32_t rev_ev[kMaxPorts + 1] = {};
+  // SRv6 profiles: each path's uSID container (the data and probe destination).
+  std::vector<std::array<uint8_t, 16>> srv6_sid;
   uint8_t rev_rr = 0;
   std::vector<uint64_t> rq;
   uint32_t rq_head = 0, rq_count = 0;

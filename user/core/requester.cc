@@ -6,6 +6,7 @@
 
 #include "codec/ev.hpp"
 #include "core/engine_impl.hpp"
+#include "core/srv6.hpp"
 
 namespace mrc::core {
 
@@ -672,6 +673,7 @@ bool Engine::emit_probe(Qp& q, TxSink& sink, Time now, int ev_idx, uint32_t& por
   pk.peth.dpdcid = uint16_t(q.attr.dest_qp_num);
   pk.peth.tx_ts = ts16(now);
   size_t n = codec::build(pk, {buf, cap});
+  if (n && !q.srv6_sid.empty()) srv6_set_dst({buf, n}, 14, q.srv6_sid[size_t(ev_idx)]);
   sink.commit(e.port, uint32_t(n));
   if (!n) return false;
   q.stats.tx_probe_pkts++;
@@ -746,6 +748,7 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
     skip = 0;
   }
   codec::seal({buf, n}, 14);
+  if (!q.srv6_sid.empty()) srv6_set_dst({buf, n}, 14, q.srv6_sid[size_t(ev_idx)]);
   sink.commit(e.port, uint32_t(n));
   stats_.tx_frames++;
   stats_.tx_bytes += n;

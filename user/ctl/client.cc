@@ -7,6 +7,7 @@
 
 #include "ctl/controller.hpp"
 #include "ctl/pinned_store.hpp"
+#include "ctl/srv6.hpp"
 
 namespace mrc::ctl {
 
@@ -149,7 +150,20 @@ Result<ResolvedEvProfile> Client::ev_profile(uint64_t id) const {
   r.ev_count = h.ev_count;
   core::EvProfile& p = r.profile;
   p.mode = core_mode(h.mode);
-  p.fmt = h.fmt_mode == kFmtUdp ? codec::EvFmtMode::kUdp : codec::EvFmtMode::kStev;
+  p.fmt = codec_fmt_mode(h.fmt_mode);
+  // SRv6: each entry's uSID container, expanded with the format's widths.
+  mrc_ctl_fmt fmt{};
+  if (h.fmt_mode == kFmtSrv6) {
+    bool found = false;
+    for (const mrc_ctl_fmt& f : s_->regions().fmts)
+      if (read_record(f, &fmt) && fmt.used && fmt.id == h.fmt_id) {
+        found = true;
+        break;
+      }
+    if (!found)
+      return Error(EAGAIN,
+                   obj + ": its SRv6 format " + std::to_string(h.fmt_id) + " is gone (retry)");
+  }
   p.ev_min_active = h.min_active;
   p.event_mask = core::kEvGood | core::kEvAssumedBad;
   if (h.mode != kEvModeAuto) {
@@ -157,6 +171,8 @@ Result<ResolvedEvProfile> Client::ev_profile(uint64_t id) const {
     for (const auto& e : entries) {
       if (!e.populated) return Error(EAGAIN, obj + " has an UNPOPULATED EV while ONLINE (retry)");
       p.evs.push_back(core::EvEntry{e.wire, e.port, e.state == kEvDenied});
+      if (h.fmt_mode == kFmtSrv6 && !srv6_sid_of(fmt, h, e, p.evs.back().sid))
+        return Error(EINVAL, obj + ": an SRv6 EV does not expand to a uSID container");
     }
   }
   return r;

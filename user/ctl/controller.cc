@@ -1,6 +1,7 @@
 #include "ctl/controller.hpp"
 
 #include "ctl/ep.hpp"
+#include "ctl/srv6.hpp"
 
 #include <signal.h>
 
@@ -56,9 +57,7 @@ std::vector<codec::EvField> ev_fields_of(const mrc_ctl_evp& p) {
   return v;
 }
 
-codec::EvFmtMode codec_mode(uint32_t fmt_mode) {
-  return fmt_mode == kFmtUdp ? codec::EvFmtMode::kUdp : codec::EvFmtMode::kStev;
-}
+codec::EvFmtMode codec_mode(uint32_t fmt_mode) { return codec_fmt_mode(fmt_mode); }
 
 Ev entry_ev(const mrc_ctl_ev_entry& e) {
   Ev v;
@@ -265,7 +264,7 @@ DeviceAttr Controller::query_device() const {
   a.ev.ev_max_count_profile = MRC_CTL_EV_MAX_PER_PROFILE;
   a.ev.ev_count_align = lim_.ev_count_align;
   a.ev.ev_max_width = lim_.ev_max_width;
-  a.ev.ev_fmt_mode_mask = kFmtStev | kFmtUdp;
+  a.ev.ev_fmt_mode_mask = kFmtStev | kFmtSrv6 | kFmtUdp;
   a.ev.ev_mode_mask = kEvModeAuto | kEvModeExp | kEvModeGen;
   a.ev.ev_op_max_entries = lim_.ev_op_max_entries;
   a.cc.cc_max_profiles = uint32_t(r.ccs.size());
@@ -439,8 +438,6 @@ Status Controller::modify_ev_fmt_profile(uint64_t id, EvFmtProfileAttr& attr, ui
     const uint32_t m = attr.ev_fmt_mode;
     if (!single_bit(m) || !(m & (kFmtStev | kFmtSrv6 | kFmtUdp)))
       return Error(EINVAL, obj + ": ev_fmt_mode " + std::to_string(m) + " is not a format mode");
-    if (m == kFmtSrv6)
-      return Error(EINVAL, obj + ": SRv6 EV formats are not supported (ev_fmt_mode_mask)");
     rec.mode = m;
     rec.set_mask |= MRC_CTL_SET_MODE;
   }
@@ -477,15 +474,18 @@ Status Controller::modify_ev_fmt_profile(uint64_t id, EvFmtProfileAttr& attr, ui
                                   std::to_string(w) + " bits wide (fields are at most 32)");
         total += w;
       }
-      if (total > lim_.ev_max_width)
-        return Error(E2BIG, obj + ": format fields total " + std::to_string(total) +
-                                " bits, more than ev_max_width " +
-                                std::to_string(lim_.ev_max_width));
+      MRC_TRY(check_fmt_width(rec.mode, total, lim_.ev_max_width, obj));
       std::memset(rec.width, 0, sizeof(rec.width));
       for (int i = 0; i < n; i++) rec.width[i] = attr.ev_fmt_op.fmt_fields[size_t(i)].width;
       rec.field_count = uint32_t(n);
       rec.set_mask |= MRC_CTL_SET_FIELDS;
     }
+  }
+  // The fields against the mode (which may have changed since they were set).
+  if ((rec.set_mask & MRC_CTL_SET_FIELDS) && rec.mode != kFmtUdp) {
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < rec.field_count; i++) total += rec.width[i];
+    MRC_TRY(check_fmt_width(rec.mode, total, lim_.ev_max_width, obj));
   }
   if ((rec.set_mask & MRC_CTL_SET_FIELDS) && rec.mode == kFmtUdp) {
     uint32_t total = 0;
@@ -587,7 +587,7 @@ struct Controller::EvpModify {
   Status validate_fields(uint32_t max_width) const {
     std::string why;
     auto f = ev_fields_of(rec);
-    int e = codec::ev_validate(fmtf, f, max_width, &why);
+    int e = codec::ev_validate(fmtf, f, fmt_width_limit(fmt ? fmt->mode : kFmtStev, max_width), &why);
     if (e) return Error(e, why);
     return ok_status();
   }
@@ -598,7 +598,7 @@ struct Controller::EvpModify {
     auto f = ev_fields_of(rec);
     if (!codec::ev_expand(fmtf, f, compact, out)) return false;
     std::memcpy(e.val, compact.data(), codec::kEvMaxBytes);
-    e.wire = codec::ev_to_u32(out, codec_mode(fmt ? fmt->mode : kFmtStev));
+    e.wire = ev_wire(out, fmt ? fmt->mode : kFmtStev);
     e.port = port;
     e.populated = 1;
     return true;

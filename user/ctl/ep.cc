@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "ctl/srv6.hpp"
+
 namespace mrc::ctl {
 
 Time mono_ns() {
@@ -47,9 +49,7 @@ Result<uint64_t> EpBatcher::start(uint8_t req_tc, uint32_t op_type, std::span<co
       return Error(EINVAL, what + ": req_id repeated in the batch");
     if (auto it = out_.find(r.req_id); it != out_.end())
       return Error(EINVAL, what + ": req_id is outstanding (wait until its responses drained)");
-    if (r.ev_fmt_mode == kFmtSrv6)
-      return Error(ENOTSUP, what + ": SRv6 EVs are not supported by this implementation");
-    if (r.ev_fmt_mode != kFmtStev && r.ev_fmt_mode != kFmtUdp)
+    if (r.ev_fmt_mode != kFmtStev && r.ev_fmt_mode != kFmtUdp && r.ev_fmt_mode != kFmtSrv6)
       return Error(EINVAL, what + ": ev_fmt_mode " + std::to_string(r.ev_fmt_mode) +
                                " is not a format mode");
     if (gid_is_zero(r.dgid)) return Error(EINVAL, what + ": dgid is zero");
@@ -60,6 +60,18 @@ Result<uint64_t> EpBatcher::start(uint8_t req_tc, uint32_t op_type, std::span<co
     w.op = op_type == kEpOpEvProbe ? MRC_EP_OP_EV_PROBE : MRC_EP_OP_PORT_STATUS_UPDATE;
     w.port = r.req_ev.port;
     w.dscp = req_tc;
+    if (r.ev_fmt_mode == kFmtSrv6) {
+      w.dst = ip_from_gid(r.dgid);
+      MRC_TRY(srv6_ep_request(r.req_ev.val, w, what));
+      w.fmt_mode = r.ev_fmt_mode;
+      if (!gid_is_zero(r.sgid)) {
+        w.src = ip_from_gid(r.sgid);
+        w.src_set = true;
+      }
+      w.port_status = r.port_status;
+      wires.push_back(w);
+      continue;
+    }
     const auto mode = r.ev_fmt_mode == kFmtUdp ? codec::EvFmtMode::kUdp : codec::EvFmtMode::kStev;
     // Bits beyond the carriage's width cannot be put on the wire.
     const size_t width = mode == codec::EvFmtMode::kUdp ? 2 : 4;

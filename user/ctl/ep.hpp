@@ -43,6 +43,10 @@ struct EpWire {
   bool src_set = false;
   codec::IpAddr dst;
   uint32_t port_status = 0;
+  // SRv6: the request leaves with this uSID container as its destination
+  // (`dst` is where it ends, after the last shift: the ICRC covers it).
+  bool srv6 = false;
+  std::array<uint8_t, 16> sid{};
 };
 
 // A response as the transport saw it.

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "ctl/srv6.hpp"
+
 namespace mrc::ctl::proto {
 
 const char* errno_name(int e) {
@@ -284,6 +286,24 @@ json ev_entry_json(size_t index, const mrc_ctl_ev_entry& e) {
               {"state", ev_state_name(e.state)}};
 }
 
+json ev_entry_json(const Controller& c, const mrc_ctl_evp& p, size_t index,
+                   const mrc_ctl_ev_entry& e) {
+  json j = ev_entry_json(index, e);
+  const mrc_ctl_fmt* fmt = p.fmt_mode == kFmtSrv6 ? c.fmt_record(p.fmt_id) : nullptr;
+  codec::Srv6Sid sid{};
+  if (fmt && e.populated && srv6_sid_of(*fmt, p, e, sid)) {
+    j["sid"] = codec::srv6_to_string(sid);
+    json hops = json::array();
+    for (uint16_t u : codec::srv6_hops(sid)) {
+      char b[8];
+      std::snprintf(b, sizeof(b), "%x", unsigned(u));
+      hops.push_back(b);
+    }
+    j["hops"] = hops;
+  }
+  return j;
+}
+
 std::map<EvCounterKey, EvCounterSum> sum_evstats(const EvStatList& list) {
   std::map<EvCounterKey, EvCounterSum> m;
   for (const auto& [k, v] : list) {
@@ -365,7 +385,7 @@ json evp_json(const Controller& c, const mrc_ctl_evp& p, bool with_evs) {
          {"changes", p.changes}};
   if (with_evs) {
     json a = json::array();
-    for (size_t i = 0; i < evs.size(); i++) a.push_back(ev_entry_json(i, evs[i]));
+    for (size_t i = 0; i < evs.size(); i++) a.push_back(ev_entry_json(c, p, i, evs[i]));
     j["evs"] = a;
   }
   return j;

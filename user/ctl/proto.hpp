@@ -57,6 +57,9 @@ json device_json(const Controller& c);
 json fmt_json(const mrc_ctl_fmt& f);
 json evp_json(const Controller& c, const mrc_ctl_evp& p, bool with_evs);
 json ev_entry_json(size_t index, const mrc_ctl_ev_entry& e);
+// ... and, of an SRv6 profile, the EV's uSID container ("sid") and its hops.
+json ev_entry_json(const Controller& c, const mrc_ctl_evp& p, size_t index,
+                   const mrc_ctl_ev_entry& e);
 // The per-EV counters applications publish (mrc_ctl_evstat), summed over the
 // reporting processes per (profile, wire, port): counts add up, rtt_min_ns is
 // the smallest, rtt_last_ns and update_ns the largest.

@@ -128,7 +128,7 @@ json op_ev_show(Request& r) {
   if (auto st = r.ctl.store().list_evstats()) sums = proto::sum_evstats(*st);
   const Time now = mono_ns();
   for (size_t i = 0; i < arr.size(); i++) {
-    json e = proto::ev_entry_json(i, arr[i]);
+    json e = proto::ev_entry_json(r.ctl, *p, i, arr[i]);
     if (*filt && e["state"] != **filt) continue;
     if (*port && arr[i].port != **port) continue;
     auto it = arr[i].populated ? sums.find({**pid, arr[i].wire, uint8_t(arr[i].port)}) : sums.end();

@@ -222,6 +222,9 @@ Status Prober::transmit(const ctl::EpWire& w, bool* waiting) {
   uint8_t frame[256];
   size_t n = codec::build(p, frame);
   if (!n) return Error(EINVAL, "building the endpoint request");
+  if (w.srv6)
+    std::memcpy(frame + 14 + 24, w.sid.data(),
+                w.sid.size());  // SRv6: the container (ICRC over w.dst)
   if (n < 60) {
     std::memset(frame + n, 0, 60 - n);
     n = 60;

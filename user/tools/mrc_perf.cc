@@ -35,6 +35,7 @@
 #include "lib/exchange.hpp"
 #include "lib/neigh.hpp"
 #include "mrc/mrc.hpp"
+#include "tools/perf_srv6.hpp"
 
 using namespace mrc;
 using Clock = std::chrono::steady_clock;
@@ -91,6 +92,8 @@ struct Opts {
   bool mem = false;    // --mem: memory per QP (idle, connected) and after the run
   uint64_t ev_profile = 0, cc_profile = 0;  // mrcd's profiles (0: the built-in ones)
   std::string counters_json;  // --counters-json: every counter at exit, one JSON object
+  std::string srv6;           // --srv6 FILE: SRv6 uSID EVs (perf_srv6.hpp)
+  uint32_t srv6_qps = ~0u;    // --srv6-qps N: only the first N QPs use them
 };
 
 FILE* g_ev_log = nullptr;
@@ -179,7 +182,10 @@ FILE* g_ev_log = nullptr;
       "                       with every QP connected and idle (200 ms after the handshake,\n"
       "                       before any traffic) and at the end of the run\n"
       "      --ev-profile ID  QPs use mrcd's EV profile ID (mrcctl ev-profile create)\n"
-      "      --cc-profile ID  QPs use mrcd's CC profile ID (mrcctl cc-profile create)\n");
+      "      --cc-profile ID  QPs use mrcd's CC profile ID (mrcctl cc-profile create)\n"
+      "      --srv6 FILE      QPs send over SRv6 uSID EVs: FILE lists one per line,\n"
+      "                       \"PORT CONTAINER\" (installed in the engine, not mrcd)\n"
+      "      --srv6-qps N     only the first N QPs use --srv6 (the others: UDP/flow-label EVs)\n");
   std::exit(code);
 }
 
@@ -251,6 +257,8 @@ enum LongOption {
   kMem,
   kEvProfile,
   kCcProfile,
+  kSrv6,
+  kSrv6Qps,
   kProgress,
   kSpinUs,
   kProgressIdle,
@@ -296,6 +304,8 @@ const option kLongOptions[] = {{"dev", required_argument, nullptr, 'd'},
                                {"mem", no_argument, nullptr, kMem},
                                {"ev-profile", required_argument, nullptr, kEvProfile},
                                {"cc-profile", required_argument, nullptr, kCcProfile},
+                               {"srv6", required_argument, nullptr, kSrv6},
+                               {"srv6-qps", required_argument, nullptr, kSrv6Qps},
                                {"progress", required_argument, nullptr, kProgress},
                                {"spin-us", required_argument, nullptr, kSpinUs},
                                {"progress-idle-us", required_argument, nullptr, kProgressIdle},
@@ -402,6 +412,12 @@ void apply_long_option(Opts& o, int c, const char* arg) {
       break;
     case kCcProfile:
       o.cc_profile = num<uint64_t>("--cc-profile", arg);
+      break;
+    case kSrv6:
+      o.srv6 = arg;
+      break;
+    case kSrv6Qps:
+      o.srv6_qps = num<uint32_t>("--srv6-qps", arg);
       break;
     case kSpinUs:
       o.spin_us = num<uint32_t>("--spin-us", arg);
@@ -805,6 +821,10 @@ Side open_side(const Opts& o, uint32_t nqps) {
     off.enabled = false;
     must(s.ctx->install_cc_profile(1, off), "installing a CC profile");
   }
+  if (!o.srv6.empty())
+    must(s.ctx->install_ev_profile(perf::kSrv6ProfileId,
+                                   must(perf::read_srv6_profile(o.srv6), "--srv6")),
+         "installing the --srv6 EV profile");
   s.ch = must(s.ctx->create_comp_channel(), "create_comp_channel");
   s.cq = must(s.ctx->create_cq(65536, s.ch.get()), "create_cq");
   s.mem_base = mem_snap();
@@ -985,6 +1005,7 @@ void write_counters_json(Side& s, const Opts& o) {
         std::vector<uint64_t>(st->plane_tx_bytes + 1, st->plane_tx_bytes + 1 + o.devs.size());
     x["plane_rx_bytes"] =
         std::vector<uint64_t>(st->plane_rx_bytes + 1, st->plane_rx_bytes + 1 + o.devs.size());
+    if (!o.srv6.empty()) x["srv6_evs"] = perf::srv6_ev_json<json>(*q);
     qps.push_back(x);
   }
   j["qps"] = qps;
@@ -1658,8 +1679,14 @@ class ClientRun {
 // Exchanges endpoints with the server, connects the QPs and waits for "go".
 void ClientRun::connect() {
   std::vector<QpEndpoint> ours;
+  // --srv6: the first --srv6-qps QPs use the SRv6 EV profile.
+  auto co_of = [&](uint32_t i) {
+    ConnectOptions c = co;
+    if (!o.srv6.empty() && i < o.srv6_qps) c.ev_profile = perf::kSrv6ProfileId;
+    return c;
+  };
   for (uint32_t i = 0; i < o.qps; i++) {
-    QpEndpoint e = describe(*s.ctx, *s.qps[i], random_psn(), co, co.max_wimm, co.mpr);
+    QpEndpoint e = describe(*s.ctx, *s.qps[i], random_psn(), co_of(i), co.max_wimm, co.mpr);
     e.addr = uint64_t(uintptr_t(buf.p + i * per_qp));
     e.len = per_qp;
     e.rkey = mr.rkey;
@@ -1673,7 +1700,8 @@ void ClientRun::connect() {
           make_error(EPROTO,
                      "the server's buffer is smaller than ours (give both sides the same "
                      "--size, --inflight and --slots)"));
-  for (uint32_t i = 0; i < o.qps; i++) must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co), "connect QP");
+  for (uint32_t i = 0; i < o.qps; i++)
+    must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co_of(i)), "connect QP");
   if (o.lat)
     for (uint32_t k = 0; k < recv_depth(o); k++)
       must(s.qps[0]->post_recv(RecvWr{k, nullptr, 0}), "post_recv");

@@ -300,6 +300,11 @@ void show_evs(const json& evs) {
     std::printf("    [%4s] %-16s port %-2s wire %-10s %-11s", str(e["index"]).c_str(),
                 str(e["ev"]).c_str(), str(e["port"]).c_str(), str(e["wire"]).c_str(),
                 str(e["state"]).c_str());
+    if (e.contains("hops")) {  // SRv6: the container and the uSID of each hop
+      std::string h;
+      for (const json& x : e["hops"]) h += (h.empty() ? "" : " > ") + x.get<std::string>();
+      std::printf(" sid %s hops %s", str(e["sid"]).c_str(), h.c_str());
+    }
     // ev show: what the applications published about the EV.
     if (e.contains("counters") && e["counters"].is_object()) {
       const json& c = e["counters"];
@@ -410,7 +415,7 @@ int need_id(const Parsed& p, const char* obj, uint64_t* id) {
 
 const std::vector<Kw> kFmtKws = {
     {"state", Kind::kStr, "state", "init | offline | online"},
-    {"mode", Kind::kStr, "mode", "stev | udp"},
+    {"mode", Kind::kStr, "mode", "stev | udp | srv6"},
     {"widths", Kind::kNumList, "widths", "format field widths in bits, e.g. 16,16"},
     {"online", Kind::kFlag, "", "take it ONLINE after creating it"},
 };
@@ -576,8 +581,31 @@ int ev_state(Parsed& p, const char* state) {
   json a = {{"profile", id}, {"state", state}};
   json evs = json::array();
   for (size_t i = 1; i < p.pos.size(); i++) evs.push_back(p.pos[i]);
+  if (p.args.contains("hop")) {
+    // SRv6: every EV whose path names this uSID (a failed node or link's
+    // far end), from the containers ev show decodes (optionally one port).
+    json q = {{"profile", id}}, r;
+    if (p.args.contains("port")) q["port"] = p.args["port"];
+    if (int rc = call(op::kEvShow, q, &r)) return rc;
+    std::string hop = p.args["hop"].get<std::string>();
+    for (auto& ch : hop) ch = char(std::tolower(ch));
+    while (hop.size() > 1 && hop[0] == '0') hop.erase(0, 1);
+    for (const json& e : r["evs"]) {
+      if (!e.contains("hops")) continue;
+      for (const json& h : e["hops"])
+        if (h == hop) {
+          evs.push_back(e["ev"].get<std::string>() + "@" + std::to_string(e["port"].get<int>()));
+          break;
+        }
+    }
+    if (evs.empty())
+      return local_error("ev",
+                         "no SRv6 EV of ev-profile " + std::to_string(id) + " crosses uSID " + hop,
+                         ENOENT, 1);
+  } else if (p.args.contains("port")) {
+    a["port"] = p.args["port"];
+  }
   a["evs"] = evs;
-  if (p.args.contains("port")) a["port"] = p.args["port"];
   json r;
   if (int rc = call(op::kEvSet, a, &r)) return rc;
   return out(r, [&](const json& x) {
@@ -726,18 +754,23 @@ void ev_commands(std::vector<Cmd>& c) {
                    show_evs(x["evs"]);
                  });
                }});
-  c.push_back({"ev",
-               "deny",
-               "ev deny PROFILE HEX@PORT... | ev deny PROFILE port N",
-               "sets EVs (or every EV of a port) DENIED: no QP uses them",
-               {{"port", Kind::kNum, "port", "every EV of this port"}},
-               1024,
-               [](Parsed& p) { return ev_state(p, "denied"); }});
+  c.push_back(
+      {"ev",
+       "deny",
+       "ev deny PROFILE HEX@PORT... | ev deny PROFILE port N | ev deny PROFILE hop USID [port N]",
+       "sets EVs (or every EV of a port, or every SRv6 EV whose path names uSID USID) "
+       "DENIED: no QP uses them",
+       {{"port", Kind::kNum, "port", "every EV of this port"},
+        {"hop", Kind::kStr, "hop", "SRv6: every EV whose container names this uSID (hex)"}},
+       1024,
+       [](Parsed& p) { return ev_state(p, "denied"); }});
   c.push_back({"ev",
                "allow",
-               "ev allow PROFILE HEX@PORT... | ev allow PROFILE port N",
+               "ev allow PROFILE HEX@PORT... | ev allow PROFILE port N | ev allow PROFILE hop USID "
+               "[port N]",
                "sets EVs GOOD again",
-               {{"port", Kind::kNum, "port", "every EV of this port"}},
+               {{"port", Kind::kNum, "port", "every EV of this port"},
+                {"hop", Kind::kStr, "hop", "SRv6: every EV whose container names this uSID (hex)"}},
                1024,
                [](Parsed& p) { return ev_state(p, "good"); }});
   c.push_back({"ev",
@@ -815,7 +848,7 @@ void cc_profile_commands(std::vector<Cmd>& c) {
 void probe_commands(std::vector<Cmd>& c) {
   c.push_back({"probe",
                "",
-               "probe DST [HEX@PORT[=ADDR]...] [timeout MS] [tc DSCP] [src ADDR] [fmt stev|udp] "
+               "probe DST [HEX@PORT[=ADDR]...] [timeout MS] [tc DSCP] [src ADDR] [fmt stev|udp|srv6] "
                "[req-ids N,...] [port-status MASK]",
                "EV probes to DST (one per EV, =ADDR sends that one elsewhere; without EVs one per "
                "port on EV 0), "
@@ -823,7 +856,7 @@ void probe_commands(std::vector<Cmd>& c) {
                {{"timeout", Kind::kNum, "timeout_ms", "response timeout, ms (1000)"},
                 {"tc", Kind::kNum, "tc", "DSCP of the requests (control class)"},
                 {"src", Kind::kStr, "src", "source address (the port's by default)"},
-                {"fmt", Kind::kStr, "fmt", "EV carriage: stev | udp"},
+                {"fmt", Kind::kStr, "fmt", "EV carriage: stev | udp | srv6"},
                 {"req-ids", Kind::kNumList, "req_ids", "request ids, one per EV"},
                 {"port-status", Kind::kNum, "port_status",
                  "send PORT_STATUS_UPDATE with this mask instead"}},

@@ -3,6 +3,7 @@
 // through the controller model over the in-memory store.
 #include <gtest/gtest.h>
 
+#include "ctl/srv6.hpp"
 #include "ctl_fixture.hpp"
 
 namespace mrc::testing {
@@ -54,14 +55,52 @@ TEST_F(CtlTest, Conf09_ExplicitStevVectorsExpandBitExact) {
   EXPECT_EQ(a[0].state, kEvGood);
 }
 
-TEST_F(CtlTest, Conf09_Srv6VectorsAreRefusedNotMisexpanded) {
-  // The SRv6 vectors need an SRv6 format (96 bits): this device supports STEV
-  // and UDP only (ev_fmt_mode_mask), up to ev_max_width 32.
-  EXPECT_EQ(fmt(14, {32, 16, 16, 16, 16}, kProfileOffline, kFmtSrv6).error().code, EINVAL);
+TEST_F(CtlTest, Conf09_Srv6VectorsExpandToUsidContainers) {
+  // SRv6 formats are up to one uSID container (128 bits) wide; STEV stays
+  // within ev_max_width 32; a wider SRv6 format needs an SRH: ENOTSUP.
+  ASSERT_TRUE(fmt(14, {32, 16, 16, 16, 16}, kProfileOnline, kFmtSrv6));
   EXPECT_EQ(fmt(15, {32, 16, 16, 16, 16}, kProfileOffline, kFmtStev).error().code, E2BIG);
+  EXPECT_EQ(fmt(16, {32, 32, 32, 32, 16}, kProfileOffline, kFmtSrv6).error().code, ENOTSUP);
   DeviceAttr d = ctl.query_device();
-  EXPECT_EQ(d.ev.ev_fmt_mode_mask, uint32_t(kFmtStev | kFmtUdp));
+  EXPECT_EQ(d.ev.ev_fmt_mode_mask, uint32_t(kFmtStev | kFmtSrv6 | kFmtUdp));
   EXPECT_EQ(d.ev.ev_max_width, 32u);
+  // The vectors: "SRv6 gen", "SRv6 gen + fixed", "SRv6 explicit subset".
+  struct V {
+    std::vector<codec::EvField> f;
+    Ev ev;
+    const char* want;
+  } vs[] = {
+      {{{32, 0x42424242, 0, 0, 0},
+        {4, 0, 0, 15, 0xf},
+        {4, 0, 0, 15, 0xf},
+        {4, 0, 0, 15, 0xf},
+        {4, 0, 0, 15, 0xf}},
+       ev({0x78, 0xba}, 1),
+       "4242:4242:7:8:b:a::"},
+      {{{32, 0x13131313, 0, 0, 0},
+        {16, 0x100, 0, 15, 0xf},
+        {16, 0x200, 0, 15, 0xf},
+        {16, 0x300, 0, 15, 0xf},
+        {16, 0x400, 0, 15, 0xf}},
+       ev({0x9b, 0x79}, 2),
+       "1313:1313:109:20b:307:409::"},
+      {{{32, 0xdeaddead, 0, 0, 0}, {16, 0, 0, 0xffff, 0xffff}, {16, 0, 0, 0xffff, 0xffff}},
+       ev({0xe2, 0x98, 0xf1, 0x15}, 3),
+       "dead:dead:e298:f115::"},
+  };
+  uint64_t id = 20;
+  for (const V& v : vs) {
+    ASSERT_TRUE(evp_offline(id, kEvModeExp, 14, 1, v.f));
+    ASSERT_TRUE(populate(id, {v.ev}));
+    const mrc_ctl_evp* p = ctl.ev_record(id);
+    ASSERT_NE(p, nullptr);
+    const mrc_ctl_ev_entry e = ctl.ev_entries(id)[0];
+    codec::Srv6Sid sid{};
+    ASSERT_TRUE(srv6_sid_of(*ctl.fmt_record(14), *p, e, sid));
+    EXPECT_EQ(codec::srv6_to_string(sid), v.want);
+    EXPECT_EQ(e.wire, codec::srv6_entropy(sid));  // the carried entropy is the container's
+    id++;
+  }
 }
 
 TEST_F(CtlTest, Conf09_ExplicitEvWithBitsBeyondTheFieldsIsRejected) {

@@ -5,6 +5,7 @@
 
 #include <deque>
 
+#include "codec/srv6.hpp"
 #include "ctl/ep.hpp"
 
 namespace mrc::testing {
@@ -102,6 +103,27 @@ TEST(EpBatch, Conf21_ResponsesInArrivalOrderWithRtt) {
   EXPECT_EQ(b.outstanding(), 0u);
 }
 
+TEST(EpBatch, Srv6ProbeLeavesWithItsContainerAndEndsAtDgid) {
+  FakeTransport t;
+  EpBatcher b(t, {}, ports_1_to_4);
+  EpReq r = probe(1, 1);
+  codec::IpAddr dst;
+  dst.ver = codec::IpVersion::kV6;
+  dst.b = {0xfd, 0, 0, 1, 0x04, 0x02};  // fd00:1:402::, host uSID 402
+  r.dgid = gid_from_ip(dst);
+  r.ev_fmt_mode = kFmtSrv6;
+  r.req_ev.val = {};
+  const uint8_t sid[16] = {0xfd, 0, 0, 1, 0x01, 0x01, 0x02, 0x03, 0x01, 0x02, 0x04, 0x02};
+  std::copy(sid, sid + 16, r.req_ev.val.begin());
+  std::vector<EpReq> one = {r};
+  ASSERT_TRUE(b.start(0, kEpOpEvProbe, one, 1000, 0));
+  ASSERT_EQ(t.sent.size(), 1u);
+  EXPECT_TRUE(t.sent[0].srv6);
+  EXPECT_TRUE(std::equal(sid, sid + 16, t.sent[0].sid.begin()));
+  EXPECT_EQ(t.sent[0].dst, dst);
+  EXPECT_EQ(t.sent[0].entropy, codec::srv6_entropy(t.sent[0].sid));
+}
+
 TEST(EpBatch, Conf21_MissingResponsesGiveEtimedoutWithPartialResults) {
   FakeTransport t;
   EpBatcher b(t, {}, ports_1_to_4);
@@ -156,7 +178,9 @@ TEST(EpBatch, Conf21_ArgumentsAreChecked) {
   std::vector<EpReq> bad = {probe(1, 9)};
   EXPECT_EQ(b.start(0, kEpOpEvProbe, bad, 1000, 0).error().code, EINVAL);  // port
   bad = {probe(1, 1)};
-  bad[0].ev_fmt_mode = kFmtSrv6;
+  bad[0].ev_fmt_mode = kFmtSrv6;  // a container that does not end at dgid (IPv4)
+  EXPECT_EQ(b.start(0, kEpOpEvProbe, bad, 1000, 0).error().code, EINVAL);
+  bad[0].req_ev.val[20] = 1;  // an SRH segment: SRv6+SRH is not supported
   EXPECT_EQ(b.start(0, kEpOpEvProbe, bad, 1000, 0).error().code, ENOTSUP);
   bad = {probe(1, 1)};
   bad[0].dgid = {};

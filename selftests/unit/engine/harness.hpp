@@ -71,12 +71,17 @@ inline void trim_frame(std::vector<uint8_t>& f, uint8_t dscp) {
 
 class Host {
  public:
-  Host(int idx, int planes, codec::IpVersion v, uint64_t seed, core::EngineConfig base = {}) : idx_(idx) {
+  using AddrFn = std::function<codec::IpAddr(int host, int plane, codec::IpVersion v)>;
+  Host(int idx, int planes, codec::IpVersion v, uint64_t seed, core::EngineConfig base = {},
+       const AddrFn& addr = {})
+      : idx_(idx) {
     core::EngineConfig c = base;
     c.seed = seed;
     if (!c.id_seed) c.id_seed = seed;  // reproducible QPNs and keys
     c.ports.clear();
-    for (int p = 1; p <= planes; p++) c.ports.push_back({uint8_t(p), host_mac(idx, p), host_ip(idx, p, v), true});
+    for (int p = 1; p <= planes; p++)
+      c.ports.push_back(
+          {uint8_t(p), host_mac(idx, p), addr ? addr(idx, p, v) : host_ip(idx, p, v), true});
     eng = std::make_unique<core::Engine>(c);
     pd = *eng->create_pd();
     scq = *eng->create_cq(65536);
@@ -102,6 +107,7 @@ struct PairOptions {
   uint64_t ev_profile = 0, cc_profile = 0;
   uint32_t cap_flags = 0;
   bool peer_wimm_known = true;  // tell the requester the peer's max_wimm_dest
+  Host::AddrFn addr;            // host addresses (default host_ip())
   uint32_t access = core::kAccessRemoteWrite | core::kAccessLocalWrite;
 };
 
@@ -110,7 +116,8 @@ class Pair {
   using Options = PairOptions;
 
   explicit Pair(Options o = Options()) : o_(o) {
-    for (int h = 0; h < 2; h++) hosts.push_back(std::make_unique<Host>(h, o.planes, o.ver, o.seed * 2 + h, o.cfg));
+    for (int h = 0; h < 2; h++)
+      hosts.push_back(std::make_unique<Host>(h, o.planes, o.ver, o.seed * 2 + h, o.cfg, o.addr));
   }
 
   Host& h(int i) { return *hosts[i]; }
@@ -153,7 +160,9 @@ class Pair {
     a.path_mtu = o_.mtu;
     a.dest_qp_num = remote_qpn;
     a.rq_psn = rq_psn;
-    for (int p = 1; p <= o_.planes; p++) a.av[size_t(p)] = {host_ip(1 - i, p, o_.ver), host_mac(1 - i, p), true};
+    for (int p = 1; p <= o_.planes; p++)
+      a.av[size_t(p)] = {o_.addr ? o_.addr(1 - i, p, o_.ver) : host_ip(1 - i, p, o_.ver),
+                         host_mac(1 - i, p), true};
     a.max_wimm_dest = o_.max_wimm_dest;
     a.mpr_dest = o_.mpr_dest;
     a.cap_flags = o_.cap_flags;
