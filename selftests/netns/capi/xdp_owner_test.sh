@@ -2,9 +2,10 @@
 # Who owns mrc_xdp on the plane interfaces in libmrc's in-process mode
 # (Documentation/xdp.md, "Ownership in libmrc"), with examples/write_imm_server
 # and write_imm_client on a direct veth fabric of 2 planes:
-#  (a) a server holding the device is killed with SIGKILL; a new server opens
-#      the same interfaces at once and a client's messages arrive verified byte
-#      for byte; after both exit no XDP program is left on any plane;
+#  (a) a server holding the device is killed with SIGKILL (and one with
+#      SIGTERM, no handler): its planes are free at once; a new server opens
+#      them and a client's messages arrive verified byte for byte; after both
+#      exit no XDP program is left on any plane;
 #  (b) an mrc_xdp attached through netlink by a process that exited without
 #      detaching (the code path of libmrc before BPF links) is replaced, with
 #      a warning naming the interface;
@@ -75,18 +76,21 @@ pair() {
 IFB0=$(t_port B 0 ifname)
 IFB1=$(t_port B 1 ifname)
 
-# (a) SIGKILL. `ip netns exec` execs the server: $! is the server itself.
-ip netns exec "$NSB" "$SRV" -p 1 "$(ifs B)" >"$T_TMP/killed.srv" 2>&1 &
-kpid=$!
-T_PIDS+=("$kpid")
-w=$(wait_held_by "$IFB0" "$kpid")
-t_check "(a) the first server holds $IFB0 through a BPF link ($w)" grep -q "of pid $kpid (write_imm_serv.*BPF link" <<<"$w"
-w=$(wait_held_by "$IFB1" "$kpid")
-t_check "(a) the first server holds $IFB1 through a BPF link" grep -q "BPF link" <<<"$w"
-kill -9 "$kpid"
-wait "$kpid" 2>/dev/null
-t_eq "(a) $IFB0 is free once the killed server is gone" "$(who "$NSB" "$IFB0")" nothing
-t_eq "(a) $IFB1 is free once the killed server is gone" "$(who "$NSB" "$IFB1")" nothing
+# (a) SIGKILL, and SIGTERM without a handler (what `timeout` sends). `ip netns
+# exec` execs the server: $! is the server itself.
+for sig in KILL TERM; do
+	ip netns exec "$NSB" "$SRV" -p 1 "$(ifs B)" >"$T_TMP/killed-$sig.srv" 2>&1 &
+	kpid=$!
+	T_PIDS+=("$kpid")
+	w=$(wait_held_by "$IFB0" "$kpid")
+	t_check "(a) the first server holds $IFB0 through a BPF link ($w)" grep -q "of pid $kpid (write_imm_serv.*BPF link" <<<"$w"
+	w=$(wait_held_by "$IFB1" "$kpid")
+	t_check "(a) the first server holds $IFB1 through a BPF link" grep -q "BPF link" <<<"$w"
+	kill -"$sig" "$kpid"
+	wait "$kpid" 2>/dev/null
+	t_eq "(a) $IFB0 is free once the SIG$sig server is gone" "$(who "$NSB" "$IFB0")" nothing
+	t_eq "(a) $IFB1 is free once the SIG$sig server is gone" "$(who "$NSB" "$IFB1")" nothing
+done
 pair "(a) after SIGKILL"
 all_free "(a) after a clean exit"
 
