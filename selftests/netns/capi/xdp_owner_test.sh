@@ -11,7 +11,12 @@
 #      a warning naming the interface;
 #  (c) a live holder is not replaced: opening the device fails with EBUSY and
 #      the message names it (a running server: its pid and its BPF link; a
-#      live process that attached through netlink: its pid).
+#      live process that attached through netlink: its pid);
+#  (d) a program that is not mrc_xdp is never replaced, even with no process
+#      holding it: EBUSY naming it;
+#  (e) mrcd's mrc_xdp (its maps pinned in the pin directory, kept attached
+#      while mrcd is stopped) is never replaced by a device opened without
+#      mrcd on that pin directory: EBUSY naming mrcd's program.
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
 t_require
 SRV=$MRC_BUILD_DIR/examples/write_imm_server
@@ -139,6 +144,42 @@ pair "(c2) after the holder died"
 t_check "(c2) the server warned that it replaced the dead holder's mrc_xdp" \
 	grep -q "$IFB0: replaced a stale mrc_xdp" "$T_TMP/(c2) after the holder died.srv.err"
 all_free "(c2) after a clean exit"
+
+# (d) another program, attached through netlink by a process that exited.
+ip netns exec "$NSB" "$HLP" other "$IFB0" >"$T_TMP/other.out" 2>&1
+t_eq "(d) the helper attached other_xdp and exited" "$?" 0
+ip netns exec "$NSB" timeout 60 "$SRV" -p 2 "$(ifs B)" >"$T_TMP/fourth.srv" 2>&1
+t_eq "(d) the server exits 1" "$?" 1
+t_check "(d) its error names the program: $(head -c 300 "$T_TMP/fourth.srv")" \
+	grep -Eq "attaching mrc_xdp to $IFB0: held by another XDP program \(other_xdp, id [0-9]+\), attached through netlink: Device or resource busy" "$T_TMP/fourth.srv"
+w=$(who "$NSB" "$IFB0")
+t_check "(d) other_xdp is still attached ($w)" grep -q "other_xdp" <<<"$w"
+t_eq "(d) $IFB1 was released by the failed open" "$(who "$NSB" "$IFB1")" nothing
+ip -n "$NSB" link set dev "$IFB0" xdp off
+
+# (e) mrcd's program: maps pinned in a private bpffs.
+mkdir -p "$T_TMP/bpf"
+if mount -t bpf bpf "$T_TMP/bpf" 2>/dev/null; then
+	trap 'umount "$T_TMP/bpf" 2>/dev/null; t_cleanup' EXIT
+	PIN=$T_TMP/bpf/mrc
+	ip netns exec "$NSB" "$HLP" pinned "$PIN" "$(ifs B)" >"$T_TMP/pinned.out" 2>&1
+	t_eq "(e) the helper attached mrc_xdp with maps pinned in $PIN and exited" "$?" 0
+	ip netns exec "$NSB" "$HLP" open "$PIN" "$(ifs B)" >"$T_TMP/open-pinned.out" 2>&1
+	t_eq "(e) opening without mrcd fails" "$?" 1
+	t_check "(e) the error names mrcd's program: $(head -c 300 "$T_TMP/open-pinned.out")" \
+		grep -Eq "attaching mrc_xdp to $IFB0: held by mrcd's mrc_xdp \(program [0-9]+, maps pinned in $PIN; open the device through mrcd\), attached through netlink: Device or resource busy" "$T_TMP/open-pinned.out"
+	w=$(who "$NSB" "$IFB0")
+	t_check "(e) mrcd's program is still attached ($w)" grep -q "^mrc_xdp (program" <<<"$w"
+	# Without the pins it is an ordinary stale mrc_xdp: the device replaces it.
+	rm -r "$PIN"
+	ip netns exec "$NSB" "$HLP" open "$PIN" "$(ifs B)" >"$T_TMP/open-unpinned.out" 2>&1
+	t_eq "(e) once unpinned, the open succeeds" "$?" 0
+	t_check "(e) it replaced the program with the warning" \
+		grep -q "$IFB0: replaced a stale mrc_xdp" "$T_TMP/open-unpinned.out"
+	all_free "(e) after the device closed"
+else
+	echo "skip (e): cannot mount a bpffs"
+fi
 
 if [ "$T_FAILS" != 0 ]; then
 	for f in "$T_TMP"/*; do
