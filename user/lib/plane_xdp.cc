@@ -61,6 +61,25 @@ bool held_by_link(uint32_t prog_id) {
   return false;
 }
 
+// The mrc_xdp that an freplace link attaches to libxdp's dispatcher
+// `dispatcher_id` (libxdp pins those links), 0 if none. Found through the
+// links rather than libxdp, which keeps descriptors of the programs it
+// inspects open and would make this process look like a holder.
+uint32_t mrc_xdp_behind(uint32_t dispatcher_id) {
+  uint32_t id = 0;
+  while (bpf_link_get_next_id(id, &id) == 0) {
+    UniqueFd fd(bpf_link_get_fd_by_id(id));
+    if (!fd) continue;
+    bpf_link_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd.get(), &info, &len)) continue;
+    if (info.type != BPF_LINK_TYPE_TRACING || info.tracing.target_obj_id != dispatcher_id) continue;
+    std::vector<uint32_t> maps;
+    if (prog_info(info.prog_id, &maps) == kProgName) return info.prog_id;
+  }
+  return 0;
+}
+
 bool all_digits(const char* s) {
   if (!*s) return false;
   for (; *s; s++)
@@ -169,6 +188,14 @@ Result<XdpHolder> xdp_holder(int ifindex, const std::string& pin_dir) {
   std::vector<uint32_t> maps;
   h.prog_name = prog_info(h.prog_id, &maps);
   h.mrc_xdp = h.prog_name == kProgName;
+  if (h.prog_name == "xdp_dispatcher") {
+    // libxdp's dispatcher: is mrc_xdp one of the programs behind it?
+    if (const uint32_t id = mrc_xdp_behind(h.prog_id)) {
+      h.prog_id = id;
+      h.mrc_xdp = h.dispatcher = true;
+      h.prog_name = prog_info(h.prog_id, &maps);
+    }
+  }
   h.link = held_by_link(h.prog_id);
   if (h.mrc_xdp && !pin_dir.empty()) {
     const uint32_t cfg = pinned_map_id(pin_dir + "/mrc_cfg");
@@ -189,6 +216,10 @@ std::string XdpHolder::describe() const {
         "; open the device through mrcd)";
   } else {
     s = "mrc_xdp (program " + std::to_string(prog_id) + ")";
+  }
+  if (dispatcher) {
+    s += " behind libxdp's dispatcher";
+    if (pids.empty()) s += " (pinned by libxdp in bpffs; xdp-loader unload removes it)";
   }
   if (!pids.empty()) {
     s += pids.size() == 1 ? " of pid " : " of pids ";
@@ -222,7 +253,18 @@ Result<PlaneXdp> PlaneXdp::attach(const bpf::MrcXdp& prog, const std::string& if
 
   auto h = xdp_holder(idx, pin_dir);
   if (!h) return std::move(h).error().wrap(ctx);
-  if (h->prog_id && !h->stale()) return make_error(EBUSY, ctx + ": held by " + h->describe());
+  if (h->prog_id && !h->stale()) {
+    if (h->mrc_xdp) return make_error(EBUSY, ctx + ": held by " + h->describe());
+    // Not mrc_xdp: never replaced, but libxdp's dispatcher may run both where
+    // the kernel allows it.
+    Status s = p.attach_libxdp(prog, generic_only, "another XDP program is attached");
+    if (!s) {
+      std::string why = s.error().context;
+      if (why.rfind(ctx + ": ", 0) == 0) why.erase(0, ctx.size() + 2);
+      return make_error(EBUSY, ctx + ": held by " + h->describe() + " (" + why + ")");
+    }
+    return p;
+  }
   if (h->prog_id) {
     MRC_TRY(detach_stale(idx, ifname, *h));
     p.notes_ = "replaced the stale mrc_xdp " + std::to_string(h->prog_id);
@@ -255,21 +297,27 @@ Result<PlaneXdp> PlaneXdp::attach(const bpf::MrcXdp& prog, const std::string& if
   }
 
   // 2. No link (an older kernel): libxdp / netlink, detached by the destructor only.
-  bpf::AttachOptions ao;
-  ao.generic_only = generic_only;
-  auto a = bpf::XdpAttachment::attach(prog, ifname, ao);
-  if (!a) {
-    Error e = std::move(a).error();
+  if (Status s = p.attach_libxdp(prog, generic_only, link_notes); !s) {
+    Error e = std::move(s).error();
     e.context += " (" + link_notes + ")";
     return e;
   }
-  p.mode_ = a->info().mode;
-  p.notes_ += (p.notes_.empty() ? "" : "; ") + link_notes + "; " + a->info().describe();
-  p.legacy_.emplace(std::move(*a));
-  bpf::log(bpf::LogLevel::kWarn,
-           "%s (a process that dies without closing the device leaves it attached)",
-           p.describe().c_str());
   return p;
+}
+
+Status PlaneXdp::attach_libxdp(const bpf::MrcXdp& prog, bool generic_only, const std::string& why) {
+  bpf::AttachOptions ao;
+  ao.generic_only = generic_only;
+  auto a = bpf::XdpAttachment::attach(prog, ifname_, ao);
+  if (!a) return std::move(a).error();
+  mode_ = a->info().mode;
+  notes_ += (notes_.empty() ? "" : "; ") + why + "; " + a->info().describe();
+  legacy_.emplace(std::move(*a));
+  bpf::log(bpf::LogLevel::kWarn,
+           "%s (not a BPF link: a process that dies without closing the device leaves it "
+           "attached)",
+           describe().c_str());
+  return ok_status();
 }
 
 Result<std::vector<PlaneXdp>> attach_planes(const bpf::MrcXdp& prog,

@@ -13,7 +13,9 @@
 // attached through netlink by a process that no longer exists and not
 // mrcd's, is detached first (compare-and-detach: XDP_FLAGS_REPLACE with its
 // fd as the expected program) with a warning; anything else that holds the
-// hook makes the attach fail with EBUSY and a message naming the holder.
+// hook makes the attach fail with EBUSY and a message naming the holder. A
+// program that is not mrc_xdp is never replaced; libxdp's dispatcher may run
+// mrc_xdp beside it where the kernel allows that (the libxdp path).
 #pragma once
 
 #include <sys/types.h>
@@ -37,13 +39,14 @@ struct XdpHolder {
   std::string prog_name;    // the kernel's (truncated) program name
   bool mrc_xdp = false;     // the program is mrc_xdp_rx
   bool link = false;        // attached through a BPF link (its owner is alive)
+  bool dispatcher = false;  // mrc_xdp runs behind libxdp's dispatcher (prog_id: mrc_xdp's)
   bool mrcd = false;        // it uses the maps mrcd pinned in the pin directory
   std::string pin_dir;      // the pin directory checked for `mrcd`
   std::vector<pid_t> pids;  // processes holding a descriptor of the program or its link
   int unreadable = 0;       // processes whose descriptors could not be read
   // mrc_xdp left behind through netlink by a process that no longer exists.
   bool stale() const {
-    return prog_id && mrc_xdp && !link && !mrcd && pids.empty() && unreadable == 0;
+    return prog_id && mrc_xdp && !link && !dispatcher && !mrcd && pids.empty() && unreadable == 0;
   }
   // "mrc_xdp of pid 123 (write_imm_server), bpf_link" / "another XDP program (xdp_dispatcher)"
   std::string describe() const;
@@ -71,6 +74,8 @@ class PlaneXdp {
 
  private:
   PlaneXdp() = default;
+  // The libxdp / netlink path of bpf::XdpAttachment (`why` goes to the notes).
+  Status attach_libxdp(const bpf::MrcXdp& prog, bool generic_only, const std::string& why);
   UniqueFd link_;
   std::optional<bpf::XdpAttachment> legacy_;
   bpf::XdpMode mode_ = bpf::XdpMode::kNative;

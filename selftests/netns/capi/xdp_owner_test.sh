@@ -151,7 +151,7 @@ t_eq "(d) the helper attached other_xdp and exited" "$?" 0
 ip netns exec "$NSB" timeout 60 "$SRV" -p 2 "$(ifs B)" >"$T_TMP/fourth.srv" 2>&1
 t_eq "(d) the server exits 1" "$?" 1
 t_check "(d) its error names the program: $(head -c 300 "$T_TMP/fourth.srv")" \
-	grep -Eq "attaching mrc_xdp to $IFB0: held by another XDP program \(other_xdp, id [0-9]+\), attached through netlink: Device or resource busy" "$T_TMP/fourth.srv"
+	grep -Eq "attaching mrc_xdp to $IFB0: held by another XDP program \(other_xdp, id [0-9]+\), attached through netlink \(libxdp native: .*\): Device or resource busy$" "$T_TMP/fourth.srv"
 w=$(who "$NSB" "$IFB0")
 t_check "(d) other_xdp is still attached ($w)" grep -q "other_xdp" <<<"$w"
 t_eq "(d) $IFB1 was released by the failed open" "$(who "$NSB" "$IFB1")" nothing
