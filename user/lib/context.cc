@@ -126,9 +126,7 @@ Result<bool> Context::Impl::open_program() {
   if (!p) return std::move(p).error().wrap("loading the XDP program");
   prog.emplace(std::move(*p));
   maps = &prog->maps();
-  bpf::AttachOptions ao;
-  ao.generic_only = o.force_generic;
-  auto at = bpf::attach_all(*prog, o.interfaces, ao);
+  auto at = lib::attach_planes(*prog, o.interfaces, o.force_generic, o.pin_dir);
   if (!at) return std::move(at).error();
   attachments = std::move(*at);
   return false;
@@ -205,7 +203,7 @@ Status Context::Impl::open_ports(bool have_mrcd, core::EngineConfig& ec) {
     pi.queues = xp.socket_count;
     pi.link_up = xp.info.admin_up && xp.info.link_up;
     pi.xdp_mode = have_mrcd ? xdp::to_string(xp.info.xdp.mode)
-                            : std::string(bpf::to_string(attachments[i].info().mode));
+                            : std::string(bpf::to_string(attachments[i].mode()));
     pi.xsk_mode = xdp::to_string(dev.mode());
     pi.addrs = plane_addrs(xp);
     if (pi.addrs.empty()) return make_error(EADDRNOTAVAIL, "plane interface " + pi.ifname + " has no IP address");

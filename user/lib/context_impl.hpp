@@ -31,6 +31,7 @@
 #include "core/engine.hpp"
 #include "ctl/client.hpp"
 #include "lib/mpmc.hpp"
+#include "lib/plane_xdp.hpp"
 #include "lib/tx_sink.hpp"
 #include "mrc/mrc.hpp"
 #include "mrc/unique_fd.hpp"
@@ -102,7 +103,8 @@ struct Context::Impl {
   DeviceOptions opts;
   xdp::Device dev;
   std::optional<bpf::MrcXdp> prog;  // our own copy of mrc_xdp (no mrcd)
-  std::vector<bpf::XdpAttachment> attachments;
+  // mrc_xdp on each plane, BPF links owned by this process (lib/plane_xdp.hpp)
+  std::vector<lib::PlaneXdp> attachments;
   bpf::XdpMaps pinned;  // mrcd's maps
   bpf::XdpMaps* maps = nullptr;
   std::unique_ptr<core::Engine> eng;

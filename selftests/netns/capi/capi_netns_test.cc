@@ -1149,5 +1149,32 @@ TEST_F(CApiNetns, DestroyCqWaitsForAcknowledgedCompletionEvents) {
   destroy(b);
 }
 
+// Without mrcd the device holds its planes through BPF links: a second device
+// on the same interfaces fails with EBUSY and mrc_last_error() names the
+// holder (this process); once the first is closed the planes are free.
+TEST_F(CApiNetns, SecondDeviceOnHeldPlanesIsBusyAndNamesTheHolder) {
+  auto ns = enter(0);
+  std::vector<const char*> names;
+  for (const auto& p : topo_.pairs()) names.push_back(p.a_if.c_str());
+  mrc_device_opts o{};
+  o.flags = MRC_DEVICE_NO_MRCD;
+  errno = 0;
+  mrc_device* second = mrc_open_device(names.data(), int(names.size()), &o);
+  const int e = errno;
+  EXPECT_EQ(second, nullptr);
+  EXPECT_EQ(e, EBUSY) << std::strerror(e);
+  const std::string msg = mrc_last_error();
+  EXPECT_NE(msg.find("attaching mrc_xdp to " + topo_.pairs()[0].a_if + ": held by mrc_xdp"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find(" of pid " + std::to_string(getpid()) + " "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("attached through a BPF link"), std::string::npos) << msg;
+  if (second) mrc_close_device(second);
+
+  ASSERT_EQ(mrc_close_device(dev_[0]), 0) << err("mrc_close_device");
+  dev_[0] = mrc_open_device(names.data(), int(names.size()), &o);
+  ASSERT_NE(dev_[0], nullptr) << err("mrc_open_device after the first closed");
+}
+
 }  // namespace
 }  // namespace mrc
