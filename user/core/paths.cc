@@ -149,7 +149,8 @@ void PathSet::plane_window_end(uint8_t port) {
       uint32_t(std::min<uint64_t>(uint64_t(pl.lost_pkts) * 1'000'000 / pl.sent, 1'000'000));
   if (pl.pkt_windows < 16) {
     pl.pkt_windows++;
-    pl.pkt_ppm = uint32_t((uint64_t(pl.pkt_ppm) * (pl.pkt_windows - 1) + pkt_rate) / pl.pkt_windows);
+    pl.pkt_ppm =
+        uint32_t((uint64_t(pl.pkt_ppm) * (pl.pkt_windows - 1) + pkt_rate) / pl.pkt_windows);
   } else {
     pl.pkt_ppm = pl.pkt_ppm - pl.pkt_ppm / 16 + pkt_rate / 16;
   }
@@ -234,17 +235,20 @@ bool PathSet::loss_outlier(uint32_t i) {
   // Packets it sent since its previous loss (as both were detected: losses
   // found together count 0).
   if (e.loss_tx) {
-    const uint32_t gap = uint32_t(std::min<uint64_t>(uint64_t(uint32_t(tx - e.loss_tx)) * 16, 0xffff));
+    const uint32_t gap =
+        uint32_t(std::min<uint64_t>(uint64_t(uint32_t(tx - e.loss_tx)) * 16, 0xffff));
     e.loss_gap = e.loss_n ? uint16_t(e.loss_gap - e.loss_gap / 4 + gap / 4) : uint16_t(gap);
     if (e.loss_n < 255) e.loss_n++;
   }
   e.loss_tx = tx;
   if (!p_.ev_outlier_ratio || !p_.plane_lossy_ppm || e.port > kMaxPorts) return false;
   const PlaneLoss& pl = plane_[e.port];
-  if (e.loss_n < std::max<uint32_t>(p_.ev_outlier_min, 1) || pl.pkt_windows < kPlaneWarmWindows) return false;
+  if (e.loss_n < std::max<uint32_t>(p_.ev_outlier_min, 1) || pl.pkt_windows < kPlaneWarmWindows)
+    return false;
   // Its rate (ppm) from the smoothed gap; a gap of 0 (two losses at once) is
   // a rate of one.
-  const uint64_t ev_ppm = std::min<uint64_t>(16'000'000 / std::max<uint16_t>(e.loss_gap, 16), 1'000'000);
+  const uint64_t ev_ppm =
+      std::min<uint64_t>(16'000'000 / std::max<uint16_t>(e.loss_gap, 16), 1'000'000);
   return ev_ppm >= p_.plane_lossy_ppm && ev_ppm >= uint64_t(p_.ev_outlier_ratio) * pl.pkt_ppm;
 }
 

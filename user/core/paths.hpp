@@ -42,7 +42,7 @@ class PathSet {
     uint8_t relapses = 0;     // in a row, each with nothing delivered between
     bool readmitted = false;  // GOOD again by probes, no retirement since
     Time probe_sent = 0;
-    uint32_t skip_rot = 0;    // rotation in which it was skipped (low 32 bits)
+    uint32_t skip_rot = 0;  // rotation in which it was skipped (low 32 bits)
     // Its silent-loss rate, as the packets it sends between two losses:
     // smoothed by 1/4 per loss, in 1/16 packets (saturating at 4095), over
     // loss_n losses (saturating). Kept across retirements and readmissions:
@@ -116,7 +116,9 @@ class PathSet {
   bool loss_outlier(uint32_t i);
   // The plane's smoothed per-packet silent-loss rate (ppm; plane_loss_ppm
   // counts episodes).
-  uint32_t plane_pkt_loss_ppm(uint8_t port) const { return port <= kMaxPorts ? plane_[port].pkt_ppm : 0; }
+  uint32_t plane_pkt_loss_ppm(uint8_t port) const {
+    return port <= kMaxPorts ? plane_[port].pkt_ppm : 0;
+  }
   // Whether `port` is down-weighted for loss, and its smoothed silent-loss
   // rate (parts per million).
   bool plane_lossy(uint8_t port) const { return port <= kMaxPorts && plane_[port].lossy; }
