@@ -153,6 +153,23 @@ TEST(SubsetLoss, ASubsetThatLosesHalfIsRetiredOnALossyPlane) {
   EXPECT_EQ(on.st.timeouts, 0u);
 }
 
+TEST(SubsetLoss, ASubsetLosingHalfOnAPlaneLosingFivePercentIsRetired) {
+  // Plane 1 loses 5% of its data everywhere (lossy: its EVs are kept) and
+  // half on the subset: those EVs lose ten times their plane's rate and are
+  // retired on the lossy plane all the same.
+  const SubsetRun on = run_subset(0.5, PathParams{}, 0.05, true);
+  const SubsetRun off = run_subset(0.5, without_outlier_rule(), 0.05, true);
+  print("5% + subset 50%", on, off);
+  print("5% + subset 50%, no outlier rule", off, off);
+  ASSERT_TRUE(on.ok);
+  ASSERT_TRUE(off.ok);
+  EXPECT_GE(off.st.plane_lossy, 1u);
+  EXPECT_GT(on.st.ev_outliers, 0u) << "no EV retired as an outlier on the lossy plane";
+  EXPECT_LT(on.subset_lost * 2, off.subset_lost);
+  EXPECT_GT(on.bad_samples * 4, on.samples * 3) << "the subset was not kept retired";
+  EXPECT_EQ(on.st.timeouts, 0u);
+}
+
 TEST(SubsetLoss, UniformLossOnThePlaneStillKeepsItsEvs) {
   // 5% on every path of plane 1 (the case the lossy-plane rule exists for):
   // its EVs lose alike, none is an outlier, and the plane keeps them.
