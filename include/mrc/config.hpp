@@ -53,6 +53,16 @@ struct PathParams {
   // plane loses alike), unless the EV loses again far sooner than the
   // plane's rate says; the plane-suspicion rule still applies.
   bool plane_lossy_keep_evs = true;
+  // A path inside a plane that loses far more than the plane (a subset of
+  // its entropy values losing, the rest not): an EV whose own silent-loss
+  // rate (the packets it sends between losses, smoothed over its last few
+  // losses) is at least ev_outlier_ratio times its plane's per-packet rate
+  // and at least plane_lossy_ppm, measured over at least ev_outlier_min
+  // losses, is retired even on a lossy plane; retired so again after probes
+  // readmitted it, it has relapsed (probe_relapse_max). Needs the plane's
+  // measurement (plane_lossy_ppm > 0). 0 = off.
+  uint32_t ev_outlier_ratio = 3;
+  uint32_t ev_outlier_min = 4;
 };
 
 struct PortConfig {

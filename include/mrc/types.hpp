@@ -373,8 +373,13 @@ struct QpStats {
   uint64_t ev_undone = 0;  // returned at once: the loss that retired them proved spurious
   // Retired again, by a loss, after probes readmitted them and before they
   // delivered anything: a path that passes probes but not data (a lower MTU
-  // inside the path). Each relapse doubles the EV's probe back-off.
+  // inside the path), or while losing far more than their plane
+  // (PathParams::ev_outlier_ratio). Each relapse doubles the EV's probe
+  // back-off.
   uint64_t ev_relapses = 0;
+  // Retired on a lossy plane (PathParams::plane_lossy_keep_evs) for losing
+  // far more than the plane (PathParams::ev_outlier_ratio).
+  uint64_t ev_outliers = 0;
   // As responder: requests refused, nothing written (a bad rkey, address or
   // access right); answered with an AETH NAK, the QP stays up (a forged
   // request must not end it: the requester confirms a real one by resending).

@@ -142,8 +142,12 @@ static __always_inline int matches(const struct mrc_fault_cfg *cfg, const struct
 			return 0;
 		}
 	}
-	if (cfg->match_sport && cfg->match_sport != p->sport)
+	if (cfg->match_sport_mask) {
+		if ((p->sport & cfg->match_sport_mask) != cfg->match_sport)
+			return 0;
+	} else if (cfg->match_sport && cfg->match_sport != p->sport) {
 		return 0;
+	}
 	if (cfg->match_dport && cfg->match_dport != p->dport)
 		return 0;
 	return 1;

@@ -71,6 +71,8 @@ FAULTS   --blackhole
          --dup P            send a copy (bpf_clone_redirect)
          --match-proto udp|tcp|icmp|N  --match-ipver 4|6
          --match-sport N  --match-dport N   limit the faults to these packets
+         --match-sport-mask M  with it, --match-sport N matches every source
+                            port with (port & M) == N (a set of MRC EVs)
          --mrc-port N       UDP port of MRC (default 4791)
          --reset            also zero the counters
 )";
@@ -411,7 +413,8 @@ Result<json> Tool::read(const Attachment& at) {
   json match = json::object();
   if (cfg.match_ipver) match["ipver"] = cfg.match_ipver;
   if (cfg.match_proto) match["proto"] = cfg.match_proto;
-  if (cfg.match_sport) match["sport"] = cfg.match_sport;
+  if (cfg.match_sport || cfg.match_sport_mask) match["sport"] = cfg.match_sport;
+  if (cfg.match_sport_mask) match["sport_mask"] = cfg.match_sport_mask;
   if (cfg.match_dport) match["dport"] = cfg.match_dport;
   return json{
       {"link", at.link},  {"dir", at.dir},       {"node", at.node},
@@ -486,6 +489,11 @@ Status Tool::parse_faults(const std::vector<std::string>& a, size_t i, mrc_fault
       VAL(v);
       if (v != "4" && v != "6") return make_error(EINVAL, "--match-ipver must be 4 or 6");
       cfg.match_ipver = uint8_t(v[0] - '0');
+    } else if (o == "--match-sport-mask") {
+      VAL(v);
+      auto n = parse_uint(v, 65535, "mask");
+      if (!n) return std::move(n).error();
+      cfg.match_sport_mask = uint16_t(*n);
     } else if (o == "--match-sport" || o == "--match-dport" || o == "--mrc-port") {
       VAL(v);
       auto n = parse_uint(v, 65535, "port");

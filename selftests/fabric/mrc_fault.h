@@ -40,7 +40,12 @@ struct mrc_fault_cfg {
 	__u16 mrc_port;	   /* UDP destination port of MRC packets, 0 = 4791 */
 	__u8 trim_dscp;	   /* DSCP of trimmed headers */
 	__u8 corrupt_xor;  /* XOR mask applied to the corrupted byte, 0 = 0xff */
-	__u8 pad[6];
+	/* Non-zero: match when (sport & mask) == match_sport (a set of source
+	 * ports, e.g. a share of MRC's entropy values); match_sport 0 is then
+	 * a value, not "any".
+	 */
+	__u16 match_sport_mask;
+	__u8 pad[4];
 };
 
 /* Token bucket state of the rate-based faults (trim, ECN). */

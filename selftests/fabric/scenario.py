@@ -95,7 +95,10 @@ def rate_bps(s, where):
 #   at TIME: ACTION                     timeline
 # ACTION:
 #   plane P blackhole|heal|down|up|unshape
-#   plane P loss PCT | shape RATE | mtu BYTES  (mtu: a lower MTU inside the path; heal restores it)
+#   plane P loss PCT [sport N/MASK] | shape RATE | mtu BYTES  (mtu: a lower MTU inside the
+#                                       path; heal restores it; sport: only the packets whose
+#                                       UDP/TCP source port p has p & MASK == N: a share of
+#                                       MRC's EVs, e.g. 0/3 for a quarter)
 #   link NAME [fwd|rev|both] FAULT      NAME may be a glob (p*-l1-s0)
 #     FAULT: blackhole | loss PCT | corrupt PCT | dup PCT |
 #            trim RATE [burst BYTES] | ecn RATE [burst BYTES] |
@@ -118,11 +121,20 @@ def parse_action(words, where):
         act = words[2]
         if act not in PLANE_ACTIONS:
             raise ScenarioError(f"{where}: unknown plane action '{act}' (one of {', '.join(PLANE_ACTIONS)})")
+        sport = None
+        if act == "loss" and len(words) == 6 and words[4] == "sport":
+            m = re.fullmatch(r"(\d+)/(\d+)", words[5])
+            if not m or int(m.group(2)) > 65535 or int(m.group(1)) & ~int(m.group(2)) or not int(m.group(2)):
+                raise ScenarioError(f"{where}: want 'sport N/MASK' (MASK 1..65535, N within it)")
+            sport = (int(m.group(1)), int(m.group(2)))
+            words = words[:4]
         if len(words) != 3 + PLANE_ACTIONS[act]:
             raise ScenarioError(f"{where}: 'plane P {act}' takes {PLANE_ACTIONS[act]} argument(s)")
         a = {"kind": "plane", "plane": int(words[1]), "action": act}
         if act == "loss":
             a["pct"] = parse_pct(words[3], where)
+            if sport:
+                a["sport"], a["sport_mask"] = sport
         if act == "shape":
             rate_bps(words[3], where)
             a["rate"] = words[3]
@@ -357,8 +369,10 @@ class Runner:
                 for l in links:
                     self.fault("set", l, "--dir", "both", "--blackhole")
             elif act == "loss":
+                match = ["--match-sport", str(e["sport"]), "--match-sport-mask", str(e["sport_mask"])] \
+                    if "sport_mask" in e else []
                 for l in links:
-                    self.fault("set", l, "--dir", "both", "--loss", f"{e['pct']}%")
+                    self.fault("set", l, "--dir", "both", "--loss", f"{e['pct']}%", *match)
             elif act == "heal":
                 # link up first (a no-op unless the plane was down), then the
                 # map update, so t_applied_s is when the faults went away

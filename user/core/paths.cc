@@ -105,7 +105,7 @@ void PathSet::refill_order() {
   size_t k = 0;
   for (uint32_t i : skipped_) {
     if (evs_[i].state != EvState::kSkip) continue;
-    if (evs_[i].skip_rot + 2 <= rotation_)
+    if (uint32_t(rotation_) - evs_[i].skip_rot >= 2)
       set_state(i, EvState::kGood, EvEventReason::kRotation);
     else
       skipped_[k++] = i;
@@ -143,7 +143,18 @@ void PathSet::plane_window_end(uint8_t port) {
   // few windows all the same.
   pl.ppm = pl.ppm - pl.ppm / 16 + rate / 16;
   if (pl.windows < kPlaneWarmWindows) pl.windows++;
-  pl.sent = pl.lost = 0;
+  // Per packet, the yardstick of its EVs' own rates (loss_outlier): the
+  // mean of its first 16 windows, then smoothed as ppm is.
+  const uint32_t pkt_rate =
+      uint32_t(std::min<uint64_t>(uint64_t(pl.lost_pkts) * 1'000'000 / pl.sent, 1'000'000));
+  if (pl.pkt_windows < 16) {
+    pl.pkt_windows++;
+    pl.pkt_ppm =
+        uint32_t((uint64_t(pl.pkt_ppm) * (pl.pkt_windows - 1) + pkt_rate) / pl.pkt_windows);
+  } else {
+    pl.pkt_ppm = pl.pkt_ppm - pl.pkt_ppm / 16 + pkt_rate / 16;
+  }
+  pl.sent = pl.lost = pl.lost_pkts = 0;
   if (pl.windows < kPlaneWarmWindows) return;  // a rate of one or two windows is noise
   // The best plane the QP measures (the others are the yardstick: loss that
   // every plane sees, a receiver dropping, is no reason to prefer one).
@@ -214,11 +225,34 @@ void PathSet::skip(uint32_t i, EvEventReason why) {
   Ev& e = evs_[i];
   if (e.state != EvState::kGood) return;
   set_state(i, EvState::kSkip, why);
-  e.skip_rot = rotation_;
+  e.skip_rot = uint32_t(rotation_);
   skipped_.push_back(i);
 }
 
-void PathSet::assume_bad(uint32_t i, EvEventReason why, Time now) {
+bool PathSet::loss_outlier(uint32_t i) {
+  Ev& e = evs_[i];
+  const uint32_t tx = uint32_t(e.stats.tx_pkts);
+  // Packets it sent since its previous loss (as both were detected: losses
+  // found together count 0).
+  if (e.loss_tx) {
+    const uint32_t gap =
+        uint32_t(std::min<uint64_t>(uint64_t(uint32_t(tx - e.loss_tx)) * 16, 0xffff));
+    e.loss_gap = e.loss_n ? uint16_t(e.loss_gap - e.loss_gap / 4 + gap / 4) : uint16_t(gap);
+    if (e.loss_n < 255) e.loss_n++;
+  }
+  e.loss_tx = tx;
+  if (!p_.ev_outlier_ratio || !p_.plane_lossy_ppm || e.port > kMaxPorts) return false;
+  const PlaneLoss& pl = plane_[e.port];
+  if (e.loss_n < std::max<uint32_t>(p_.ev_outlier_min, 1) || pl.pkt_windows < kPlaneWarmWindows)
+    return false;
+  // Its rate (ppm) from the smoothed gap; a gap of 0 (two losses at once) is
+  // a rate of one.
+  const uint64_t ev_ppm =
+      std::min<uint64_t>(16'000'000 / std::max<uint16_t>(e.loss_gap, 16), 1'000'000);
+  return ev_ppm >= p_.plane_lossy_ppm && ev_ppm >= uint64_t(p_.ev_outlier_ratio) * pl.pkt_ppm;
+}
+
+void PathSet::assume_bad(uint32_t i, EvEventReason why, Time now, bool outlier) {
   Ev& e = evs_[i];
   if (e.state == EvState::kAssumedBad || e.state == EvState::kDenied) return;
   if (usable_ <= p_.min_active || usable_ == 1) {
@@ -229,8 +263,10 @@ void PathSet::assume_bad(uint32_t i, EvEventReason why, Time now) {
   // Back for a few RTTs and lost again with nothing delivered: its probes
   // pass where data does not. Each relapse in a row doubles how long it
   // waits before the next probe, so such a path costs a packet per back-off,
-  // not one per probe round (issue 21).
-  const bool relapse = e.readmitted && uint16_t(e.stats.acked) == e.acked_at_readmit;
+  // not one per probe round (issue 21). So does one that loses far more than
+  // its plane (an outlier: a path inside the plane losing part of what it
+  // carries, whose probes pass now and then).
+  const bool relapse = e.readmitted && (outlier || uint16_t(e.stats.acked) == e.acked_at_readmit);
   e.readmitted = false;
   e.relapses = relapse ? uint8_t(std::min(e.relapses + 1, 30)) : 0;
   set_state(i, EvState::kAssumedBad, relapse ? EvEventReason::kRelapse : why);

@@ -42,7 +42,14 @@ class PathSet {
     uint8_t relapses = 0;     // in a row, each with nothing delivered between
     bool readmitted = false;  // GOOD again by probes, no retirement since
     Time probe_sent = 0;
-    uint64_t skip_rot = 0;    // rotation in which it was skipped
+    uint32_t skip_rot = 0;  // rotation in which it was skipped (low 32 bits)
+    // Its silent-loss rate, as the packets it sends between two losses:
+    // smoothed by 1/4 per loss, in 1/16 packets (saturating at 4095), over
+    // loss_n losses (saturating). Kept across retirements and readmissions:
+    // a path inside a plane that loses far more than the plane
+    // (PathParams::ev_outlier_ratio) is known as such when it comes back.
+    uint16_t loss_gap = 0;
+    uint8_t loss_n = 0;
     EvStats stats;
   };
 
@@ -71,7 +78,10 @@ class PathSet {
 
   // Signals.
   void skip(uint32_t i, EvEventReason why);           // ECN echo / trim NACK
-  void assume_bad(uint32_t i, EvEventReason why, Time now);  // silent loss, timeout, ALWAYS_SKIP
+  // Silent loss, timeout, ALWAYS_SKIP. `outlier`: the EV loses far more
+  // than its plane (loss_outlier); retired so again after probes readmitted
+  // it, it has relapsed (its next probe waits longer).
+  void assume_bad(uint32_t i, EvEventReason why, Time now, bool outlier = false);
   void probe_result(uint32_t i, bool ok, Time now);
   // The loss that made i ASSUMED_BAD turned out to be reordering: GOOD again.
   void undo_bad(uint32_t i, Time now);
@@ -87,12 +97,27 @@ class PathSet {
   void plane_loss(uint8_t port, Time now) {
     if (port > kMaxPorts) return;
     PlaneLoss& pl = plane_[port];
+    pl.lost_pkts++;
     if (pl.episode && now - pl.episode < srtt_) return;
     pl.episode = now;
     pl.lost++;
   }
   void plane_loss_undo(uint8_t port) {
-    if (port <= kMaxPorts && plane_[port].lost) plane_[port].lost--;
+    if (port > kMaxPorts) return;
+    if (plane_[port].lost) plane_[port].lost--;
+    if (plane_[port].lost_pkts) plane_[port].lost_pkts--;
+  }
+  // EV i lost a packet silently (and is not retired yet): updates its loss
+  // rate (loss_gap, loss_n) and returns whether it is an outlier: at least
+  // ev_outlier_min losses measured, a rate of at least plane_lossy_ppm
+  // (1% when that rule is off), and at least ev_outlier_ratio times its
+  // plane's per-packet loss rate (a path inside the plane that loses far
+  // more than the plane: on a lossy plane it is retired all the same).
+  bool loss_outlier(uint32_t i);
+  // The plane's smoothed per-packet silent-loss rate (ppm; plane_loss_ppm
+  // counts episodes).
+  uint32_t plane_pkt_loss_ppm(uint8_t port) const {
+    return port <= kMaxPorts ? plane_[port].pkt_ppm : 0;
   }
   // Whether `port` is down-weighted for loss, and its smoothed silent-loss
   // rate (parts per million).
@@ -179,9 +204,12 @@ class PathSet {
   static constexpr uint8_t kPlaneWarmWindows = 4;  // judged (or a yardstick) after this many
   struct PlaneLoss {
     uint32_t sent = 0, lost = 0;  // in the current window (lost: loss episodes)
+    uint32_t lost_pkts = 0;       // in the current window: packets lost silently
     Time episode = 0;             // when the current loss episode began
     uint32_t ppm = 0;             // smoothed silent-loss rate
+    uint32_t pkt_ppm = 0;         // smoothed per-packet loss rate (lost_pkts)
     uint8_t windows = 0;          // windows in ppm (up to kPlaneWarmWindows)
+    uint8_t pkt_windows = 0;      // windows in pkt_ppm (up to 16: a mean until then)
     bool lossy = false;           // down-weighted
   };
   PlaneLoss plane_[kMaxPorts + 1];
@@ -194,5 +222,9 @@ class PathSet {
   Rng rng_;
   Listener listener_;
 };
+
+// An EV is most of an idle QP's memory: its fields fill the padding around
+// its statistics, and a new one must find room there.
+static_assert(sizeof(PathSet::Ev) <= 48 + sizeof(EvStats), "PathSet::Ev grew");
 
 }  // namespace mrc::core

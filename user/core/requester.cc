@@ -138,11 +138,15 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
     PathSet::Ev& e = q.paths.at(t.ev);
     const uint32_t ppm = std::max<uint32_t>(q.paths.plane_loss_ppm(t.port), 1);
     const uint64_t gap = std::max<uint64_t>(2, 1'000'000 / ppm / 8);
-    const uint32_t tx = uint32_t(e.stats.tx_pkts);
-    const bool repeat = e.loss_tx && uint32_t(tx - e.loss_tx) < gap;
-    e.loss_tx = tx;
-    const bool keep = cfg_.paths.plane_lossy_keep_evs && q.paths.plane_lossy(t.port) && !repeat;
-    if (!keep) q.paths.assume_bad(t.ev, why, now);
+    const bool repeat = e.loss_tx && uint32_t(uint32_t(e.stats.tx_pkts) - e.loss_tx) < gap;
+    // So is one whose own loss rate, over its last few losses, is far above
+    // its plane's per-packet rate (a subset of the plane's paths losing,
+    // the rest not: the plane is lossy on average, the subset far more).
+    const bool outlier = q.paths.loss_outlier(t.ev);
+    const bool lossy = cfg_.paths.plane_lossy_keep_evs && q.paths.plane_lossy(t.port);
+    const bool keep = lossy && !repeat && !outlier;
+    if (lossy && !repeat && outlier) q.stats.ev_outliers++;
+    if (!keep) q.paths.assume_bad(t.ev, why, now, outlier);
     if (keep || q.paths.at(t.ev).state == EvState::kAssumedBad) {
       if (!keep) t.flags |= kTxDemoted;
       // Many distinct EVs of one plane failing with nothing delivered on it:

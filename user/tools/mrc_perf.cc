@@ -163,7 +163,8 @@ FILE* g_ev_log = nullptr;
       "                       (probes of one QP at once; 0: no limit), plane_suspect_losses,\n"
       "                       plane_lossy_ppm (0: no down-weighting of a lossy plane),\n"
       "                       plane_lossy_ratio, plane_lossy_div, plane_window,\n"
-      "                       plane_lossy_keep_evs,\n"
+      "                       plane_lossy_keep_evs, ev_outlier_ratio (0: an EV losing\n"
+      "                       far more than its lossy plane is kept), ev_outlier_min,\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       tx_quantum,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
@@ -714,6 +715,10 @@ void apply_engine(core::EngineConfig& e,
       e.paths.plane_window = uint32_t(n);
     else if (k == "plane_lossy_keep_evs")
       e.paths.plane_lossy_keep_evs = n != 0;
+    else if (k == "ev_outlier_ratio")
+      e.paths.ev_outlier_ratio = uint32_t(n);
+    else if (k == "ev_outlier_min")
+      e.paths.ev_outlier_min = uint32_t(n);
     else if (k == "min_reorder_us")
       e.min_reorder = us;
     else if (k == "min_rto_us")

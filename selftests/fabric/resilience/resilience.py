@@ -502,6 +502,14 @@ SUITE = {
         title="a lower MTU (1500) inside plane 1's path: probes pass, data frames do not (4 s)",
         eval=eval_window, fault="plane 1 mtu", clear="plane 1 heal", min_ratio=0.5, max_stall_ms=500,
         target_ratio=0.95),
+    "13-subset-loss": dict(
+        title="50% loss on a quarter of plane 1's paths (UDP source ports p & 3 == 0), none on the rest (4 s)",
+        eval=eval_window, fault="plane 1 loss", clear="plane 1 heal", min_ratio=0.5, max_stall_ms=500,
+        target_ratio=0.95),
+    "14-subset-loss-active": dict(
+        title="the same with every EV active (no backups: a readmitted EV is back in the spray at once)",
+        eval=eval_window, fault="plane 1 loss", clear="plane 1 heal", min_ratio=0.5, max_stall_ms=500,
+        target_ratio=0.95),
 }
 
 

@@ -50,6 +50,14 @@ t_eq "blackhole rev only: B->A frames none arrive" "$(jq .frames <<<"$out")" 0
 t_eq "blackhole rev only: rev blackholed counter" "$(ctr blackholed rev)" 200
 F clear p0 --dir both >/dev/null
 
+# --- a set of source ports (a quarter of MRC's EVs): --match-sport-mask ------
+F set p0 --blackhole "${MRC_ONLY[@]}" --match-sport 0 --match-sport-mask 3 --reset >/dev/null
+out=$(t_xfer A B 0 ipv4 --count 400 --payload 256 --sport-range 49152-49551)
+t_eq "blackhole sport & 3 == 0: frames received of 400 (source ports 49152-49551)" "$(jq .parsed_ok <<<"$out")" 300
+t_eq "blackhole sport & 3 == 0: blackholed counter" "$(ctr blackholed)" 100
+t_eq "blackhole sport & 3 == 0: unmatched counter" "$(ctr unmatched)" 300
+F clear p0 >/dev/null
+
 # --- trim above a rate --------------------------------------------------------
 # 1 Mbit/s with a 20 KB bucket: of 300 back-to-back 1 KB frames ~18 fit
 for spec in "ipv4 write_only" "ipv6 write_only_imm --ts" "ipv4 write_middle --ts" "ipv6 write_last_imm" "ipv4 write_first"; do

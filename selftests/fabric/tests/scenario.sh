@@ -17,6 +17,10 @@ t_eq "grammar error: exit code" "$?" 2
 t_check "grammar error names file and line ($err)" grep -q "bad.scn:3: unknown plane action 'melt'" <<<"$err"
 printf 'topology direct\nworkload A: true\nat 2s plane 1 up\n' >"$T_TMP/bad2.scn"
 t_check "grammar error: missing colon is named" bash -c "'$SCN' --check '$T_TMP/bad2.scn' 2>&1 | grep -q 'bad2.scn:3:'"
+printf 'topology direct\nduration 2s\nworkload A: true\nat 1s: plane 1 loss 50%% sport 4/3\n' >"$T_TMP/bad3.scn"
+t_check "grammar error: a source port outside its mask" bash -c "'$SCN' --check '$T_TMP/bad3.scn' 2>&1 | grep -q 'bad3.scn:4: want .sport N/MASK.'"
+printf 'topology direct\nduration 2s\nworkload A: true\nat 1s: plane 1 loss 50%% sport 0/3\n' >"$T_TMP/ok3.scn"
+t_check "plane P loss PCT sport N/MASK parses" "$SCN" --check "$T_TMP/ok3.scn"
 
 cat >"$T_TMP/short.scn" <<'SCN'
 # MPTCP over two 200 Mbit/s planes; plane 1 blackholed for a second
