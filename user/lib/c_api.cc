@@ -32,6 +32,7 @@
 
 #include "codec/packet.hpp"
 #include "lib/exchange.hpp"
+#include "util/unique_fd.hpp"
 #include "mrc/mrc.hpp"
 
 namespace core = mrc::core;
@@ -42,7 +43,7 @@ struct mrc_device {
   std::mutex mu;
   std::vector<mrc_context*> contexts;
   size_t pds = 0;
-  int stop_fd = -1;
+  mrc::UniqueFd stop_fd;
   std::thread dispatcher;  // routes the Context's async events to contexts
 };
 
@@ -56,7 +57,7 @@ struct mrc_context {
   std::vector<mrc_comp_channel*> channels;
   std::mutex ev_mu;
   std::deque<mrc_async_event> events;
-  int ev_fd = -1;  // eventfd semaphore: one count per queued event
+  mrc::UniqueFd ev_fd;  // eventfd semaphore: one count per queued event
 };
 
 struct mrc_pd {
@@ -221,7 +222,7 @@ void push_event(mrc_context* c, const mrc_async_event& e) {
   std::lock_guard<std::mutex> lk(c->ev_mu);
   c->events.push_back(e);
   uint64_t one = 1;
-  (void)!write(c->ev_fd, &one, sizeof one);
+  (void)!write(c->ev_fd.get(), &one, sizeof one);
 }
 
 // Removes queued (not yet returned) events naming an object being destroyed.
@@ -231,7 +232,7 @@ void purge_events(mrc_context* c, Pred match) {
   for (auto it = c->events.begin(); it != c->events.end();) {
     if (match(*it)) {
       uint64_t v;
-      (void)!read(c->ev_fd, &v, sizeof v);
+      (void)!read(c->ev_fd.get(), &v, sizeof v);
       it = c->events.erase(it);
     } else {
       ++it;
@@ -275,7 +276,7 @@ void route_event(mrc_device* d, const mrc::AsyncEvent& ev) {
 }
 
 void dispatch_loop(mrc_device* d) {
-  pollfd p[2] = {{d->ctx->async_fd(), POLLIN, 0}, {d->stop_fd, POLLIN, 0}};
+  pollfd p[2] = {{d->ctx->async_fd(), POLLIN, 0}, {d->stop_fd.get(), POLLIN, 0}};
   while (true) {
     int r = poll(p, 2, -1);
     if (r < 0 && errno == EINTR) continue;
@@ -412,17 +413,14 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
     if (opts->umem_frames) o.umem_frames = opts->umem_frames;
     if (opts->frame_chunks) o.frame_chunks = opts->frame_chunks;
   }
-  int stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (stop < 0) return fail_null<mrc_device>(errno, "mrc_open_device: eventfd");
+  mrc::UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop) return fail_null<mrc_device>(errno, "mrc_open_device: eventfd");
   auto c = mrc::Context::open(o);
-  if (!c) {
-    close(stop);
-    return fail_null<mrc_device>(std::move(c).error().wrap("mrc_open_device"));
-  }
+  if (!c) return fail_null<mrc_device>(std::move(c).error().wrap("mrc_open_device"));
   auto* d = new mrc_device;
   d->ctx = std::move(*c);
   d->ports = d->ctx->ports();
-  d->stop_fd = stop;
+  d->stop_fd = std::move(stop);
   d->dispatcher = std::thread(dispatch_loop, d);
   return d;
 }
@@ -439,9 +437,9 @@ int mrc_close_device(struct mrc_device* d) {
                              " protection domain(s) still allocated");
   }
   uint64_t one = 1;
-  (void)!write(d->stop_fd, &one, sizeof one);
+  (void)!write(d->stop_fd.get(), &one, sizeof one);
   d->dispatcher.join();
-  close(d->stop_fd);
+  d->stop_fd.close();
   d->ctx.reset();
   delete d;
   return 0;
@@ -522,13 +520,13 @@ struct mrc_context* mrc_create_context(struct mrc_device* d, struct mrc_context_
       vendor = v;
     }
   }
-  int fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-  if (fd < 0) return fail_null<mrc_context>(errno, "mrc_create_context: eventfd");
+  mrc::UniqueFd fd(eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE));
+  if (!fd) return fail_null<mrc_context>(errno, "mrc_create_context: eventfd");
   auto* c = new mrc_context;
   c->dev = d;
   c->api_version = api;
   c->vendor_api_version = vendor;
-  c->ev_fd = fd;
+  c->ev_fd = std::move(fd);
   std::lock_guard<std::mutex> lk(d->mu);
   d->contexts.push_back(c);
   return c;
@@ -558,8 +556,7 @@ int mrc_destroy_context(struct mrc_context* c) {
     }
     for (mrc_comp_channel* ch : c->channels) delete ch;
   }
-  close(c->ev_fd);
-  delete c;
+  delete c;  // closes ev_fd
   return 0;
 }
 
@@ -1136,7 +1133,7 @@ int mrc_post_recv(struct mrc_qp* qp, struct mrc_recv_wr* wr, struct mrc_recv_wr*
 int mrc_get_async_fd(struct mrc_context* c, int* fd) {
   if (!c) return fail(EINVAL, "mrc_get_async_fd: null context");
   if (!fd) return fail(EINVAL, "mrc_get_async_fd: null fd pointer");
-  *fd = c->ev_fd;
+  *fd = c->ev_fd.get();
   return 0;
 }
 
@@ -1150,15 +1147,15 @@ int mrc_get_async_event(struct mrc_context* c, struct mrc_async_event* event) {
         *event = c->events.front();
         c->events.pop_front();
         uint64_t v;
-        (void)!read(c->ev_fd, &v, sizeof v);
+        (void)!read(c->ev_fd.get(), &v, sizeof v);
         if (event->event_type == MRC_EVENT_QP_FATAL) event->element.qp->async.get();
         if (event->event_type == MRC_EVENT_CQ_ERR) event->element.cq->async.get();
         return 0;
       }
     }
-    const int fl = fcntl(c->ev_fd, F_GETFL);
+    const int fl = fcntl(c->ev_fd.get(), F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK)) return fail(EAGAIN, "mrc_get_async_event: no event pending");
-    pollfd p{c->ev_fd, POLLIN, 0};
+    pollfd p{c->ev_fd.get(), POLLIN, 0};
     if (poll(&p, 1, -1) < 0 && errno != EINTR) return fail(errno, "mrc_get_async_event: poll");
   }
 }
@@ -1181,19 +1178,19 @@ uint32_t mrc_random_psn(void) { return mrc::random_psn(); }
 
 int mrc_exchange_listen(const char* bind_addr, uint16_t port) {
   auto r = mrc::tcp_listen(bind_addr ? bind_addr : "0.0.0.0", port);
-  return r ? *r : fail(r.error());
+  return r ? r->release() : fail(r.error());  // the caller closes it
 }
 
 int mrc_exchange_accept(int listen_fd, int timeout_ms) {
   if (listen_fd < 0) return fail(EBADF, "mrc_exchange_accept: bad listening socket");
   auto r = mrc::tcp_accept(listen_fd, timeout_ms);
-  return r ? *r : fail(r.error());
+  return r ? r->release() : fail(r.error());  // the caller closes it
 }
 
 int mrc_exchange_connect(const char* host, uint16_t port, int timeout_ms) {
   if (!host || !*host) return fail(EINVAL, "mrc_exchange_connect: no host");
   auto r = mrc::tcp_connect(host, port, timeout_ms);
-  return r ? *r : fail(r.error());
+  return r ? r->release() : fail(r.error());  // the caller closes it
 }
 
 int mrc_exchange_endpoints(int fd, const struct mrc_endpoint* ours, int num_ours,

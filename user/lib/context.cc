@@ -27,8 +27,8 @@
 #include <optional>
 #include <thread>
 
-#include "bpf/attach.hpp"
-#include "bpf/mrc_xdp.hpp"
+#include "loader/attach.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "core/engine.hpp"
 #include "ctl/client.hpp"
 #include "lib/mpmc.hpp"
@@ -36,6 +36,7 @@
 #include "mrc/mrc.hpp"
 #include "codec/packet.hpp"
 #include "xdp/device.hpp"
+#include "util/clock.hpp"
 #include "xdp/live_tx.hpp"
 
 namespace mrc {
@@ -45,12 +46,6 @@ constexpr size_t kBurst = 64;
 // Live-frames slots reserved per port at a time (what an iteration does not
 // use goes back at its end).
 constexpr uint32_t kLiveReserve = 16;
-
-core::Time mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return core::Time(ts.tv_sec) * 1'000'000'000ull + core::Time(ts.tv_nsec);
-}
 
 struct PostedSend {
   core::SendWr wr;
@@ -120,10 +115,10 @@ struct ChannelState {
 struct Context::Impl {
   DeviceOptions opts;
   xdp::Device dev;
-  std::optional<bpf::MrcXdp> prog;  // our own copy of mrc_xdp (no mrcd)
-  std::vector<bpf::XdpAttachment> attachments;
-  bpf::XdpMaps pinned;              // mrcd's maps
-  bpf::XdpMaps* maps = nullptr;
+  std::optional<loader::MrcXdp> prog;  // our own copy of mrc_xdp (no mrcd)
+  std::vector<loader::MrcXdpAttachment> attachments;
+  loader::XdpMaps pinned;              // mrcd's maps
+  loader::XdpMaps* maps = nullptr;
   std::unique_ptr<core::Engine> eng;
   std::vector<PortInfo> ports;      // index = port - 1
   std::vector<uint16_t> tx_socket;  // per port index: the socket that sends
@@ -683,7 +678,7 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   // 1. The XDP program: mrcd's pinned copy, else our own.
   bool have_mrcd = false;
   if (o.use_mrcd) {
-    auto m = bpf::XdpMaps::open_pinned(o.pin_dir);
+    auto m = loader::XdpMaps::open_pinned(o.pin_dir);
     if (m.ok()) {
       im.pinned = std::move(*m);
       im.maps = &im.pinned;
@@ -694,18 +689,18 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
     }
   }
   if (!have_mrcd) {
-    bpf::LoadOptions lo;
+    loader::LoadOptions lo;
     lo.cfg.udp_port = o.udp_port;
     lo.cfg.dscp_trimmed = o.dscp.trimmed;
     lo.cfg.dscp_trimmed_lasthop = o.dscp.trimmed_lasthop;
     lo.cfg.dscp_control = o.dscp.control;
-    auto p = bpf::MrcXdp::open_and_load(lo);
+    auto p = loader::MrcXdp::open_and_load(lo);
     if (!p) return std::move(p).error().wrap("loading the XDP program");
     im.prog.emplace(std::move(*p));
     im.maps = &im.prog->maps();
-    bpf::AttachOptions ao;
+    loader::AttachOptions ao;
     ao.generic_only = o.force_generic;
-    auto at = bpf::attach_all(*im.prog, o.interfaces, ao);
+    auto at = loader::attach_all(*im.prog, o.interfaces, ao);
     if (!at) return std::move(at).error();
     im.attachments = std::move(*at);
   }
@@ -759,7 +754,7 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
     pi.queues = xp.socket_count;
     pi.link_up = xp.info.admin_up && xp.info.link_up;
     pi.xdp_mode = have_mrcd ? xdp::to_string(xp.info.xdp.mode)
-                            : std::string(bpf::to_string(im.attachments[i].info().mode));
+                            : std::string(loader::to_string(im.attachments[i].info().mode));
     pi.xsk_mode = xdp::to_string(im.dev.mode());
     for (const in_addr& a : xp.info.ipv4) {
       codec::IpAddr ip;
@@ -1152,7 +1147,7 @@ Result<std::vector<mrc_xdp_stats>> Context::xdp_stats() const {
 }
 
 std::vector<std::string> Context::xdp_stats_names() {
-  return {bpf::kStatsFieldNames.begin(), bpf::kStatsFieldNames.end()};
+  return {loader::kStatsFieldNames.begin(), loader::kStatsFieldNames.end()};
 }
 
 Context::XskStats Context::xsk_stats() const {

@@ -95,12 +95,13 @@ Result<std::vector<QpEndpoint>> decode(const std::string& text) {
   return make_error(EPROTO, "exchange: the peer closed before 'end'");
 }
 
-Result<int> tcp_listen(const std::string& bind_addr, uint16_t port) {
+Result<UniqueFd> tcp_listen(const std::string& bind_addr, uint16_t port) {
   auto ip = lib::parse_ip(bind_addr.empty() ? "0.0.0.0" : bind_addr);
   if (!ip) return std::move(ip).error();
   const bool v6 = ip->ver == codec::IpVersion::kV6;
-  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno_error(errno, "tcp_listen: socket");
+  UniqueFd sock(socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!sock) return errno_error(errno, "tcp_listen: socket");
+  const int fd = sock.get();
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_storage ss{};
@@ -118,24 +119,21 @@ Result<int> tcp_listen(const std::string& bind_addr, uint16_t port) {
     std::memcpy(&a->sin_addr, ip->b.data(), 4);
     sl = sizeof(*a);
   }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), sl) < 0 || listen(fd, 16) < 0) {
-    int e = errno;
-    close(fd);
-    return errno_error(e, "tcp_listen " + bind_addr + ":" + std::to_string(port));
-  }
-  return fd;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), sl) < 0 || listen(fd, 16) < 0)
+    return errno_error(errno, "tcp_listen " + bind_addr + ":" + std::to_string(port));
+  return sock;
 }
 
-Result<int> tcp_accept(int lfd, int timeout_ms) {
+Result<UniqueFd> tcp_accept(int lfd, int timeout_ms) {
   if (!wait_fd(lfd, POLLIN, timeout_ms)) return make_error(ETIMEDOUT, "tcp_accept: no connection");
-  int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd < 0) return errno_error(errno, "tcp_accept");
+  UniqueFd fd(accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC));
+  if (!fd) return errno_error(errno, "tcp_accept");
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
 }
 
-Result<int> tcp_connect(const std::string& host, uint16_t port, int timeout_ms) {
+Result<UniqueFd> tcp_connect(const std::string& host, uint16_t port, int timeout_ms) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_STREAM;
   int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
@@ -143,16 +141,15 @@ Result<int> tcp_connect(const std::string& host, uint16_t port, int timeout_ms) 
   int last = ECONNREFUSED;
   for (int waited = 0; waited <= timeout_ms; waited += 50) {
     for (addrinfo* a = res; a; a = a->ai_next) {
-      int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (fd < 0) continue;
-      if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      UniqueFd fd(socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      if (!fd) continue;
+      if (connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
         freeaddrinfo(res);
         int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         return fd;
       }
       last = errno;
-      close(fd);
     }
     usleep(50 * 1000);  // the server may not listen yet
   }

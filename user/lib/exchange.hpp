@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mrc/mrc.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc {
 
@@ -31,9 +32,9 @@ Result<std::vector<QpEndpoint>> decode(const std::string& text);
 
 // TCP helpers: a listening socket, an accepted or connected stream, and the
 // exchange itself (send ours, receive theirs; both sides may call it at once).
-Result<int> tcp_listen(const std::string& bind_addr, uint16_t port);
-Result<int> tcp_accept(int listen_fd, int timeout_ms);
-Result<int> tcp_connect(const std::string& host, uint16_t port, int timeout_ms);
+Result<UniqueFd> tcp_listen(const std::string& bind_addr, uint16_t port);
+Result<UniqueFd> tcp_accept(int listen_fd, int timeout_ms);
+Result<UniqueFd> tcp_connect(const std::string& host, uint16_t port, int timeout_ms);
 Result<std::vector<QpEndpoint>> exchange_endpoints(int fd, const std::vector<QpEndpoint>& ours, int timeout_ms = 10000);
 // A short text message on the same stream (results, "done", verification).
 Status send_line(int fd, const std::string& line);

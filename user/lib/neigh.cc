@@ -13,17 +13,11 @@
 #include <span>
 #include <thread>
 
+#include "util/unique_fd.hpp"
 #include "xdp/netlink.hpp"
 
 namespace mrc::lib {
 namespace {
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
 
 int family(const codec::IpAddr& a) { return a.ver == codec::IpVersion::kV4 ? AF_INET : AF_INET6; }
 size_t alen(const codec::IpAddr& a) { return a.ver == codec::IpVersion::kV4 ? 4 : 16; }
@@ -87,48 +81,29 @@ Result<codec::Mac> lookup_neigh(xdp::netlink::Socket& nl, int ifindex, const cod
 
 // Makes the kernel resolve `ip` on the interface: one datagram to the discard port.
 void nudge(int ifindex, const codec::IpAddr& ip) {
-  Fd s{socket(family(ip), SOCK_DGRAM | SOCK_CLOEXEC, 0)};
-  if (s.fd < 0) return;
+  UniqueFd s(socket(family(ip), SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s) return;
   char name[IF_NAMESIZE] = {};
   if (if_indextoname(unsigned(ifindex), name))
-    setsockopt(s.fd, SOL_SOCKET, SO_BINDTODEVICE, name, socklen_t(std::strlen(name)));
+    setsockopt(s.get(), SOL_SOCKET, SO_BINDTODEVICE, name, socklen_t(std::strlen(name)));
   char one = 0;
   if (ip.ver == codec::IpVersion::kV4) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(9);
     std::memcpy(&a.sin_addr, ip.b.data(), 4);
-    sendto(s.fd, &one, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    sendto(s.get(), &one, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), sizeof a);
   } else {
     sockaddr_in6 a{};
     a.sin6_family = AF_INET6;
     a.sin6_port = htons(9);
     a.sin6_scope_id = uint32_t(ifindex);
     std::memcpy(&a.sin6_addr, ip.b.data(), 16);
-    sendto(s.fd, &one, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    sendto(s.get(), &one, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), sizeof a);
   }
 }
 
 }  // namespace
-
-std::string to_string(const codec::IpAddr& a) {
-  char s[INET6_ADDRSTRLEN] = {};
-  inet_ntop(family(a), a.b.data(), s, sizeof s);
-  return s;
-}
-
-Result<codec::IpAddr> parse_ip(const std::string& s) {
-  codec::IpAddr a;
-  if (inet_pton(AF_INET, s.c_str(), a.b.data()) == 1) {
-    a.ver = codec::IpVersion::kV4;
-    return a;
-  }
-  if (inet_pton(AF_INET6, s.c_str(), a.b.data()) == 1) {
-    a.ver = codec::IpVersion::kV6;
-    return a;
-  }
-  return make_error(EINVAL, "'" + s + "' is not an IPv4 or IPv6 address");
-}
 
 Result<codec::Mac> resolve_next_hop(int ifindex, const codec::IpAddr& dst, int timeout_ms) {
   auto nl = xdp::netlink::Socket::open();

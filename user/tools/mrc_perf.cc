@@ -1109,7 +1109,7 @@ Totals qp_totals(Side& s) {
 // One connected client: its exchange socket, its QPs (indexes into Side::qps)
 // and its part of the target buffer.
 struct Client {
-  int fd = -1;
+  UniqueFd fd;
   uint32_t first_qp = 0;
   std::vector<QpEndpoint> theirs;
   bool done = false;
@@ -1129,7 +1129,7 @@ int run_server(const Opts& o) {
   CountersAtExit counters_at_exit{o, s};
   MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
   ConnectOptions co = conn_opts(o);
-  int lfd = must(tcp_listen(o.bind, o.port), "listen");
+  UniqueFd lfd = must(tcp_listen(o.bind, o.port), "listen");
   if (!o.json)
     std::fprintf(stderr, "mrc_perf: waiting for %u client(s) on port %u\n", o.clients, o.port);
 
@@ -1279,12 +1279,12 @@ int run_server(const Opts& o) {
   // incast scenario with the early clients' QPs.
   for (uint32_t c = 0; c < o.clients; c++) {
     Client& k = cl[c];
-    Result<int> fd = make_error(ETIMEDOUT, "tcp_accept: no connection in 600 s");
+    Result<UniqueFd> fd = make_error(ETIMEDOUT, "tcp_accept: no connection in 600 s");
     for (const auto until = Clock::now() + std::chrono::seconds(600); Clock::now() < until;) {
       if (g_stop.load()) return finish(130);
-      pollfd lp{lfd, POLLIN, 0};
+      pollfd lp{lfd.get(), POLLIN, 0};
       if (poll(&lp, 1, 100) > 0) {
-        fd = tcp_accept(lfd, 1000);
+        fd = tcp_accept(lfd.get(), 1000);
         break;
       }
     }
@@ -1292,7 +1292,7 @@ int run_server(const Opts& o) {
       finish(0);
       die("accept", fd.error());
     }
-    k.fd = *fd;
+    k.fd = std::move(*fd);
     k.first_qp = c * o.qps;
     std::vector<QpEndpoint> ours;
     for (uint32_t i = 0; i < o.qps; i++) {
@@ -1303,7 +1303,7 @@ int run_server(const Opts& o) {
       e.rkey = mr.rkey;
       ours.push_back(e);
     }
-    k.theirs = must(exchange_endpoints(k.fd, ours), "exchange");
+    k.theirs = must(exchange_endpoints(k.fd.get(), ours), "exchange");
     if (k.theirs.size() != o.qps)
       die("exchange", make_error(EPROTO, "the client has a different QP count"));
     for (uint32_t i = 0; i < o.qps; i++)
@@ -1330,7 +1330,7 @@ int run_server(const Opts& o) {
       std::fflush(stdout);
     }
   }
-  for (Client& k : cl) must(send_line(k.fd, "go"), "handshake");
+  for (Client& k : cl) must(send_line(k.fd.get(), "go"), "handshake");
   if (o.sample_ms) start_sampler();
 
   uint32_t remaining = o.clients;
@@ -1347,14 +1347,14 @@ int run_server(const Opts& o) {
       continue;
     }
     next_report_check = now + std::chrono::milliseconds(5);
-    for (uint32_t c = 0; c < o.clients; c++) pf[c] = {cl[c].done ? -1 : cl[c].fd, POLLIN, 0};
+    for (uint32_t c = 0; c < o.clients; c++) pf[c] = {cl[c].done ? -1 : cl[c].fd.get(), POLLIN, 0};
     if (poll(pf.data(), pf.size(), 0) > 0) {
       for (uint32_t c = 0; c < o.clients; c++) {
         if (!(pf[c].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         // The client reports the last message written to every slot: its
         // data is complete (the client saw every WRITE acknowledged).
         Client& k = cl[c];
-        auto lr = recv_line(k.fd, 30'000);
+        auto lr = recv_line(k.fd.get(), 30'000);
         if (!lr) {
           // A client whose QP failed hangs up: say first if ours failed too.
           if (!no_fatal_event(s)) return finish(1);
@@ -1411,7 +1411,7 @@ int run_server(const Opts& o) {
                       " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64 " imm_missing=%" PRIu64,
                       ok ? "ok" : "fail", k.checked, k.bad_slots, k.imm_ok, k.imm_bad,
                       k.imm_overwritten, k.imm_missing);
-        must(send_line(k.fd, res), "sending the result");
+        must(send_line(k.fd.get(), res), "sending the result");
         k.done = true;
         remaining--;
       }
@@ -1453,9 +1453,7 @@ int run_server(const Opts& o) {
     std::printf("server: received %.1f MB from %u client(s); verification %s\n", double(rx) / 1e6,
                 o.clients, o.verify ? (ok ? "passed" : "FAILED") : "off");
   }
-  for (Client& k : cl) close(k.fd);
-  close(lfd);
-  return ok ? 0 : 3;
+  return ok ? 0 : 3;  // closes the connections, then lfd
 }
 
 // ---------------------------------------------------------------------------
@@ -1485,7 +1483,8 @@ int run_client(const Opts& o) {
   CountersAtExit counters_at_exit{o, s};
   MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
   ConnectOptions co = conn_opts(o);
-  int fd = must(tcp_connect(o.peer, o.port, 30'000), "connecting to the server");
+  const UniqueFd conn = must(tcp_connect(o.peer, o.port, 30'000), "connecting to the server");
+  const int fd = conn.get();
   std::vector<QpEndpoint> ours;
   for (uint32_t i = 0; i < o.qps; i++) {
     QpEndpoint e = describe(*s.ctx, *s.qps[i], random_psn(), co, co.max_wimm, co.mpr);
@@ -1758,7 +1757,6 @@ int run_client(const Opts& o) {
                 (double(e.heap) - double(s.mem_base.heap)) / o.qps);
   }
   if (o.counters) dump_counters(s);
-  close(fd);
   return rc;
 }
 

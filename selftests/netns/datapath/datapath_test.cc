@@ -198,21 +198,20 @@ TEST_F(Datapath, NonMrcTrafficKeepsWorking) {
     EXPECT_TRUE(r.ok()) << "ping " << peer << ": " << (r.ok() ? "" : r.error().message());
   }
   std::string b1 = topo_.pairs()[0].b_ip4.substr(0, topo_.pairs()[0].b_ip4.find('/'));
-  int lfd;
+  UniqueFd lfd;
   {
     auto ns = topo_.enter_b();
     auto l = tcp_listen(b1, 18777);
     ASSERT_TRUE(l.ok()) << l.error().message();
-    lfd = *l;
+    lfd = std::move(*l);
   }
   std::string got;
   std::thread server([&] {
-    auto c = tcp_accept(lfd, 10000);
+    auto c = tcp_accept(lfd.get(), 10000);
     if (!c.ok()) return;
     char buf[65536];
     ssize_t n;
-    while ((n = recv(*c, buf, sizeof buf, 0)) > 0) got.append(buf, size_t(n));
-    close(*c);
+    while ((n = recv(c->get(), buf, sizeof buf, 0)) > 0) got.append(buf, size_t(n));
   });
   std::string payload(1 << 20, 'x');
   for (size_t i = 0; i < payload.size(); i++) payload[i] = char('a' + i % 26);
@@ -220,11 +219,10 @@ TEST_F(Datapath, NonMrcTrafficKeepsWorking) {
     auto ns = topo_.enter_a();
     auto c = tcp_connect(b1, 18777, 10000);
     ASSERT_TRUE(c.ok()) << c.error().message();
-    ASSERT_TRUE(send_line(*c, payload).ok());
-    close(*c);
+    ASSERT_TRUE(send_line(c->get(), payload).ok());
   }
   server.join();
-  close(lfd);
+  lfd.close();
   EXPECT_EQ(got, payload + "\n");
   std::vector<Wc> s;
   ASSERT_TRUE(wait(0, s, [&] { return s.size() == kCount; }, std::chrono::seconds(120)));
