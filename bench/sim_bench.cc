@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "codec/packet.hpp"
-#include "lib/packet_factory.hpp"
+#include "support/packet_factory.hpp"
 #include "sim/network.hpp"
 
 namespace {

@@ -17,8 +17,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "bpf/log.hpp"
-#include "bpf/mrc_xdp.hpp"
+#include "loader/log.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "bpf_test_env.hpp"
 #include "xdp_rows.hpp"
 
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     std::printf("SKIP: %s\n", s.error().message().c_str());
     return 77;
   }
-  auto prog = bpf::MrcXdp::open_and_load();
+  auto prog = loader::MrcXdp::open_and_load();
   if (!prog) {
     std::fprintf(stderr, "%s\n", prog.error().message().c_str());
     return 1;

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "codec/packet.hpp"
-#include "lib/packet_factory.hpp"
+#include "support/packet_factory.hpp"
 
 namespace mrc::codec {
 namespace {

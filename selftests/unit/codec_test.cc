@@ -10,7 +10,7 @@
 #include "codec/icrc.hpp"
 #include "codec/packet.hpp"
 #include "codec/psn_window.hpp"
-#include "lib/packet_factory.hpp"
+#include "support/packet_factory.hpp"
 
 namespace mrc::codec {
 namespace {

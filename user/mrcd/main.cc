@@ -21,7 +21,7 @@
 #include <map>
 #include <memory>
 
-#include "bpf/xdp_maps.hpp"
+#include "loader/xdp_maps.hpp"
 #include "ctl/controller.hpp"
 #include "ctl/ep.hpp"
 #include "ctl/pinned_store.hpp"
@@ -119,7 +119,7 @@ Status Daemon::start() {
   for (const Plane& p : dp_->planes()) {
     ports.push_back(
         {p.cfg.port, p.cfg.ifname, p.ifindex, p.link_up,
-         uint32_t(p.mode == bpf::XdpMode::kGeneric ? MRC_CTL_XDP_GENERIC : MRC_CTL_XDP_NATIVE),
+         uint32_t(p.mode == loader::XdpMode::kGeneric ? MRC_CTL_XDP_GENERIC : MRC_CTL_XDP_NATIVE),
          p.cfg.queues});
     MRCD_INFO("plane %s: port %u, %s, link %s, admin %s", p.cfg.ifname.c_str(), p.cfg.port,
               p.attach_notes.c_str(), p.link_up ? "up" : "down", p.admin_up ? "up" : "down");
@@ -377,8 +377,8 @@ json Daemon::stats() const {
     auto s = maps.stats(port);
     if (!s) continue;
     json x = json::object();
-    for (size_t i = 0; i < bpf::kStatsFields; i++)
-      x[bpf::kStatsFieldNames[i]] = bpf::stats_field(*s, i);
+    for (size_t i = 0; i < loader::kStatsFields; i++)
+      x[loader::kStatsFieldNames[i]] = loader::stats_field(*s, i);
     ports.push_back({{"port", port}, {"ifname", name}, {"xdp", x}});
   }
   const auto& cc = ctl_->counters();
@@ -457,7 +457,7 @@ std::string Daemon::metrics() const {
     e.sample("mrc_xdp_mode",
              L{{"port", std::to_string(p.cfg.port)},
                {"ifname", p.cfg.ifname},
-               {"mode", std::string(bpf::to_string(p.mode))}},
+               {"mode", std::string(loader::to_string(p.mode))}},
              uint64_t(1));
   struct Ctr {
     const char* field;
@@ -488,22 +488,22 @@ std::string Daemon::metrics() const {
           c.label ? "frames per XDP action" : std::string("XDP ") + c.field + " per plane port");
     }
     size_t idx = 0;
-    for (size_t i = 0; i < bpf::kStatsFields; i++)
-      if (std::strcmp(bpf::kStatsFieldNames[i], c.field) == 0) idx = i;
+    for (size_t i = 0; i < loader::kStatsFields; i++)
+      if (std::strcmp(loader::kStatsFieldNames[i], c.field) == 0) idx = i;
     for (const auto& [l, s] : st) {
       L lab = l;
       if (c.label) lab.push_back({"action", c.label});
-      e.sample(fam, lab, bpf::stats_field(s, idx));
+      e.sample(fam, lab, loader::stats_field(s, idx));
     }
   }
   e.family("mrc_xdp_drops_total", "counter", "frames mrc_xdp dropped, by reason");
-  for (size_t i = 0; i < bpf::kStatsFields; i++) {
-    std::string n = bpf::kStatsFieldNames[i];
+  for (size_t i = 0; i < loader::kStatsFields; i++) {
+    std::string n = loader::kStatsFieldNames[i];
     if (n.rfind("drop_", 0) != 0) continue;
     for (const auto& [l, s] : st) {
       L lab = l;
       lab.push_back({"reason", n.substr(5)});
-      e.sample("mrc_xdp_drops_total", lab, bpf::stats_field(s, i));
+      e.sample("mrc_xdp_drops_total", lab, loader::stats_field(s, i));
     }
   }
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "mrc/mrc.h"
-#include "netns/afxdp/netns_fixture.hpp"
+#include "support/netns_fixture.hpp"
 
 namespace mrc {
 namespace {

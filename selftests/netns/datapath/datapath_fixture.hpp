@@ -18,7 +18,7 @@
 
 #include "lib/exchange.hpp"
 #include "mrc/mrc.hpp"
-#include "netns/afxdp/netns_fixture.hpp"
+#include "support/netns_fixture.hpp"
 
 namespace mrc::dptest {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "ctl/client.hpp"
-#include "ctl_fixture.hpp"
+#include "support/ctl_fixture.hpp"
 #include "engine/harness.hpp"
 
 namespace mrc::testing {

@@ -3,7 +3,7 @@
 // through the controller model over the in-memory store.
 #include <gtest/gtest.h>
 
-#include "ctl_fixture.hpp"
+#include "support/ctl_fixture.hpp"
 
 namespace mrc::testing {
 namespace {

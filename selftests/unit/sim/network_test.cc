@@ -12,7 +12,7 @@
 
 #include "codec/bytes.hpp"
 #include "codec/packet.hpp"
-#include "lib/packet_factory.hpp"
+#include "support/packet_factory.hpp"
 #include "sim/network.hpp"
 
 namespace mrc::sim {

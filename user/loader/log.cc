@@ -1,4 +1,4 @@
-#include "bpf/log.hpp"
+#include "loader/log.hpp"
 
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-namespace mrc::bpf {
+namespace mrc::loader {
 namespace {
 
 std::mutex g_mu;
@@ -95,8 +95,8 @@ void set_log_level(LogLevel max_level) { g_max.store(int(max_level), std::memory
 void log(LogLevel level, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  emit(level, "mrc_bpf", fmt, ap);
+  emit(level, "mrc_loader", fmt, ap);
   va_end(ap);
 }
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

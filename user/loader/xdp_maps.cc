@@ -1,4 +1,4 @@
-#include "bpf/xdp_maps.hpp"
+#include "loader/xdp_maps.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -6,9 +6,9 @@
 #include <cstring>
 #include <vector>
 
-#include "bpf/log.hpp"
+#include "loader/log.hpp"
 
-namespace mrc::bpf {
+namespace mrc::loader {
 
 const std::array<const char*, kStatsFields> kStatsFieldNames = {
     "rx_packets",       "rx_bytes",         "pass_non_mrc",   "redirect_data",   "redirect_ctrl",
@@ -182,4 +182,4 @@ Status XdpMaps::reset_stats(uint32_t port) {
   return update(stats_.get(), kMapStats, &port, zero.data(), "port " + std::to_string(port));
 }
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "ctl/ep.hpp"
-#include "ctl_fixture.hpp"
+#include "support/ctl_fixture.hpp"
 #include "mrcd/server.hpp"
 
 namespace mrc::testing {

@@ -4,7 +4,7 @@
 // operator's DENY left alone.
 #include <gtest/gtest.h>
 
-#include "ctl_fixture.hpp"
+#include "support/ctl_fixture.hpp"
 #include "mrcd/policy.hpp"
 
 namespace mrc::testing {
