@@ -19,29 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "core/engine.hpp"
+#include "mrc/config.hpp"
 #include "mrc/result.hpp"
+#include "mrc/types.hpp"
 #include "mrc/uapi/maps.h"
 
 namespace mrc {
-
-using core::Access;
-using core::DeviceAttr;
-using core::EvEvent;
-using core::MrcAttrMask;
-using core::IbvAttrMask;
-using core::QpAttr;
-using core::QpCap;
-using core::QpInitAttr;
-using core::QpState;
-using core::QpStats;
-using core::RecvWr;
-using core::SendWr;
-using core::Sge;
-using core::Wc;
-using core::WcOpcode;
-using core::WcStatus;
-using core::WrOpcode;
 
 // API versions (MAJOR << 24 | MINOR << 16 | SUB), as mrc_api_ver.h encodes them.
 constexpr uint32_t api_version(uint32_t major, uint32_t minor, uint32_t sub) {
@@ -104,18 +87,18 @@ struct DeviceOptions {
   Progress progress = Progress::kThread;
   uint32_t progress_idle_us = 1000;  // kApplication: the engine thread's fallback delay
   bool force_generic = false;  // attach XDP in generic (SKB) mode
-  codec::DscpClasses dscp;
-  core::EngineConfig engine;   // protocol tunables (ports/addresses are filled in)
-  // TX backend. Live frames take frames up to LiveTx::max_frame() (3408 bytes
-  // on 6.18): QPs' path_mtu is then clamped to PortInfo::max_path_mtu (3264).
-  // The receive side is AF_XDP either way.
+  DscpClasses dscp;
+  EngineConfig engine;  // protocol tunables (ports/addresses are filled in)
+  // TX backend. Live frames are limited to the kernel's largest test-run
+  // frame (Documentation/xdp-tx.md, "Limits"): QPs' path_mtu is then clamped
+  // to PortInfo::max_path_mtu. The receive side is AF_XDP either way.
   TxBackend tx = TxBackend::kXsk;
   uint32_t live_tx_slots = 1024;   // LiveTx frame slots (4 KiB each), power of two
   uint32_t live_tx_submit = 64;    // frames per BPF_PROG_TEST_RUN (at most; the end
                                    // of an engine iteration submits the rest)
   // An engine iteration that ends with fewer frames than this sends them
-  // through AF_XDP instead (copied): a live submit has a fixed cost of about
-  // 10-15 us (the kernel builds a page pool per call). 0 = always live.
+  // through AF_XDP instead (copied): a live submit has a fixed cost (the
+  // kernel builds a page pool per call; xdp-tx.md measures it). 0 = always live.
   uint32_t live_tx_min = 16;
 };
 
@@ -124,8 +107,8 @@ struct PortInfo {
   uint8_t port = 0;  // 1-based
   std::string ifname;
   int ifindex = 0;
-  codec::Mac mac{};
-  std::vector<codec::IpAddr> addrs;
+  Mac mac{};
+  std::vector<IpAddr> addrs;
   uint32_t mtu = 0;
   uint32_t queues = 0;
   bool link_up = false;
@@ -139,7 +122,7 @@ struct PortInfo {
 };
 
 // An endpoint's address on one plane (the RoCEv2 GID of that port).
-using Gid = codec::IpAddr;
+using Gid = IpAddr;
 
 // QP hints (mrc_qp_hint): the traffic pattern a set of QPs expects. A QP
 // names one with QpAttr::hint (kMrcHint); 0 is no hint. The software engine
@@ -155,6 +138,20 @@ enum QpHintMask : uint32_t {
   kHintNumSendPeers = 1 << 1,
   kHintNumRemoteRecvPeers = 1 << 2,
   kHintVendorCfg = 1u << 31,  // no vendor configuration is defined: EINVAL
+};
+
+// One EV of a QP as the engine sees it (Qp::evs()).
+struct EvInfo {
+  uint32_t ev = 0;   // 32-bit wire entropy (types.hpp, EvEntry)
+  uint8_t port = 0;  // 1-based plane port
+  EvState state = EvState::kGood;
+  bool active = false;   // in the set packets are sprayed over
+  bool probing = false;  // a probe is outstanding
+  uint8_t probe_ok = 0;  // consecutive probe successes (readmitted at PathParams::probe_successes)
+  uint8_t relapses = 0;  // retired again right after probes readmitted it, in a row
+  Time backoff = 0;      // current probe back-off (ASSUMED_BAD), ns
+  Time next_probe = kNever;  // when its next probe is due (engine clock), kNever: none
+  EvStats stats;
 };
 
 class Context;
@@ -205,7 +202,7 @@ class Qp {
   Status post_send(const SendWr& wr);
   Status post_recv(const RecvWr& wr);
   // The engine's view of this QP's EVs (for tools and tests).
-  Result<std::vector<core::PathSet::Ev>> evs() const;
+  Result<std::vector<EvInfo>> evs() const;
 
  private:
   friend class Context;
@@ -241,7 +238,7 @@ class Context {
   DeviceAttr query_device() const;
   std::vector<PortInfo> ports() const;
   // The GID of a plane port for the given IP version (nullopt-like: ENOENT).
-  Result<Gid> gid(uint8_t port, codec::IpVersion v) const;
+  Result<Gid> gid(uint8_t port, IpVersion v) const;
   // Path MTU (payload bytes per packet, a multiple of 64) for packets of IP
   // version v. want = 0: the largest every plane port carries (its interface
   // MTU less the IP, UDP and MRC headers of a data packet) and this device
@@ -250,10 +247,10 @@ class Context {
   // max_path_mtu as Qp::modify does), or EMSGSIZE naming the interface (or
   // the single-buffer limit) it does not fit. EMSGSIZE also when a plane's
   // MTU leaves less than 256 (Documentation/api.md, "Path MTU").
-  Result<uint32_t> path_mtu_limit(codec::IpVersion v, uint32_t want = 0) const;
+  Result<uint32_t> path_mtu_limit(IpVersion v, uint32_t want = 0) const;
   // The largest path MTU every plane interface carries (interface MTUs
   // only, not the device's limit): what the exchange advertises as max_mtu.
-  Result<uint32_t> plane_mtu_limit(codec::IpVersion v) const;
+  Result<uint32_t> plane_mtu_limit(IpVersion v) const;
 
   Result<uint32_t> alloc_pd();
   Status dealloc_pd(uint32_t pd);
@@ -278,12 +275,12 @@ class Context {
 
   // Profiles of this process's engine, for use without mrcd (mrcd's pinned
   // profiles are the normal source; see Documentation/controller.md).
-  Status install_ev_profile(uint64_t id, const core::EvProfile& p);
-  Status install_cc_profile(uint64_t id, const core::CcProfile& p);
+  Status install_ev_profile(uint64_t id, const EvProfile& p);
+  Status install_cc_profile(uint64_t id, const CcProfile& p);
 
   // Resolves the next-hop MAC for a peer GID on a plane (route + neighbour
   // table, triggering resolution when needed) and fills a QP's AV entry.
-  Result<core::PlaneAddr> resolve(uint8_t port, const Gid& peer);
+  Result<PlaneAddr> resolve(uint8_t port, const Gid& peer);
 
   // Async events (QP fatal, port state). async_fd() is readable while one is
   // queued (an eventfd semaphore: one count per event, taken by get).
@@ -291,7 +288,7 @@ class Context {
   bool get_async_event(AsyncEvent& ev);
 
   // Engine and data path counters (for tools); EV events for monitoring.
-  core::EngineStats engine_stats() const;
+  EngineStats engine_stats() const;
   // The XDP program's counters of each plane port (index = port - 1).
   Result<std::vector<mrc_xdp_stats>> xdp_stats() const;
   // Field names of struct mrc_xdp_stats, in order (as bpftool prints them).

@@ -19,6 +19,10 @@ namespace mrc::testing {
 namespace {
 
 using namespace mrc::ctl;
+// Names the ctl model shares with libmrc's vocabulary (mrc/types.hpp): here
+// they mean the ctl model's.
+using ctl::DeviceAttr, ctl::EvEvent, ctl::EvState, ctl::kEvGood, ctl::kEvAssumedBad, ctl::kEvDenied,
+    ctl::kEvUnknown;
 
 class CtlMaps : public ::testing::Test {
  protected:
@@ -265,9 +269,9 @@ TEST_F(CtlMaps, PinnedMapOfAnotherLayoutIsRefused) {
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message().find("remove the pins"), std::string::npos)
       << st.error().message();
-  auto op = PinnedStore::open(dir, Access::kReadMostly);
+  auto op = PinnedStore::open(dir, ctl::Access::kReadMostly);
   ASSERT_FALSE(op);
-  auto none = PinnedStore::open(root + "/nothing", Access::kReadMostly);
+  auto none = PinnedStore::open(root + "/nothing", ctl::Access::kReadMostly);
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().code, ENOENT);
   EXPECT_NE(none.error().message().find("is mrcd running"), std::string::npos);

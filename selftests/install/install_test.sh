@@ -72,7 +72,10 @@ for f in "$MRC_INCLUDEDIR/mrc/mrc.h" "$MRC_LIBDIR/libmrc.so" "$MRC_LIBDIR/libmrc
 	"$MRC_LIBDIR/pkgconfig/mrc.pc" "$MRC_LIBDIR/cmake/mrc/mrcConfig.cmake" \
 	"$MRC_LIBDIR/cmake/mrc/mrcConfigVersion.cmake" "$MRC_LIBDIR/cmake/mrc/mrcTargets.cmake" \
 	"$MRC_MANDIR/man3/libmrc.3" "$MRC_DOCDIR/examples/write_imm_server.c" \
-	"$MRC_DOCDIR/examples/write_imm_client.c"; do
+	"$MRC_DOCDIR/examples/write_imm_client.c" "$MRC_DOCDIR/examples/write_imm_client_cpp.cc" \
+	"$MRC_INCLUDEDIR/mrc/mrc.hpp" "$MRC_INCLUDEDIR/mrc/types.hpp" "$MRC_INCLUDEDIR/mrc/config.hpp" \
+	"$MRC_INCLUDEDIR/mrc/result.hpp" "$MRC_INCLUDEDIR/mrc/uapi/wire.h" \
+	"$MRC_INCLUDEDIR/mrc/uapi/maps.h" "$MRC_LIBDIR/pkgconfig/mrc-cxx.pc"; do
 	t_check "libmrc-dev ships $f" has libmrc-dev "$f"
 done
 UNIT=$MRC_PREFIX/lib/systemd/system/mrcd.service
@@ -152,11 +155,23 @@ else
 	t_fail "static link: $(head -5 "$T_TMP/pc/static.err")"
 fi
 
+# The C++ API: write_imm_client_cpp against the installed <mrc/mrc.hpp>
+# (which must not reach outside the root's include/) and libmrc.a.
+# shellcheck disable=SC2046
+if c++ -Wall -Wextra -Werror -O2 -o "$T_TMP/pc/write_imm_client_cpp" "$EX/write_imm_client_cpp.cc" \
+	$(pc --cflags --libs mrc-cxx) 2>"$T_TMP/pc/cpp.err"; then
+	t_ok "write_imm_client_cpp built with pkg-config --cflags --libs mrc-cxx"
+	t_eq "C++ client needs no libmrc.so" "$(readelf -d "$T_TMP/pc/write_imm_client_cpp" | grep -c 'libmrc')" 0
+else
+	t_fail "C++ build with mrc-cxx: $(head -5 "$T_TMP/pc/cpp.err")"
+fi
+t_eq "pkg-config --cflags mrc-cxx" "$(pc --cflags mrc-cxx | xargs)" "-I$ROOT$MRC_INCLUDEDIR -std=c++20"
+
 step "examples with find_package(mrc)"
 mkdir -p "$T_TMP/cm"
 cat >"$T_TMP/cm/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.22)
-project(mrc_examples C)
+project(mrc_examples C CXX)
 find_package(mrc $MRC_VERSION REQUIRED)
 foreach(ex write_imm_server write_imm_client)
   add_executable(\${ex} $EX/\${ex}.c)
@@ -165,6 +180,9 @@ foreach(ex write_imm_server write_imm_client)
   target_compile_options(\${ex} PRIVATE -Wall -Wextra -Werror)
   target_link_libraries(\${ex} PRIVATE mrc::mrc)
 endforeach()
+add_executable(write_imm_client_cpp $EX/write_imm_client_cpp.cc)
+target_compile_options(write_imm_client_cpp PRIVATE -Wall -Wextra -Werror)
+target_link_libraries(write_imm_client_cpp PRIVATE mrc::mrc_static)
 EOF
 if cmake -S "$T_TMP/cm" -B "$T_TMP/cm/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	-DCMAKE_PREFIX_PATH="$ROOT$MRC_PREFIX" >"$T_TMP/cm/log" 2>&1 &&
@@ -194,6 +212,23 @@ t_eq "server exit status" "$?" 0
 t_eq "server verified" "$(grep -o 'verified [0-9]* of [0-9]*' "$T_TMP/srv.out" | tail -1)" "verified 4 of 4"
 t_eq "client got the verdict" "$(grep -o 'server says: .*' "$T_TMP/cli.out")" "server says: verified 4 of 4"
 [ "$T_FAILS" = 0 ] || cat "$T_TMP/srv.out" "$T_TMP/cli.out"
+
+step "C server and the C++ client (pkg-config mrc-cxx, then find_package mrc::mrc_static)"
+for cli in "$T_TMP/pc/write_imm_client_cpp" "$T_TMP/cm/build/write_imm_client_cpp"; do
+	PORT=$((20000 + RANDOM % 10000))
+	ip netns exec "$(t_ns B)" env LD_LIBRARY_PATH="$LIB" timeout 60 "$T_TMP/pc/write_imm_server" -p "$PORT" \
+		-n 6 -s 100000 "$(ifs B)" >"$T_TMP/srv.out" 2>&1 &
+	spid=$!
+	T_PIDS+=("$spid")
+	ip netns exec "$(t_ns A)" timeout 60 "$cli" -p "$PORT" -n 6 -s 100000 \
+		"$(t_port B 0 ipv4)" "$(ifs A)" >"$T_TMP/cli.out" 2>&1
+	t_eq "${cli#"$T_TMP"/}: exit status" "$?" 0
+	wait "$spid"
+	t_eq "server exit status" "$?" 0
+	t_eq "server verified the C++ client's writes" \
+		"$(grep -o 'verified [0-9]* of [0-9]*' "$T_TMP/srv.out" | tail -1)" "verified 6 of 6"
+	[ "$T_FAILS" = 0 ] || cat "$T_TMP/srv.out" "$T_TMP/cli.out"
+done
 
 # ---- 6. man pages --------------------------------------------------------------
 step "man pages"

@@ -20,6 +20,10 @@
 namespace mrc::testing {
 
 using namespace mrc::ctl;
+// Names the ctl model shares with libmrc's vocabulary (mrc/types.hpp): here
+// they mean the ctl model's.
+using ctl::DeviceAttr, ctl::EvEvent, ctl::EvState, ctl::kEvGood, ctl::kEvAssumedBad, ctl::kEvDenied,
+    ctl::kEvUnknown;
 
 inline codec::EvValue bytes(std::initializer_list<uint8_t> b) {
   codec::EvValue v{};

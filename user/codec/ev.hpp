@@ -17,8 +17,8 @@ constexpr size_t kEvMaxBytes = 32;  // MRC_CTL_EV_MAX_BYTES
 // An EV value: a big-endian bit string (byte 0 bit 7 is bit 0).
 using EvValue = std::array<uint8_t, kEvMaxBytes>;
 
-// mrc_ctl_ev_fmt_mode bits.
-enum class EvFmtMode : uint32_t { kStev = 1u << 0, kSrv6 = 1u << 1, kUdp = 1u << 2 };
+// mrc_ctl_ev_fmt_mode bits (a public type: include/mrc/types.hpp).
+using ::mrc::EvFmtMode;
 
 struct EvFmtField {
   uint8_t width = 0;  // bits

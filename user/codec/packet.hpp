@@ -9,41 +9,18 @@
 #include <span>
 #include <string_view>
 
+#include "mrc/types.hpp"
 #include "mrc/uapi/wire.h"
 
 namespace mrc::codec {
 
-using Mac = std::array<uint8_t, 6>;
-
-enum class IpVersion : uint8_t { kV4 = 4, kV6 = 6 };
-
-// An IPv4 address lives in the first 4 bytes.
-struct IpAddr {
-  IpVersion ver = IpVersion::kV4;
-  std::array<uint8_t, 16> b{};
-  bool operator==(const IpAddr&) const = default;
-  static IpAddr v4(uint8_t a, uint8_t b2, uint8_t c, uint8_t d) {
-    IpAddr r;
-    r.b[0] = a, r.b[1] = b2, r.b[2] = c, r.b[3] = d;
-    return r;
-  }
-};
-
-// DSCP classes are configuration (Documentation/wire-format.md, "DSCP").
-struct DscpClasses {
-  uint8_t control = MRC_DSCP_CONTROL_DEFAULT;
-  uint8_t trimmable = MRC_DSCP_TRIMMABLE_DEFAULT;
-  uint8_t trimmable_retx = MRC_DSCP_TRIMMABLE_RETX_DEFAULT;
-  uint8_t no_trim = MRC_DSCP_NO_TRIM_DEFAULT;
-  uint8_t trimmed = MRC_DSCP_TRIMMED_DEFAULT;
-  uint8_t trimmed_lasthop = MRC_DSCP_TRIMMED_LASTHOP_DEFAULT;
-};
-
-struct CodecConfig {
-  uint16_t udp_port = MRC_UDP_PORT_DEFAULT;
-  DscpClasses dscp;
-  bool verify_icrc = true;
-};
+// Addresses, DSCP classes and the codec's configuration are public types
+// (include/mrc/types.hpp).
+using ::mrc::CodecConfig;
+using ::mrc::DscpClasses;
+using ::mrc::IpAddr;
+using ::mrc::IpVersion;
+using ::mrc::Mac;
 
 // Which optional headers a packet carries (bit set).
 enum Hdr : uint16_t {
@@ -252,6 +229,8 @@ enum class ParseError : uint8_t {
   kBadIcrc,           // ICRC mismatch
   kCount,
 };
+static_assert(size_t(ParseError::kCount) == kParseErrorKinds,
+              "mrc/types.hpp counts (and parse_error_name names) every kind of parse error");
 std::string_view to_string(ParseError e);
 
 // Parses one Ethernet frame. On success `out` describes it. A trimmed data

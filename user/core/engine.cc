@@ -9,68 +9,6 @@
 
 namespace mrc::core {
 
-const char* to_string(QpState s) {
-  switch (s) {
-    case QpState::kReset: return "RESET";
-    case QpState::kInit: return "INIT";
-    case QpState::kRtr: return "RTR";
-    case QpState::kRts: return "RTS";
-    case QpState::kErr: return "ERR";
-  }
-  return "?";
-}
-
-const char* to_string(WcStatus s) {
-  switch (s) {
-    case kWcSuccess: return "success";
-    case kWcLocLenErr: return "local length error";
-    case kWcLocQpOpErr: return "local QP operation error";
-    case kWcLocProtErr: return "local protection error";
-    case kWcWrFlushErr: return "work request flushed";
-    case kWcLocAccessErr: return "local access error";
-    case kWcRemInvReqErr: return "remote invalid request";
-    case kWcRemAccessErr: return "remote access error";
-    case kWcRemOpErr: return "remote operation error";
-    case kWcRetryExcErr: return "transport retry counter exceeded";
-    case kWcFatalErr: return "fatal error";
-    case kWcGeneralErr: return "general error";
-  }
-  return "unknown status";
-}
-
-const char* to_string(EvState s) {
-  switch (s) {
-    case EvState::kGood: return "GOOD";
-    case EvState::kSkip: return "SKIP";
-    case EvState::kAssumedBad: return "ASSUMED_BAD";
-    case EvState::kDenied: return "DENIED";
-  }
-  return "?";
-}
-
-const char* to_string(EvEventReason r) {
-  switch (r) {
-    case EvEventReason::kEcn: return "ecn";
-    case EvEventReason::kTrimNack: return "trim_nack";
-    case EvEventReason::kAlwaysSkip: return "always_skip";
-    case EvEventReason::kSilentLoss: return "silent_loss";
-    case EvEventReason::kTimeout: return "timeout";
-    case EvEventReason::kProbeOk: return "probe_ok";
-    case EvEventReason::kProbeFail: return "probe_fail";
-    case EvEventReason::kController: return "controller";
-    case EvEventReason::kPortDown: return "port_down";
-    case EvEventReason::kPortUp: return "port_up";
-    case EvEventReason::kRotation: return "rotation";
-    case EvEventReason::kPromoted: return "promoted";
-    case EvEventReason::kSuppressed: return "suppressed";
-    case EvEventReason::kSpurious: return "spurious";
-    case EvEventReason::kPlaneLoss: return "plane_loss";
-    case EvEventReason::kPlaneLossy: return "plane_lossy";
-    case EvEventReason::kRelapse: return "relapse";
-  }
-  return "?";
-}
-
 namespace {
 // A QPN is gen << 16 | permute(index): gen (8 random bits, never 0) keeps
 // every QPN above the reserved ones (QPN 2 = endpoint ops) and changes each

@@ -32,62 +32,6 @@ namespace mrc::core {
 
 struct Trigger;
 
-struct PortConfig {
-  uint8_t port = 0;  // 1-based plane port
-  codec::Mac mac{};
-  codec::IpAddr ip;  // this port's address (its version decides the QP's IP version)
-  bool up = true;
-};
-
-struct EngineConfig {
-  codec::CodecConfig codec;
-  std::vector<PortConfig> ports;
-  DeviceAttr device;
-  uint64_t seed = 1;
-  // Secret behind memory keys and QP numbers (core/ids.hpp): 0 draws it
-  // from getrandom(2), so no two processes share keys; any other value
-  // derives it from this seed (reproducible simulations and tests).
-  uint64_t id_seed = 0;
-  uint32_t max_qps = 4096;
-  uint32_t max_cqs = 4096;
-  uint32_t max_mrs = 65536;  // at most 65536: a key holds a 16-bit index
-  // EV set the engine builds for AUTO profiles (and QPs without a profile).
-  uint32_t auto_evs_per_port = 64;
-  uint32_t auto_active_per_port = 32;
-  PathParams paths;
-  bool tseth = true;               // timestamp every data packet (TSETH)
-  uint32_t sack_bytes = 16384;     // coalesce SACKs up to this many new bytes
-  Time sack_delay = 20'000;        // ...or this long after the first unacked packet
-  // Payload bytes a QP may send in one round-robin turn before the next QP
-  // with something to send gets its turn (0: one packet per turn). With
-  // hundreds of busy QPs, one packet per turn switches to another QP's
-  // (cold) state at every packet; a larger turn makes a newly busy QP wait
-  // longer behind the others (performance.md, "256 QPs: a quantum per turn").
-  uint32_t tx_quantum = 16384;
-  Time min_reorder = 10'000;       // floor of the RACK reordering window
-  Time min_rto = 50'000;           // floor for the tail-loss probe timer
-  // EV probes of ASSUMED_BAD EVs, all QPs together: at most this many per
-  // second (a token bucket of probe_burst). Each QP probes its own EVs, so
-  // hundreds of QPs with a plane's EVs retired would otherwise send hundreds
-  // of thousands of probes a second, whose answers crowd out the SACKs
-  // (0: no limit).
-  uint32_t probe_rate = 50'000;
-  uint32_t probe_burst = 512;
-  uint32_t ev_event_capacity = 4096;
-  bool report_all_ev_events = false;  // also SKIP, promotions, probe failures
-  // Congestion control of QPs without a CC profile (id 0).
-  CcProfile default_cc;
-  // Floor of NSCC's target queueing delay when a profile leaves it to the
-  // engine (target_delay 0: the learned base RTT, the smallest RTT seen). On
-  // a software host that minimum is a round trip in which neither engine
-  // thread had to wake up; most round trips carry one or two wake-ups
-  // without any queue, which a target of a few microseconds reads as
-  // congestion (quick adapt). A floor above the host's wake-up delay keeps
-  // one QP's window open on CPU-bound hosts, but lets shaped bottlenecks
-  // queue more: performance.md, "NSCC on software hosts", measures both.
-  Time cc_min_target = kNsccMinTarget;
-};
-
 // Frames go out through this interface, one call pair per frame, no copies
 // beyond the engine writing into the buffer it is given.
 class TxSink {

@@ -215,6 +215,12 @@ struct Engine::Qp {
     if (t.port <= kMaxPorts) latest_port[t.port] = std::max(latest_port[t.port], t.sent);
   }
   TxPkt& pkt(uint32_t psn) { return win[psn & win_mask]; }
+  // A SACK's parts: its bitmap, its RTT sample and what the sample updates.
+  // Defined inline in requester.cc, for Engine::on_sack alone (the per-SACK
+  // path: no call of its own).
+  void sack_bitmap(uint32_t base, uint64_t bitmap, Time now, uint64_t& newly);
+  Time rtt_sample(TxPkt& t, uint16_t echo, const EngineConfig& cfg, Time now);
+  void rtt_update(const TxPkt& t, Time rtt, Time min_reorder);
   // Doubles the send window (rare: at most log2(MPR x 128 / 64) times per
   // QP); the PSNs in flight move to their slots under the new mask, and so
   // do the acknowledged ones still in the old window (a late SACK they

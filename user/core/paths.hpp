@@ -14,48 +14,6 @@
 
 namespace mrc::core {
 
-struct PathParams {
-  uint32_t min_active = 0;            // ev_min_active
-  uint32_t probe_successes = 3;       // K consecutive successes to readmit
-  Time probe_initial = 50'000;        // first probe of an ASSUMED_BAD EV after this
-  Time probe_max = 20'000'000;        // back-off cap
-  // An EV retired again before it delivered anything since probes readmitted
-  // it (its path passes probes but not data, e.g. a lower MTU inside it)
-  // relapsed: its first probe waits probe_initial << relapses, up to this.
-  Time probe_relapse_max = 1'000'000'000;
-  Time probe_timeout = 2'000'000;     // a probe unanswered this long after the RTO failed (set_rtt)
-  // Probes of one QP outstanding or queued at once (0 = no limit). A QP whose
-  // EVs were all retired would otherwise probe every one of them each
-  // back-off, whatever its RTT: on a receiver that is itself the bottleneck
-  // (an incast, a starved host) the probes' answers then crowd out the data.
-  uint32_t probe_inflight_max = 16;
-  // A plane whose packets were lost silently this many times in a row, with
-  // no delivery on it in between, is failing as a whole: all its EVs become
-  // ASSUMED_BAD at once (each is probed and readmitted on its own). 0 = off.
-  uint32_t plane_suspect_losses = 8;
-  // Grey failure: a plane that keeps losing packets silently while the QP's
-  // other planes deliver is "lossy". Each plane's silent-loss rate (loss
-  // episodes, see plane_loss, per packet sent on it) is measured over
-  // windows of plane_window packets sent on it (smoothed, 1/16 per window);
-  // a plane at or above plane_lossy_ppm that loses at least
-  // plane_lossy_ratio times the rate of the QP's best plane is lossy until
-  // its rate is under half of plane_lossy_ppm (or under twice the best
-  // plane's). On a lossy plane a loss does not retire its EV
-  // (plane_lossy_keep_evs), and the plane keeps 1/plane_lossy_div of its
-  // active EVs (its share of the spray falls by as much; 1 = keep its share:
-  // on a network-bound fabric its capacity is worth more than its losses).
-  // Its active EVs keep measuring it, over windows 1/plane_lossy_div as
-  // long. 0 = off.
-  uint32_t plane_lossy_ppm = 10'000;
-  uint32_t plane_lossy_ratio = 4;
-  uint32_t plane_lossy_div = 1;
-  uint32_t plane_window = 256;
-  // On a lossy plane a silent loss does not retire its EV (every EV of the
-  // plane loses alike), unless the EV loses again far sooner than the
-  // plane's rate says; the plane-suspicion rule still applies.
-  bool plane_lossy_keep_evs = true;
-};
-
 class PathSet {
  public:
   struct Ev {

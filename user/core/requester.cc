@@ -308,6 +308,103 @@ void Engine::complete_sends(Qp& q) {
   }
 }
 
+// A SACK's bitmap of the 64 PSNs from base: those it names arrived
+// (SACKed, their bytes added to newly); only PSNs the bitmap covers are
+// known: one it does not cover may well have arrived (the bitmap follows
+// the trigger). rack() judges the holes.
+inline void Engine::Qp::sack_bitmap(uint32_t base, uint64_t bitmap, Time now, uint64_t& newly) {
+  Qp& q = *this;
+  for (int i = 0; i < 64; i++) {
+    const uint32_t psn = codec::psn_add(base, i);
+    if (codec::psn_lt(psn, q.una) || !codec::psn_lt(psn, q.next_psn)) continue;
+    TxPkt& t = q.pkt(psn);
+    if (!(bitmap >> (63 - i) & 1)) {
+      if (!(t.flags & kTxSacked)) t.flags |= kTxHole;
+      continue;
+    }
+    if (t.flags & kTxSacked) continue;
+    if (t.flags & kTxLost) {
+      q.lost--;
+      t.flags &= uint8_t(~kTxLost);
+    } else {
+      q.inflight -= std::min<uint64_t>(q.inflight, t.len);
+    }
+    t.flags |= kTxSacked;
+    newly += t.len;
+    q.delivered(t, now);
+  }
+}
+
+// The RTT a SACK measures from t, the transmission that triggered it, whose
+// timestamp it echoes (0: no sample). An echo of the original transmission
+// of a packet since retransmitted proves the retransmission spurious: the
+// reordering window grows and the path it blamed gets its EV back.
+inline Time Engine::Qp::rtt_sample(TxPkt& t, uint16_t echo, const EngineConfig& cfg, Time now) {
+  Qp& q = *this;
+  if (cfg.tseth && t.tx_count > 1 && t.ts == t.ts_first) {
+    // The 16-bit timestamp wraps every 16.8 ms, and an ACK timeout of
+    // 1.024 us x 2^14 or more is a whole number of wraps: a retransmission
+    // it sent carries the original's timestamp, and the echo cannot say
+    // which one arrived. No sample, no undo (Karn's rule).
+    return 0;
+  }
+  if (cfg.tseth && echo == t.ts && t.sent) return now - t.sent;
+  if (cfg.tseth && t.tx_count > 1 && echo == t.ts_first) {
+    // The original transmission arrived after all: the retransmission was
+    // spurious, so the reordering window was too small, and the path it
+    // blamed was not broken (undo the demotion, like Eifel/F-RTO undo).
+    q.stats.spurious_rtx++;
+    q.reo_extra = std::min<Time>(std::max<Time>(q.reo_extra * 2, cfg.min_reorder),
+                                 std::max<Time>(q.srtt, cfg.min_reorder));
+    if (t.ev_first < q.paths.size()) q.paths.plane_loss_undo(q.paths.at(t.ev_first).port);
+    if ((t.flags & kTxDemoted) && t.ev_first < q.paths.size()) q.paths.undo_bad(t.ev_first, now);
+    t.flags &= uint8_t(~kTxDemoted);
+    return 0;
+  }
+  if (!cfg.tseth && t.tx_count == 1 && t.sent)
+    return now - t.sent;  // Karn: only unambiguous samples
+  return 0;
+}
+
+// An RTT sample (rtt > 0) of transmission t into the QP's smoothed RTT, its
+// port's and its EV's, and the reordering window.
+inline void Engine::Qp::rtt_update(const TxPkt& t, Time rtt, Time min_reorder) {
+  Qp& q = *this;
+  if (!q.srtt) {
+    q.srtt = rtt;
+    q.rttvar = rtt / 2;
+  } else {
+    Time dev = rtt > q.srtt ? rtt - q.srtt : q.srtt - rtt;
+    q.rttvar = (3 * q.rttvar + dev) / 4;
+    q.srtt = (7 * q.srtt + rtt) / 8;
+  }
+  q.min_rtt = q.min_rtt ? std::min(q.min_rtt, rtt) : rtt;
+  q.paths.set_rtt(q.srtt, q.rttvar);
+  if (t.port <= kMaxPorts) {
+    Time& ps = q.port_srtt[t.port];
+    Time& pv = q.port_rttvar[t.port];
+    if (!ps) {
+      ps = rtt;
+      pv = rtt / 2;
+    } else {
+      Time dev = rtt > ps ? rtt - ps : ps - rtt;
+      pv = (3 * pv + dev) / 4;
+      ps = (7 * ps + rtt) / 8;
+    }
+  }
+  // Paths differ in delay: the window covers the RTT spread the sprayed
+  // packets see, plus what spurious retransmissions taught us.
+  Time w = std::max({min_reorder, q.min_rtt / 4, 2 * q.rttvar, q.reo_extra});
+  q.reo_wnd = std::min(w, std::max(q.srtt, min_reorder));
+  if (t.ev < q.paths.size()) {
+    EvStats& es = q.paths.at(t.ev).stats;
+    es.rtt_last_ns = uint32_t(std::min<Time>(rtt, 0xffffffffu));
+    es.rtt_min_ns = es.rtt_min_ns ? std::min(es.rtt_min_ns, es.rtt_last_ns) : es.rtt_last_ns;
+    es.rtt_sum_ns += rtt;
+    es.rtt_samples++;
+  }
+}
+
 void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   const codec::Seth& s = p.seth;
   q.stats.rx_sacks++;
@@ -368,29 +465,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   uint64_t newly = 0;
   advance_cack(q, s.cack_psn, now, newly);
   const uint32_t base = codec::psn_add(s.cack_psn, s.sack_offset);
-  {
-    // Only PSNs the bitmap covers are known: one it does not cover may well
-    // have arrived (the bitmap follows the trigger). rack() judges the holes.
-    for (int i = 0; i < 64; i++) {
-      const uint32_t psn = codec::psn_add(base, i);
-      if (codec::psn_lt(psn, q.una) || !codec::psn_lt(psn, q.next_psn)) continue;
-      TxPkt& t = q.pkt(psn);
-      if (!(s.sack_bitmap >> (63 - i) & 1)) {
-        if (!(t.flags & kTxSacked)) t.flags |= kTxHole;
-        continue;
-      }
-      if (t.flags & kTxSacked) continue;
-      if (t.flags & kTxLost) {
-        q.lost--;
-        t.flags &= uint8_t(~kTxLost);
-      } else {
-        q.inflight -= std::min<uint64_t>(q.inflight, t.len);
-      }
-      t.flags |= kTxSacked;
-      newly += t.len;
-      q.delivered(t, now);
-    }
-  }
+  q.sack_bitmap(base, s.sack_bitmap, now, newly);
   // RTT from the transmission that triggered this SACK.
   Time rtt = 0;
   // The SACK right behind another with the same trigger and echo (the
@@ -400,61 +475,8 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   q.sampled_ts = p.cc.tx_ts_echo;
   if (!s.probe_resp && !sampled && trig_known) {
     TxPkt& t = q.pkt(trig);
-    if (cfg_.tseth && t.tx_count > 1 && t.ts == t.ts_first) {
-      // The 16-bit timestamp wraps every 16.8 ms, and an ACK timeout of
-      // 1.024 us x 2^14 or more is a whole number of wraps: a retransmission
-      // it sent carries the original's timestamp, and the echo cannot say
-      // which one arrived. No sample, no undo (Karn's rule).
-    } else if (cfg_.tseth && p.cc.tx_ts_echo == t.ts && t.sent) {
-      rtt = now - t.sent;
-    } else if (cfg_.tseth && t.tx_count > 1 && p.cc.tx_ts_echo == t.ts_first) {
-      // The original transmission arrived after all: the retransmission was
-      // spurious, so the reordering window was too small, and the path it
-      // blamed was not broken (undo the demotion, like Eifel/F-RTO undo).
-      q.stats.spurious_rtx++;
-      q.reo_extra = std::min<Time>(std::max<Time>(q.reo_extra * 2, cfg_.min_reorder),
-                                   std::max<Time>(q.srtt, cfg_.min_reorder));
-      if (t.ev_first < q.paths.size()) q.paths.plane_loss_undo(q.paths.at(t.ev_first).port);
-      if ((t.flags & kTxDemoted) && t.ev_first < q.paths.size()) q.paths.undo_bad(t.ev_first, now);
-      t.flags &= uint8_t(~kTxDemoted);
-    } else if (!cfg_.tseth && t.tx_count == 1 && t.sent) {
-      rtt = now - t.sent;  // Karn: only unambiguous samples
-    }
-    if (rtt) {
-      if (!q.srtt) {
-        q.srtt = rtt;
-        q.rttvar = rtt / 2;
-      } else {
-        Time dev = rtt > q.srtt ? rtt - q.srtt : q.srtt - rtt;
-        q.rttvar = (3 * q.rttvar + dev) / 4;
-        q.srtt = (7 * q.srtt + rtt) / 8;
-      }
-      q.min_rtt = q.min_rtt ? std::min(q.min_rtt, rtt) : rtt;
-      q.paths.set_rtt(q.srtt, q.rttvar);
-      if (t.port <= kMaxPorts) {
-        Time& ps = q.port_srtt[t.port];
-        Time& pv = q.port_rttvar[t.port];
-        if (!ps) {
-          ps = rtt;
-          pv = rtt / 2;
-        } else {
-          Time dev = rtt > ps ? rtt - ps : ps - rtt;
-          pv = (3 * pv + dev) / 4;
-          ps = (7 * ps + rtt) / 8;
-        }
-      }
-      // Paths differ in delay: the window covers the RTT spread the sprayed
-      // packets see, plus what spurious retransmissions taught us.
-      Time w = std::max({cfg_.min_reorder, q.min_rtt / 4, 2 * q.rttvar, q.reo_extra});
-      q.reo_wnd = std::min(w, std::max(q.srtt, cfg_.min_reorder));
-      if (t.ev < q.paths.size()) {
-        EvStats& es = q.paths.at(t.ev).stats;
-        es.rtt_last_ns = uint32_t(std::min<Time>(rtt, 0xffffffffu));
-        es.rtt_min_ns = es.rtt_min_ns ? std::min(es.rtt_min_ns, es.rtt_last_ns) : es.rtt_last_ns;
-        es.rtt_sum_ns += rtt;
-        es.rtt_samples++;
-      }
-    }
+    rtt = q.rtt_sample(t, p.cc.tx_ts_echo, cfg_, now);
+    if (rtt) q.rtt_update(t, rtt, cfg_.min_reorder);
   }
   // Verdict on the reflected EV.
   const bool ecn = (s.cc_flags & MRC_CC_F_ECN_CE) || s.verdict == MRC_MP_SKIP_ONCE;

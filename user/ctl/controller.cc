@@ -554,193 +554,46 @@ Status Controller::query_ev_fmt_profile(uint64_t id, EvFmtProfileAttr& attr, uin
 // ---------------------------------------------------------------------------
 // EV profiles
 
-namespace {
+// One modify_ev_profile call: its arguments, the record and EV array staged
+// from them, and what the stages (controller.hpp, 1-5) tell each other.
+struct Controller::EvpModify {
+  uint64_t id = 0;
+  EvProfileAttr& attr;
+  uint32_t mask = 0;
+  std::string obj;  // "EV profile 5"
 
-struct EvpStage {
-  mrc_ctl_evp rec{};
+  int slot = -1;                      // the record's slot (a free one when it is created)
+  mrc_ctl_evp rec{};                  // the record as it will be
   std::vector<mrc_ctl_ev_entry> arr;  // the profile's array as it will be
   bool arr_dirty = false;             // arr differs from the store
   bool rebuild = false;               // arr must be regenerated from attributes
-};
-
-}  // namespace
-
-Status Controller::modify_ev_profile(uint64_t id, EvProfileAttr& attr, uint32_t mask) {
-  const std::string obj = obj_name("EV profile", id);
-  ctr_.modifies++;
-  auto fail = [&](int code, const std::string& why) -> Status {
-    ctr_.modify_errors++;
-    return Error(code, obj + ": " + why);
-  };
-  const uint32_t known = kEvpAttrState | kEvpAttrCurState | kEvpAttrMode | kEvpAttrFmtId |
-                         kEvpAttrCount | kEvpAttrMinActive | kEvpAttrEventMask | kEvpAttrEvOp |
-                         kEvpAttrEvFieldsOp | kEvpAttrVendorCfg;
-  if (mask & ~known) return fail(EINVAL, "unknown attribute mask bits");
-  if (mask & kEvpAttrCurState) return fail(EINVAL, "cur_profile_state cannot be modified");
-  if ((mask & kEvpAttrEvOp) && (mask & kEvpAttrEvFieldsOp))
-    return fail(EINVAL, "EV_OP and EV_FIELDS_OP are mutually exclusive");
-  if ((mask & kEvpAttrVendorCfg) && !vendor_zero(attr.vendor_cfg))
-    return fail(EINVAL, "vendor configuration is not supported");
-  if ((mask & kEvpAttrEvOp) && attr.ev_op.op > kEvOpQueryEvArray)
-    return fail(EINVAL, "unknown ev_op.op " + std::to_string(attr.ev_op.op));
-  if ((mask & kEvpAttrEvFieldsOp) && attr.ev_fields_op.op > kEvFieldsOpQueryFields)
-    return fail(EINVAL, "unknown ev_fields_op.op " + std::to_string(attr.ev_fields_op.op));
-
-  Regions& R = s_.regions();
-  int slot = evp_slot(id);
-  EvpStage st;
-  if (slot >= 0) {
-    st.rec = R.evps[size_t(slot)];
-    auto cur = ev_entries(id);
-    st.arr.assign(cur.begin(), cur.end());
-  } else {
-    const bool creates =
-        (mask & (kEvpAttrState | kEvpAttrMode | kEvpAttrFmtId | kEvpAttrCount | kEvpAttrMinActive |
-                 kEvpAttrEventMask)) ||
-        ((mask & kEvpAttrEvFieldsOp) && attr.ev_fields_op.op == kEvFieldsOpModifyFields);
-    if (!creates) return fail(EINVAL, "does not exist");
-    for (size_t i = 0; i < R.evps.size() && slot < 0; i++)
-      if (!R.evps[i].used) slot = int(i);
-    if (slot < 0)
-      return fail(E2BIG, "all " + std::to_string(R.evps.size()) + " EV profile slots are in use");
-    st.rec.id = id;
-    st.rec.used = 1;
-    st.rec.state = st.rec.cur_state = kProfileInit;
-  }
-  mrc_ctl_evp& rec = st.rec;
-  const uint32_t S = rec.cur_state;
-  const uint32_t T = (mask & kEvpAttrState) ? attr.profile_state : S;
-  const bool ev_op = mask & kEvpAttrEvOp;
-  const bool fields_mod =
-      (mask & kEvpAttrEvFieldsOp) && attr.ev_fields_op.op == kEvFieldsOpModifyFields;
-  const uint32_t attr_bits =
-      kEvpAttrMode | kEvpAttrFmtId | kEvpAttrCount | kEvpAttrMinActive | kEvpAttrEventMask;
-
-  // 1. What the current state allows.
-  if (S == kProfileOnline) {
-    std::string what;
-    if (mask & attr_bits) what = "MODE, FMT_ID, COUNT, MIN_ACTIVE and EVENT_MASK";
-    if (ev_op && attr.ev_op.op == kEvOpReplaceEv) what = "REPLACE_EV";
-    if (fields_mod) what = "MODIFY_FIELDS";
-    const bool leaving = T != S;
-    if (!what.empty() || leaving) {
-      uint32_t n = ev_profile_users(id);
-      if (n) return fail(EBUSY, "used by " + std::to_string(n) + " active QP(s)");
-    }
-    if (!what.empty())
-      return fail(
-          EINVAL,
-          "is ONLINE: " + what +
-              " cannot be modified (MRC_CTL_OPT_CAP_EV_PROFILE_MODIFY_ONLINE is not supported)");
-  }
-  if (S == kProfileInit && ev_op)
-    return fail(EINVAL, "is INIT and has no EV array (EV_OP needs OFFLINE or ONLINE)");
-  if ((mask & kEvpAttrState) && !valid_transition(S, T)) {
-    ctr_.modify_errors++;
-    return bad_transition(obj, S, T);
-  }
-
-  // 2. Stage the attributes.
   bool mode_changed = false;
-  if (mask & kEvpAttrMode) {
-    uint32_t m = attr.ev_mode;
-    if (!single_bit(m) || !(m & (kEvModeAuto | kEvModeExp | kEvModeGen)))
-      return fail(EINVAL, "ev_mode " + std::to_string(m) + " is not an EV mode");
-    if (m != rec.mode) st.rebuild = mode_changed = true;
-    rec.mode = m;
-    rec.set_mask |= MRC_CTL_SET_MODE;
-  }
-  if (mask & kEvpAttrFmtId) {
-    const mrc_ctl_fmt* f = fmt_record(attr.ev_fmt_profile_id);
-    if (!f)
-      return fail(EINVAL,
-                  "EV format profile " + pid_str(attr.ev_fmt_profile_id) + " does not exist");
-    if (attr.ev_fmt_profile_id != rec.fmt_id) st.rebuild = true;
-    rec.fmt_id = attr.ev_fmt_profile_id;
-    rec.set_mask |= MRC_CTL_SET_FMT_ID;
-  }
-  if (mask & kEvpAttrCount) {
-    uint32_t c = attr.ev_count;
-    if (c == 0) return fail(EINVAL, "ev_count is 0");
-    if (c > MRC_CTL_EV_MAX_PER_PROFILE)
-      return fail(E2BIG, "ev_count " + std::to_string(c) + " exceeds ev_max_count_profile " +
-                             std::to_string(MRC_CTL_EV_MAX_PER_PROFILE));
-    if (lim_.ev_count_align > 1 && c % lim_.ev_count_align)
-      return fail(EINVAL, "ev_count " + std::to_string(c) +
-                              " is not a multiple of ev_count_align " +
-                              std::to_string(lim_.ev_count_align));
-    if (c != rec.ev_count) st.rebuild = true;
-    rec.ev_count = c;
-    rec.set_mask |= MRC_CTL_SET_COUNT;
-  }
-  if (mask & kEvpAttrMinActive) {
-    rec.min_active = attr.ev_min_active;
-    rec.set_mask |= MRC_CTL_SET_MIN_ACTIVE;
-  }
-  if (mask & kEvpAttrEventMask) {
-    uint32_t m = uint32_t(attr.ev_event_mask);
-    if (m & ~uint32_t(kEvGood | kEvAssumedBad))
-      return fail(EINVAL, "ev_event_mask " + std::to_string(m) +
-                              ": only GOOD and ASSUMED_BAD can be monitored");
-    rec.event_mask = m;
-    rec.set_mask |= MRC_CTL_SET_EVENT_MASK;
-  }
-  if (mask & kEvpAttrEvFieldsOp) {
-    int n = attr.ev_fields_op.field_count;
-    if (n < 0 || size_t(n) > attr.ev_fields_op.fields.size())
-      return fail(EINVAL, "field_count " + std::to_string(n) + " does not fit the fields array");
-    if (attr.ev_fields_op.op == kEvFieldsOpQueryFields) {
-      if (uint32_t(n) < rec.field_count) {
-        attr.ev_fields_op.field_count = int(rec.field_count);
-        return fail(E2BIG, "field_count " + std::to_string(n) + " is less than the " +
-                               std::to_string(rec.field_count) + " fields");
-      }
-      auto f = ev_fields_of(rec);
-      std::copy(f.begin(), f.end(), attr.ev_fields_op.fields.begin());
-      attr.ev_fields_op.field_count = int(rec.field_count);
-    } else {
-      if (n == 0) return fail(EINVAL, "no EV fields");
-      if (n > MRC_CTL_MAX_EV_FIELDS)
-        return fail(E2BIG, std::to_string(n) + " EV fields exceed the maximum of " +
-                               std::to_string(MRC_CTL_MAX_EV_FIELDS));
-      std::memset(rec.field, 0, sizeof(rec.field));
-      for (int i = 0; i < n; i++) {
-        const codec::EvField& f = attr.ev_fields_op.fields[size_t(i)];
-        rec.field[i] = {f.width, f.init_val, f.min_val, f.max_val, f.mask};
-      }
-      rec.field_count = uint32_t(n);
-      rec.set_mask |= MRC_CTL_SET_FIELDS;
-      st.rebuild = true;
-    }
-  }
-  // Cross checks on the staged attributes.
-  const bool auto_mode = rec.mode == kEvModeAuto;
-  const uint32_t eff_count =
-      auto_mode && !(rec.set_mask & MRC_CTL_SET_COUNT) ? lim_.auto_ev_count : rec.ev_count;
-  const bool count_known =
-      (rec.set_mask & MRC_CTL_SET_COUNT) || (auto_mode && (rec.set_mask & MRC_CTL_SET_MODE));
-  if ((rec.set_mask & MRC_CTL_SET_MIN_ACTIVE) && count_known && rec.min_active > eff_count &&
-      (mask & (kEvpAttrMinActive | kEvpAttrCount | kEvpAttrMode)))
-    return fail(EINVAL, "ev_min_active " + std::to_string(rec.min_active) +
-                            " is greater than ev_count " + std::to_string(eff_count));
-  std::vector<codec::EvFmtField> fmtf;
-  const mrc_ctl_fmt* fmt = (rec.set_mask & MRC_CTL_SET_FMT_ID) ? fmt_record(rec.fmt_id) : nullptr;
-  if (fmt && (fmt->set_mask & MRC_CTL_SET_FIELDS)) fmtf = fmt_fields_of(*fmt);
-  auto validate_fields = [&]() -> Status {
+  uint32_t S = 0, T = 0;  // current and target state
+  bool ev_op = false;     // EV_OP in the mask
+  bool fields_mod = false;
+  // Staged attributes the later stages read.
+  bool auto_mode = false;
+  uint32_t eff_count = 0;  // ev_count, or the AUTO default
+  const mrc_ctl_fmt* fmt = nullptr;
+  std::vector<codec::EvFmtField> fmtf;  // the format's fields (empty: none)
+  // Stage 3: the first failing entry (the entries before it are committed)
+  // and the events of the state changes.
+  Status op_err = ok_status();
+  std::vector<EvEvent> events;
+
+  Error fail(int code, const std::string& why) const { return Error(code, obj + ": " + why); }
+
+  // The staged fields against the format's.
+  Status validate_fields(uint32_t max_width) const {
     std::string why;
     auto f = ev_fields_of(rec);
-    int e = codec::ev_validate(fmtf, f, lim_.ev_max_width, &why);
+    int e = codec::ev_validate(fmtf, f, max_width, &why);
     if (e) return Error(e, why);
     return ok_status();
-  };
-  if (!auto_mode && (rec.set_mask & MRC_CTL_SET_FIELDS) && !fmtf.empty() &&
-      (mask & (kEvpAttrEvFieldsOp | kEvpAttrFmtId | kEvpAttrMode))) {
-    if (Status v = validate_fields(); !v) return fail(v.error().code, v.error().context);
   }
 
-  // The EV array follows the attributes while OFFLINE (and on INIT -> OFFLINE).
-  const bool has_array_after = !auto_mode && (S != kProfileInit || T == kProfileOffline);
-  auto build_entry = [&](mrc_ctl_ev_entry& e, const codec::EvValue& compact, uint8_t port) -> bool {
+  // Expands a compact EV value with the staged fields into an array entry.
+  bool build_entry(mrc_ctl_ev_entry& e, const codec::EvValue& compact, uint8_t port) const {
     codec::EvValue out{};
     auto f = ev_fields_of(rec);
     if (!codec::ev_expand(fmtf, f, compact, out)) return false;
@@ -749,274 +602,489 @@ Status Controller::modify_ev_profile(uint64_t id, EvProfileAttr& attr, uint32_t 
     e.port = port;
     e.populated = 1;
     return true;
-  };
-  auto rebuild = [&]() -> Status {
-    if (!(rec.set_mask & MRC_CTL_SET_FMT_ID) || !fmt)
-      return Error(EINVAL, "needs FMT_ID (an existing EV format profile)");
-    if (!(fmt->set_mask & MRC_CTL_SET_FIELDS) || fmt->cur_state == kProfileInit)
-      return Error(EINVAL,
-                   "EV format profile " + pid_str(rec.fmt_id) + " has no fields (it is INIT)");
-    if (!(rec.set_mask & MRC_CTL_SET_COUNT)) return Error(EINVAL, "needs COUNT");
-    if (!(rec.set_mask & MRC_CTL_SET_FIELDS)) return Error(EINVAL, "needs MODIFY_FIELDS");
-    MRC_TRY(validate_fields());
-    rec.fmt_mode = fmt->mode;
-    std::vector<mrc_ctl_ev_entry> old = std::move(st.arr);
-    st.arr.assign(rec.ev_count, mrc_ctl_ev_entry{});
-    if (rec.mode == kEvModeGen) {
-      std::vector<uint8_t> ports;
-      for (uint8_t p = 1; p < MRC_CTL_MAX_PORTS; p++)
-        if (port_configured(p)) ports.push_back(p);
-      if (ports.empty())
-        return Error(EINVAL, "no ports are configured to spread generated EVs over");
-      auto f = ev_fields_of(rec);
-      for (uint32_t i = 0; i < rec.ev_count; i++) {
-        mrc_ctl_ev_entry& e = st.arr[i];
-        if (!build_entry(e, codec::ev_generate_compact(f, i), ports[i % ports.size()]))
-          return Error(EINVAL, "generated EV " + std::to_string(i) + " does not expand");
-        e.state = kEvGood;
-      }
-    } else {
-      // EXPLICIT: entries that still fit are kept, the rest start UNPOPULATED.
-      for (uint32_t i = 0; i < rec.ev_count; i++) {
-        mrc_ctl_ev_entry& e = st.arr[i];
-        e.state = kEvGood;
-        if (i < old.size() && old[i].populated && S != kProfileInit && !mode_changed) {
-          codec::EvValue c{};
-          std::memcpy(c.data(), old[i].val, codec::kEvMaxBytes);
-          if (!build_entry(e, c, old[i].port))
-            return Error(EINVAL, "EV " + std::to_string(i) + " (" + ev_text(entry_ev(old[i])) +
-                                     ") does not fit the new fields");
-          e.state = old[i].state;
-        }
-      }
+  }
+};
+
+Status Controller::modify_ev_profile(uint64_t id, EvProfileAttr& attr, uint32_t mask) {
+  ctr_.modifies++;
+  EvpModify m{id, attr, mask, obj_name("EV profile", id)};
+  Status s = evp_modify(m);
+  if (!s) ctr_.modify_errors++;
+  return s;
+}
+
+Status Controller::evp_modify(EvpModify& m) {
+  MRC_TRY(evp_check_mask(m));
+  MRC_TRY(evp_load(m));
+  MRC_TRY(evp_check_state(m));  // 1.
+  MRC_TRY(evp_stage_attrs(m));  // 2.
+  MRC_TRY(evp_stage_fields(m));
+  MRC_TRY(evp_stage_array(m));
+  MRC_TRY(evp_run_ev_op(m));                      // 3.
+  if (m.op_err.ok()) MRC_TRY(evp_transition(m));  // 4.
+  return evp_commit(m);                           // 5.
+}
+
+// The mask and the operations' codes, before anything is looked at.
+Status Controller::evp_check_mask(EvpModify& m) {
+  const uint32_t mask = m.mask;
+  const EvProfileAttr& attr = m.attr;
+  const uint32_t known = kEvpAttrState | kEvpAttrCurState | kEvpAttrMode | kEvpAttrFmtId |
+                         kEvpAttrCount | kEvpAttrMinActive | kEvpAttrEventMask | kEvpAttrEvOp |
+                         kEvpAttrEvFieldsOp | kEvpAttrVendorCfg;
+  if (mask & ~known) return m.fail(EINVAL, "unknown attribute mask bits");
+  if (mask & kEvpAttrCurState) return m.fail(EINVAL, "cur_profile_state cannot be modified");
+  if ((mask & kEvpAttrEvOp) && (mask & kEvpAttrEvFieldsOp))
+    return m.fail(EINVAL, "EV_OP and EV_FIELDS_OP are mutually exclusive");
+  if ((mask & kEvpAttrVendorCfg) && !vendor_zero(attr.vendor_cfg))
+    return m.fail(EINVAL, "vendor configuration is not supported");
+  if ((mask & kEvpAttrEvOp) && attr.ev_op.op > kEvOpQueryEvArray)
+    return m.fail(EINVAL, "unknown ev_op.op " + std::to_string(attr.ev_op.op));
+  if ((mask & kEvpAttrEvFieldsOp) && attr.ev_fields_op.op > kEvFieldsOpQueryFields)
+    return m.fail(EINVAL, "unknown ev_fields_op.op " + std::to_string(attr.ev_fields_op.op));
+  return ok_status();
+}
+
+// The record and its array, or a free slot for a profile the call creates.
+Status Controller::evp_load(EvpModify& m) {
+  Regions& R = s_.regions();
+  m.slot = evp_slot(m.id);
+  if (m.slot >= 0) {
+    m.rec = R.evps[size_t(m.slot)];
+    auto cur = ev_entries(m.id);
+    m.arr.assign(cur.begin(), cur.end());
+  } else {
+    const bool creates =
+        (m.mask & (kEvpAttrState | kEvpAttrMode | kEvpAttrFmtId | kEvpAttrCount |
+                   kEvpAttrMinActive | kEvpAttrEventMask)) ||
+        ((m.mask & kEvpAttrEvFieldsOp) && m.attr.ev_fields_op.op == kEvFieldsOpModifyFields);
+    if (!creates) return m.fail(EINVAL, "does not exist");
+    for (size_t i = 0; i < R.evps.size() && m.slot < 0; i++)
+      if (!R.evps[i].used) m.slot = int(i);
+    if (m.slot < 0)
+      return m.fail(E2BIG, "all " + std::to_string(R.evps.size()) + " EV profile slots are in use");
+    m.rec.id = m.id;
+    m.rec.used = 1;
+    m.rec.state = m.rec.cur_state = kProfileInit;
+  }
+  m.S = m.rec.cur_state;
+  m.T = (m.mask & kEvpAttrState) ? m.attr.profile_state : m.S;
+  m.ev_op = m.mask & kEvpAttrEvOp;
+  m.fields_mod = (m.mask & kEvpAttrEvFieldsOp) && m.attr.ev_fields_op.op == kEvFieldsOpModifyFields;
+  return ok_status();
+}
+
+// 1. What the current state allows.
+Status Controller::evp_check_state(EvpModify& m) {
+  const uint32_t S = m.S, T = m.T;
+  const uint32_t attr_bits =
+      kEvpAttrMode | kEvpAttrFmtId | kEvpAttrCount | kEvpAttrMinActive | kEvpAttrEventMask;
+  if (S == kProfileOnline) {
+    std::string what;
+    if (m.mask & attr_bits) what = "MODE, FMT_ID, COUNT, MIN_ACTIVE and EVENT_MASK";
+    if (m.ev_op && m.attr.ev_op.op == kEvOpReplaceEv) what = "REPLACE_EV";
+    if (m.fields_mod) what = "MODIFY_FIELDS";
+    const bool leaving = T != S;
+    if (!what.empty() || leaving) {
+      uint32_t n = ev_profile_users(m.id);
+      if (n) return m.fail(EBUSY, "used by " + std::to_string(n) + " active QP(s)");
     }
-    st.arr_dirty = true;
+    if (!what.empty())
+      return m.fail(
+          EINVAL,
+          "is ONLINE: " + what +
+              " cannot be modified (MRC_CTL_OPT_CAP_EV_PROFILE_MODIFY_ONLINE is not supported)");
+  }
+  if (S == kProfileInit && m.ev_op)
+    return m.fail(EINVAL, "is INIT and has no EV array (EV_OP needs OFFLINE or ONLINE)");
+  if ((m.mask & kEvpAttrState) && !valid_transition(S, T)) return bad_transition(m.obj, S, T);
+  return ok_status();
+}
+
+// 2. Stage the attributes: mode, format, count, min_active, event mask.
+Status Controller::evp_stage_attrs(EvpModify& m) {
+  const EvProfileAttr& attr = m.attr;
+  mrc_ctl_evp& rec = m.rec;
+  if (m.mask & kEvpAttrMode) {
+    uint32_t v = attr.ev_mode;
+    if (!single_bit(v) || !(v & (kEvModeAuto | kEvModeExp | kEvModeGen)))
+      return m.fail(EINVAL, "ev_mode " + std::to_string(v) + " is not an EV mode");
+    if (v != rec.mode) m.rebuild = m.mode_changed = true;
+    rec.mode = v;
+    rec.set_mask |= MRC_CTL_SET_MODE;
+  }
+  if (m.mask & kEvpAttrFmtId) {
+    const mrc_ctl_fmt* f = fmt_record(attr.ev_fmt_profile_id);
+    if (!f)
+      return m.fail(EINVAL,
+                    "EV format profile " + pid_str(attr.ev_fmt_profile_id) + " does not exist");
+    if (attr.ev_fmt_profile_id != rec.fmt_id) m.rebuild = true;
+    rec.fmt_id = attr.ev_fmt_profile_id;
+    rec.set_mask |= MRC_CTL_SET_FMT_ID;
+  }
+  if (m.mask & kEvpAttrCount) {
+    uint32_t c = attr.ev_count;
+    if (c == 0) return m.fail(EINVAL, "ev_count is 0");
+    if (c > MRC_CTL_EV_MAX_PER_PROFILE)
+      return m.fail(E2BIG, "ev_count " + std::to_string(c) + " exceeds ev_max_count_profile " +
+                               std::to_string(MRC_CTL_EV_MAX_PER_PROFILE));
+    if (lim_.ev_count_align > 1 && c % lim_.ev_count_align)
+      return m.fail(EINVAL, "ev_count " + std::to_string(c) +
+                                " is not a multiple of ev_count_align " +
+                                std::to_string(lim_.ev_count_align));
+    if (c != rec.ev_count) m.rebuild = true;
+    rec.ev_count = c;
+    rec.set_mask |= MRC_CTL_SET_COUNT;
+  }
+  if (m.mask & kEvpAttrMinActive) {
+    rec.min_active = attr.ev_min_active;
+    rec.set_mask |= MRC_CTL_SET_MIN_ACTIVE;
+  }
+  if (m.mask & kEvpAttrEventMask) {
+    uint32_t v = uint32_t(attr.ev_event_mask);
+    if (v & ~uint32_t(kEvGood | kEvAssumedBad))
+      return m.fail(EINVAL, "ev_event_mask " + std::to_string(v) +
+                                ": only GOOD and ASSUMED_BAD can be monitored");
+    rec.event_mask = v;
+    rec.set_mask |= MRC_CTL_SET_EVENT_MASK;
+  }
+  return ok_status();
+}
+
+// 2. Stage the fields (MODIFY_FIELDS), or answer QUERY_FIELDS.
+Status Controller::evp_stage_fields(EvpModify& m) {
+  if (!(m.mask & kEvpAttrEvFieldsOp)) return ok_status();
+  auto& fop = m.attr.ev_fields_op;
+  mrc_ctl_evp& rec = m.rec;
+  int n = fop.field_count;
+  if (n < 0 || size_t(n) > fop.fields.size())
+    return m.fail(EINVAL, "field_count " + std::to_string(n) + " does not fit the fields array");
+  if (fop.op == kEvFieldsOpQueryFields) {
+    if (uint32_t(n) < rec.field_count) {
+      fop.field_count = int(rec.field_count);
+      return m.fail(E2BIG, "field_count " + std::to_string(n) + " is less than the " +
+                               std::to_string(rec.field_count) + " fields");
+    }
+    auto f = ev_fields_of(rec);
+    std::copy(f.begin(), f.end(), fop.fields.begin());
+    fop.field_count = int(rec.field_count);
     return ok_status();
-  };
-  if (has_array_after && (st.rebuild || S == kProfileInit) && S != kProfileOnline) {
-    if (Status b = rebuild(); !b)
-      return fail(b.error().code, (S == kProfileInit ? "going OFFLINE " : "") + b.error().context);
   }
-  if (auto_mode && !st.arr.empty()) {
-    st.arr.clear();
-    st.arr_dirty = true;
+  if (n == 0) return m.fail(EINVAL, "no EV fields");
+  if (n > MRC_CTL_MAX_EV_FIELDS)
+    return m.fail(E2BIG, std::to_string(n) + " EV fields exceed the maximum of " +
+                             std::to_string(MRC_CTL_MAX_EV_FIELDS));
+  std::memset(rec.field, 0, sizeof(rec.field));
+  for (int i = 0; i < n; i++) {
+    const codec::EvField& f = fop.fields[size_t(i)];
+    rec.field[i] = {f.width, f.init_val, f.min_val, f.max_val, f.mask};
   }
+  rec.field_count = uint32_t(n);
+  rec.set_mask |= MRC_CTL_SET_FIELDS;
+  m.rebuild = true;
+  return ok_status();
+}
 
-  // 3. The EV operation, entry by entry, on the staged array.
-  Status op_err = ok_status();
-  std::vector<EvEvent> events;
-  if (ev_op) {
-    int n = attr.ev_op.entry_count;
-    if (n < 0 || size_t(n) > attr.ev_op.entries.size())
-      return fail(EINVAL, "entry_count " + std::to_string(n) + " does not fit the entries array");
-    if (auto_mode) return fail(EINVAL, "AUTO profiles have no EV array");
-    if (attr.ev_op.op == kEvOpQueryEvArray) {
-      if (uint32_t(n) < st.arr.size()) {
-        attr.ev_op.entry_count = int(st.arr.size());
-        return fail(E2BIG, "entry_count " + std::to_string(n) + " is less than ev_count " +
-                               std::to_string(st.arr.size()));
+// 2. Cross checks on the staged attributes; the EV array follows them while
+// OFFLINE (and on INIT -> OFFLINE).
+Status Controller::evp_stage_array(EvpModify& m) {
+  const mrc_ctl_evp& rec = m.rec;
+  const uint32_t S = m.S;
+  m.auto_mode = rec.mode == kEvModeAuto;
+  m.eff_count =
+      m.auto_mode && !(rec.set_mask & MRC_CTL_SET_COUNT) ? lim_.auto_ev_count : rec.ev_count;
+  const bool count_known =
+      (rec.set_mask & MRC_CTL_SET_COUNT) || (m.auto_mode && (rec.set_mask & MRC_CTL_SET_MODE));
+  if ((rec.set_mask & MRC_CTL_SET_MIN_ACTIVE) && count_known && rec.min_active > m.eff_count &&
+      (m.mask & (kEvpAttrMinActive | kEvpAttrCount | kEvpAttrMode)))
+    return m.fail(EINVAL, "ev_min_active " + std::to_string(rec.min_active) +
+                              " is greater than ev_count " + std::to_string(m.eff_count));
+  m.fmt = (rec.set_mask & MRC_CTL_SET_FMT_ID) ? fmt_record(rec.fmt_id) : nullptr;
+  if (m.fmt && (m.fmt->set_mask & MRC_CTL_SET_FIELDS)) m.fmtf = fmt_fields_of(*m.fmt);
+  if (!m.auto_mode && (rec.set_mask & MRC_CTL_SET_FIELDS) && !m.fmtf.empty() &&
+      (m.mask & (kEvpAttrEvFieldsOp | kEvpAttrFmtId | kEvpAttrMode))) {
+    if (Status v = m.validate_fields(lim_.ev_max_width); !v)
+      return m.fail(v.error().code, v.error().context);
+  }
+  const bool has_array_after = !m.auto_mode && (S != kProfileInit || m.T == kProfileOffline);
+  if (has_array_after && (m.rebuild || S == kProfileInit) && S != kProfileOnline) {
+    if (Status b = evp_rebuild(m); !b)
+      return m.fail(b.error().code,
+                    (S == kProfileInit ? "going OFFLINE " : "") + b.error().context);
+  }
+  if (m.auto_mode && !m.arr.empty()) {
+    m.arr.clear();
+    m.arr_dirty = true;
+  }
+  return ok_status();
+}
+
+// The EV array regenerated from the staged attributes: GENERATED spreads
+// generated EVs over the configured ports; EXPLICIT keeps the entries that
+// still fit, the rest start UNPOPULATED. Errors without the object's name.
+Status Controller::evp_rebuild(EvpModify& m) {
+  mrc_ctl_evp& rec = m.rec;
+  const mrc_ctl_fmt* fmt = m.fmt;
+  if (!(rec.set_mask & MRC_CTL_SET_FMT_ID) || !fmt)
+    return Error(EINVAL, "needs FMT_ID (an existing EV format profile)");
+  if (!(fmt->set_mask & MRC_CTL_SET_FIELDS) || fmt->cur_state == kProfileInit)
+    return Error(EINVAL,
+                 "EV format profile " + pid_str(rec.fmt_id) + " has no fields (it is INIT)");
+  if (!(rec.set_mask & MRC_CTL_SET_COUNT)) return Error(EINVAL, "needs COUNT");
+  if (!(rec.set_mask & MRC_CTL_SET_FIELDS)) return Error(EINVAL, "needs MODIFY_FIELDS");
+  MRC_TRY(m.validate_fields(lim_.ev_max_width));
+  rec.fmt_mode = fmt->mode;
+  std::vector<mrc_ctl_ev_entry> old = std::move(m.arr);
+  m.arr.assign(rec.ev_count, mrc_ctl_ev_entry{});
+  if (rec.mode == kEvModeGen) {
+    std::vector<uint8_t> ports;
+    for (uint8_t p = 1; p < MRC_CTL_MAX_PORTS; p++)
+      if (port_configured(p)) ports.push_back(p);
+    if (ports.empty()) return Error(EINVAL, "no ports are configured to spread generated EVs over");
+    auto f = ev_fields_of(rec);
+    for (uint32_t i = 0; i < rec.ev_count; i++) {
+      mrc_ctl_ev_entry& e = m.arr[i];
+      if (!m.build_entry(e, codec::ev_generate_compact(f, i), ports[i % ports.size()]))
+        return Error(EINVAL, "generated EV " + std::to_string(i) + " does not expand");
+      e.state = kEvGood;
+    }
+  } else {
+    for (uint32_t i = 0; i < rec.ev_count; i++) {
+      mrc_ctl_ev_entry& e = m.arr[i];
+      e.state = kEvGood;
+      if (i < old.size() && old[i].populated && m.S != kProfileInit && !m.mode_changed) {
+        codec::EvValue c{};
+        std::memcpy(c.data(), old[i].val, codec::kEvMaxBytes);
+        if (!m.build_entry(e, c, old[i].port))
+          return Error(EINVAL, "EV " + std::to_string(i) + " (" + ev_text(entry_ev(old[i])) +
+                                   ") does not fit the new fields");
+        e.state = old[i].state;
       }
-      for (size_t i = 0; i < st.arr.size(); i++) {
-        attr.ev_op.entries[i].ev = entry_ev(st.arr[i]);
-        attr.ev_op.entries[i].state = st.arr[i].populated ? st.arr[i].state : uint32_t(kEvUnknown);
-      }
-      attr.ev_op.entry_count = int(st.arr.size());
-    } else if (uint32_t(n) > lim_.ev_op_max_entries) {
-      return fail(E2BIG, std::to_string(n) + " entries exceed ev_op_max_entries " +
+    }
+  }
+  m.arr_dirty = true;
+  return ok_status();
+}
+
+// 3. The EV operation, entry by entry, on the staged array. An error of the
+// operation as a whole is returned; the first failing entry is m.op_err.
+Status Controller::evp_run_ev_op(EvpModify& m) {
+  if (!m.ev_op) return ok_status();
+  auto& op = m.attr.ev_op;
+  int n = op.entry_count;
+  if (n < 0 || size_t(n) > op.entries.size())
+    return m.fail(EINVAL, "entry_count " + std::to_string(n) + " does not fit the entries array");
+  if (m.auto_mode) return m.fail(EINVAL, "AUTO profiles have no EV array");
+  if (op.op == kEvOpQueryEvArray) {
+    if (uint32_t(n) < m.arr.size()) {
+      op.entry_count = int(m.arr.size());
+      return m.fail(E2BIG, "entry_count " + std::to_string(n) + " is less than ev_count " +
+                               std::to_string(m.arr.size()));
+    }
+    for (size_t i = 0; i < m.arr.size(); i++) {
+      op.entries[i].ev = entry_ev(m.arr[i]);
+      op.entries[i].state = m.arr[i].populated ? m.arr[i].state : uint32_t(kEvUnknown);
+    }
+    op.entry_count = int(m.arr.size());
+    return ok_status();
+  }
+  if (uint32_t(n) > lim_.ev_op_max_entries)
+    return m.fail(E2BIG, std::to_string(n) + " entries exceed ev_op_max_entries " +
                              std::to_string(lim_.ev_op_max_entries));
-    } else {
-      for (int i = 0; i < n && op_err.ok(); i++) {
-        EvOpEntry& en = attr.ev_op.entries[size_t(i)];
-        const std::string ent = "entry " + std::to_string(i) + " (" + ev_text(en.ev) + ")";
-        auto err = [&](int code, const std::string& why) {
-          op_err = Error(code, obj + ": " + ent + ": " + why);
-        };
-        if (attr.ev_op.op == kEvOpQueryEvState) {
-          bool found = false;
-          for (const auto& e : st.arr)
-            if (entry_is(e, en.ev)) {
-              en.state = e.populated ? e.state : uint32_t(kEvUnknown);
-              found = true;
-              break;
-            }
-          if (!found) err(ENOENT, "EV not found");
-          continue;
-        }
-        if (en.flags & ~uint32_t(kEvOpFAllCopies)) {
-          err(EINVAL, "unknown flags " + std::to_string(en.flags));
-          continue;
-        }
-        if (en.state != kEvGood && en.state != kEvDenied) {
-          err(EINVAL, std::string("state ") + ev_state_name(en.state) +
-                          " cannot be set by the controller (GOOD or DENIED)");
-          continue;
-        }
-        if (attr.ev_op.op == kEvOpModifyEvState) {
-          if (en.ev.unpopulated()) {
-            err(EINVAL, "UNPOPULATED has no state");
-            continue;
-          }
-          bool found = false, changed = false;
-          uint32_t prev = 0;
-          for (auto& e : st.arr) {
-            if (!entry_is(e, en.ev)) continue;
-            found = true;
-            if (e.state != en.state) {
-              prev = e.state;
-              changed = true;
-              e.state = en.state;
-              st.arr_dirty = true;
-            }
-          }
-          if (!found) {
-            err(ENOENT, "EV not found");
-            continue;
-          }
-          if (changed) {
-            EvEvent ev;
-            ev.profile_id = id;
-            ev.ev = en.ev;
-            ev.state = en.state;
-            ev.reason = en.state == kEvDenied ? "controller deny" : "controller allow";
-            if (prev == kEvDenied || en.state == kEvDenied) {
-              // The data path's holds restart from this decision.
-              for (auto& e : st.arr)
-                if (entry_is(e, en.ev)) holds_.erase(HoldKey{id, e.wire, e.port});
-            }
-            events.push_back(ev);
-          }
-        } else {  // REPLACE_EV
-          const Ev& nv = en.ev_new;
-          if (nv.unpopulated()) {
-            err(EINVAL, "ev_new is UNPOPULATED");
-            continue;
-          }
-          if (!port_configured(nv.port)) {
-            err(EINVAL, "ev_new port " + std::to_string(nv.port) + " is not a port of this device");
-            continue;
-          }
-          mrc_ctl_ev_entry fresh{};
-          if (!build_entry(fresh, nv.val, nv.port)) {
-            err(EINVAL, "ev_new " + ev_text(nv) + " has bits beyond the " +
-                            std::to_string(codec::ev_compact_bits(ev_fields_of(rec))) +
-                            " bits the profile's fields consume");
-            continue;
-          }
-          fresh.state = en.state;
-          bool found = false;
-          for (auto& e : st.arr) {
-            if (!entry_is(e, en.ev)) continue;
-            found = true;
-            e = fresh;
-            st.arr_dirty = true;
-            if (!(en.flags & kEvOpFAllCopies)) break;
-          }
-          if (!found) err(ENOENT, "EV not found");
-        }
-      }
-    }
+  for (int i = 0; i < n && m.op_err.ok(); i++) {
+    EvOpEntry& en = op.entries[size_t(i)];
+    if (Status s = evp_entry(m, en); !s)
+      m.op_err = Error(s.error().code, m.obj + ": entry " + std::to_string(i) + " (" +
+                                           ev_text(en.ev) + "): " + s.error().context);
   }
+  return ok_status();
+}
 
-  // 4. The state transition (only when every entry succeeded).
-  if (op_err.ok() && T != S) {
-    if (T == kProfileOffline && S == kProfileInit) {
-      if (!(rec.set_mask & MRC_CTL_SET_MODE)) return fail(EINVAL, "going OFFLINE needs MODE");
-      if (!auto_mode && !st.arr_dirty) {
-        if (Status b = rebuild(); !b)
-          return fail(b.error().code, "going OFFLINE " + b.error().context);
+// 3. One entry of the EV operation (errors without the object and entry).
+Status Controller::evp_entry(EvpModify& m, EvOpEntry& en) {
+  const uint32_t op = m.attr.ev_op.op;
+  if (op == kEvOpQueryEvState) {
+    for (const auto& e : m.arr)
+      if (entry_is(e, en.ev)) {
+        en.state = e.populated ? e.state : uint32_t(kEvUnknown);
+        return ok_status();
       }
-    }
-    if (T == kProfileOnline) {
-      if (!(rec.set_mask & MRC_CTL_SET_MIN_ACTIVE))
-        return fail(EINVAL, "going ONLINE needs MIN_ACTIVE");
-      if (!(rec.set_mask & MRC_CTL_SET_EVENT_MASK))
-        return fail(EINVAL, "going ONLINE needs EVENT_MASK");
-      if (rec.min_active > eff_count)
-        return fail(EINVAL, "ev_min_active " + std::to_string(rec.min_active) +
-                                " is greater than ev_count " + std::to_string(eff_count));
-      if (!auto_mode) {
-        if (!fmt || fmt->cur_state != kProfileOnline)
-          return fail(EINVAL, "EV format profile " + pid_str(rec.fmt_id) + " is not ONLINE");
-        uint32_t unpop = 0;
-        for (const auto& e : st.arr) unpop += e.populated ? 0 : 1;
-        if (unpop)
-          return fail(EINVAL,
-                      std::to_string(unpop) + " of " + std::to_string(st.arr.size()) +
-                          " EVs are still UNPOPULATED (REPLACE_EV them before going ONLINE)");
-        // The format may have been redefined since the array was built.
-        if (Status v = validate_fields(); !v) return fail(v.error().code, v.error().context);
-        rec.fmt_mode = fmt->mode;
-        for (size_t i = 0; i < st.arr.size(); i++) {
-          mrc_ctl_ev_entry& e = st.arr[i];
-          codec::EvValue c{};
-          std::memcpy(c.data(), e.val, codec::kEvMaxBytes);
-          const uint32_t old_wire = e.wire;
-          const uint32_t keep_state = e.state;
-          if (!build_entry(e, c, e.port))
-            return fail(EINVAL, "EV " + std::to_string(i) + " does not expand with format " +
-                                    pid_str(rec.fmt_id));
-          e.state = keep_state;
-          st.arr_dirty |= e.wire != old_wire;
-        }
-      }
-    }
-    if (T == kProfileInit) {
-      uint64_t keep = rec.id;
-      rec = mrc_ctl_evp{};
-      rec.id = keep;
-      rec.used = 1;
-      st.arr.clear();
-      st.arr_dirty = true;
-      for (auto it = holds_.begin(); it != holds_.end();)
-        it = it->first.profile == id ? holds_.erase(it) : std::next(it);
-    }
+    return Error(ENOENT, "EV not found");
   }
-  if (op_err.ok()) {
-    if (mask & kEvpAttrState) rec.state = T;
-    rec.cur_state = T;
-  }
+  if (en.flags & ~uint32_t(kEvOpFAllCopies))
+    return Error(EINVAL, "unknown flags " + std::to_string(en.flags));
+  if (en.state != kEvGood && en.state != kEvDenied)
+    return Error(EINVAL, std::string("state ") + ev_state_name(en.state) +
+                             " cannot be set by the controller (GOOD or DENIED)");
+  if (op == kEvOpModifyEvState) return evp_entry_state(m, en);
+  return evp_entry_replace(m, en);
+}
 
-  // 5. Commit.
+// MODIFY_EV_STATE: every copy of the EV; a change is an event, and a DENIED
+// decision restarts the data path's holds on it.
+Status Controller::evp_entry_state(EvpModify& m, const EvOpEntry& en) {
+  if (en.ev.unpopulated()) return Error(EINVAL, "UNPOPULATED has no state");
+  bool found = false, changed = false;
+  uint32_t prev = 0;
+  for (auto& e : m.arr) {
+    if (!entry_is(e, en.ev)) continue;
+    found = true;
+    if (e.state != en.state) {
+      prev = e.state;
+      changed = true;
+      e.state = en.state;
+      m.arr_dirty = true;
+    }
+  }
+  if (!found) return Error(ENOENT, "EV not found");
+  if (changed) {
+    EvEvent ev;
+    ev.profile_id = m.id;
+    ev.ev = en.ev;
+    ev.state = en.state;
+    ev.reason = en.state == kEvDenied ? "controller deny" : "controller allow";
+    if (prev == kEvDenied || en.state == kEvDenied) {
+      // The data path's holds restart from this decision.
+      for (auto& e : m.arr)
+        if (entry_is(e, en.ev)) holds_.erase(HoldKey{m.id, e.wire, e.port});
+    }
+    m.events.push_back(ev);
+  }
+  return ok_status();
+}
+
+// REPLACE_EV: the first copy of the EV (every copy with ALL_COPIES).
+Status Controller::evp_entry_replace(EvpModify& m, const EvOpEntry& en) {
+  const Ev& nv = en.ev_new;
+  if (nv.unpopulated()) return Error(EINVAL, "ev_new is UNPOPULATED");
+  if (!port_configured(nv.port))
+    return Error(EINVAL,
+                 "ev_new port " + std::to_string(nv.port) + " is not a port of this device");
+  mrc_ctl_ev_entry fresh{};
+  if (!m.build_entry(fresh, nv.val, nv.port))
+    return Error(EINVAL, "ev_new " + ev_text(nv) + " has bits beyond the " +
+                             std::to_string(codec::ev_compact_bits(ev_fields_of(m.rec))) +
+                             " bits the profile's fields consume");
+  fresh.state = en.state;
+  bool found = false;
+  for (auto& e : m.arr) {
+    if (!entry_is(e, en.ev)) continue;
+    found = true;
+    e = fresh;
+    m.arr_dirty = true;
+    if (!(en.flags & kEvOpFAllCopies)) break;
+  }
+  if (!found) return Error(ENOENT, "EV not found");
+  return ok_status();
+}
+
+// 4. The state transition (only when every entry succeeded).
+Status Controller::evp_transition(EvpModify& m) {
+  mrc_ctl_evp& rec = m.rec;
+  const uint32_t S = m.S, T = m.T;
+  if (T != S && T == kProfileOffline && S == kProfileInit) {
+    if (!(rec.set_mask & MRC_CTL_SET_MODE)) return m.fail(EINVAL, "going OFFLINE needs MODE");
+    if (!m.auto_mode && !m.arr_dirty) {
+      if (Status b = evp_rebuild(m); !b)
+        return m.fail(b.error().code, "going OFFLINE " + b.error().context);
+    }
+  }
+  if (T != S && T == kProfileOnline) MRC_TRY(evp_going_online(m));
+  if (T != S && T == kProfileInit) {
+    uint64_t keep = rec.id;
+    rec = mrc_ctl_evp{};
+    rec.id = keep;
+    rec.used = 1;
+    m.arr.clear();
+    m.arr_dirty = true;
+    for (auto it = holds_.begin(); it != holds_.end();)
+      it = it->first.profile == m.id ? holds_.erase(it) : std::next(it);
+  }
+  if (m.mask & kEvpAttrState) rec.state = T;
+  rec.cur_state = T;
+  return ok_status();
+}
+
+// 4. Going ONLINE: every attribute set, the format ONLINE, every EV
+// populated, and the array re-expanded with the format as it is now.
+Status Controller::evp_going_online(EvpModify& m) {
+  mrc_ctl_evp& rec = m.rec;
+  if (!(rec.set_mask & MRC_CTL_SET_MIN_ACTIVE))
+    return m.fail(EINVAL, "going ONLINE needs MIN_ACTIVE");
+  if (!(rec.set_mask & MRC_CTL_SET_EVENT_MASK))
+    return m.fail(EINVAL, "going ONLINE needs EVENT_MASK");
+  if (rec.min_active > m.eff_count)
+    return m.fail(EINVAL, "ev_min_active " + std::to_string(rec.min_active) +
+                              " is greater than ev_count " + std::to_string(m.eff_count));
+  if (m.auto_mode) return ok_status();
+  if (!m.fmt || m.fmt->cur_state != kProfileOnline)
+    return m.fail(EINVAL, "EV format profile " + pid_str(rec.fmt_id) + " is not ONLINE");
+  uint32_t unpop = 0;
+  for (const auto& e : m.arr) unpop += e.populated ? 0 : 1;
+  if (unpop)
+    return m.fail(EINVAL, std::to_string(unpop) + " of " + std::to_string(m.arr.size()) +
+                              " EVs are still UNPOPULATED (REPLACE_EV them before going ONLINE)");
+  // The format may have been redefined since the array was built.
+  if (Status v = m.validate_fields(lim_.ev_max_width); !v)
+    return m.fail(v.error().code, v.error().context);
+  rec.fmt_mode = m.fmt->mode;
+  for (size_t i = 0; i < m.arr.size(); i++) {
+    mrc_ctl_ev_entry& e = m.arr[i];
+    codec::EvValue c{};
+    std::memcpy(c.data(), e.val, codec::kEvMaxBytes);
+    const uint32_t old_wire = e.wire;
+    const uint32_t keep_state = e.state;
+    if (!m.build_entry(e, c, e.port))
+      return m.fail(EINVAL, "EV " + std::to_string(i) + " does not expand with format " +
+                                pid_str(rec.fmt_id));
+    e.state = keep_state;
+    m.arr_dirty |= e.wire != old_wire;
+  }
+  return ok_status();
+}
+
+// 5. Commit: the array into the pool (moved when its size changed), the
+// record, the generation; then the events. Returns the EV operation's error.
+Status Controller::evp_commit(EvpModify& m) {
+  Regions& R = s_.regions();
+  mrc_ctl_evp& rec = m.rec;
+  const size_t slot = size_t(m.slot);
   const bool header_changed =
-      std::memcmp(&rec, &R.evps[size_t(slot)], sizeof(rec)) != 0 || !R.evps[size_t(slot)].used;
-  if (!header_changed && !st.arr_dirty) {
-    if (!op_err.ok()) ctr_.modify_errors++;
-    return op_err;
-  }
+      std::memcmp(&rec, &R.evps[slot], sizeof(rec)) != 0 || !R.evps[slot].used;
+  if (!header_changed && !m.arr_dirty) return m.op_err;
   const bool needs_array =
-      rec.mode != kEvModeAuto && rec.cur_state != kProfileInit && !st.arr.empty();
+      rec.mode != kEvModeAuto && rec.cur_state != kProfileInit && !m.arr.empty();
   uint32_t base = rec.base;
   if (needs_array) {
-    const mrc_ctl_evp& old = R.evps[size_t(slot)];
+    const mrc_ctl_evp& old = R.evps[slot];
     const bool old_array =
         old.used && old.mode != kEvModeAuto && old.cur_state != kProfileInit && old.ev_count;
-    if (!old_array || old.ev_count != st.arr.size()) {
-      auto b = pool_alloc(uint32_t(st.arr.size()), slot);
-      if (!b) return fail(b.error().code, b.error().context);
+    if (!old_array || old.ev_count != m.arr.size()) {
+      auto b = pool_alloc(uint32_t(m.arr.size()), m.slot);
+      if (!b) return m.fail(b.error().code, b.error().context);
       base = *b;
     }
   }
   rec.base = needs_array ? base : 0;
   uint32_t denied = 0;
-  for (const auto& e : st.arr) denied += e.state == kEvDenied ? 1 : 0;
+  for (const auto& e : m.arr) denied += e.state == kEvDenied ? 1 : 0;
   rec.n_denied = denied;
   rec.changes++;
   {
-    mrc_ctl_evp& dst = R.evps[size_t(slot)];
+    mrc_ctl_evp& dst = R.evps[slot];
     RecordWrite w(dst);
-    if (needs_array) std::copy(st.arr.begin(), st.arr.end(), R.evs.begin() + rec.base);
+    if (needs_array) std::copy(m.arr.begin(), m.arr.end(), R.evs.begin() + rec.base);
     uint64_t seq = dst.seq;
     dst = rec;
     dst.seq = seq;
   }
   commit_gen();
-  for (EvEvent& e : events) {
+  for (EvEvent& e : m.events) {
     e.time_ns = mono_ns();
     if (hooks_.transition) hooks_.transition(e);
     if (e.state & rec.event_mask) emit(e);
   }
-  if (!op_err.ok()) ctr_.modify_errors++;
-  return op_err;
+  return m.op_err;
 }
 
 Status Controller::query_ev_profile(uint64_t id, EvProfileAttr& attr, uint32_t mask) const {
@@ -1245,62 +1313,54 @@ Status Controller::query_cc_profile(uint64_t id, CcProfileAttr& attr, uint32_t m
 // ---------------------------------------------------------------------------
 // Removing INIT records
 
-Status Controller::erase_ev_fmt_profile(uint64_t id) {
-  const std::string obj = obj_name("EV format profile", id);
-  int slot = fmt_slot(id);
+namespace {
+
+// Clears the record at `slot` of `table` if it is INIT (after `busy`, a check
+// of records that still name it, allows it); one body for every profile kind.
+template <class Table, class Busy>
+Status erase_record(Table& table, int slot, const std::string& obj, Busy busy) {
   if (slot < 0) return Error(EINVAL, obj + ": does not exist");
-  mrc_ctl_fmt& r = s_.regions().fmts[size_t(slot)];
+  auto& r = table[size_t(slot)];
   if (r.cur_state != kProfileInit)
     return Error(EINVAL,
                  obj + ": is " + to_string(ProfileState(r.cur_state)) + " (take it to INIT first)");
-  for (const auto& p : s_.regions().evps)
-    if (p.used && (p.set_mask & MRC_CTL_SET_FMT_ID) && p.fmt_id == id &&
-        p.cur_state != kProfileInit)
-      return Error(EBUSY, obj + ": EV profile " + pid_str(p.id) + " uses it");
+  MRC_TRY(busy());
   {
     RecordWrite w(r);
     uint64_t seq = r.seq;
-    r = mrc_ctl_fmt{};
+    r = std::remove_reference_t<decltype(r)>{};
     r.seq = seq;
   }
-  commit_gen();
   return ok_status();
 }
 
-Status Controller::erase_ev_profile(uint64_t id) {
-  const std::string obj = obj_name("EV profile", id);
-  int slot = evp_slot(id);
-  if (slot < 0) return Error(EINVAL, obj + ": does not exist");
-  mrc_ctl_evp& r = s_.regions().evps[size_t(slot)];
-  if (r.cur_state != kProfileInit)
-    return Error(EINVAL,
-                 obj + ": is " + to_string(ProfileState(r.cur_state)) + " (take it to INIT first)");
-  {
-    RecordWrite w(r);
-    uint64_t seq = r.seq;
-    r = mrc_ctl_evp{};
-    r.seq = seq;
-  }
-  commit_gen();
-  return ok_status();
-}
+}  // namespace
 
-Status Controller::erase_cc_profile(uint64_t id) {
-  const std::string obj = obj_name("CC profile", id);
-  int slot = cc_slot(id);
-  if (slot < 0) return Error(EINVAL, obj + ": does not exist");
-  mrc_ctl_cc& r = s_.regions().ccs[size_t(slot)];
-  if (r.cur_state != kProfileInit)
-    return Error(EINVAL,
-                 obj + ": is " + to_string(ProfileState(r.cur_state)) + " (take it to INIT first)");
-  {
-    RecordWrite w(r);
-    uint64_t seq = r.seq;
-    r = mrc_ctl_cc{};
-    r.seq = seq;
+Status Controller::erase_profile(ProfileKind kind, uint64_t id) {
+  Regions& R = s_.regions();
+  auto none = [] { return ok_status(); };
+  Status s = ok_status();
+  switch (kind) {
+    case ProfileKind::kEvFmt: {
+      const std::string obj = obj_name("EV format profile", id);
+      s = erase_record(R.fmts, fmt_slot(id), obj, [&]() -> Status {
+        for (const auto& p : R.evps)
+          if (p.used && (p.set_mask & MRC_CTL_SET_FMT_ID) && p.fmt_id == id &&
+              p.cur_state != kProfileInit)
+            return Error(EBUSY, obj + ": EV profile " + pid_str(p.id) + " uses it");
+        return ok_status();
+      });
+      break;
+    }
+    case ProfileKind::kEv:
+      s = erase_record(R.evps, evp_slot(id), obj_name("EV profile", id), none);
+      break;
+    case ProfileKind::kCc:
+      s = erase_record(R.ccs, cc_slot(id), obj_name("CC profile", id), none);
+      break;
   }
-  commit_gen();
-  return ok_status();
+  if (s) commit_gen();
+  return s;
 }
 
 // ---------------------------------------------------------------------------

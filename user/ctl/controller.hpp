@@ -50,6 +50,9 @@ struct Limits {
   uint32_t max_cq_entries = 1u << 20;
 };
 
+// The three kinds of profile records (erase_profile).
+enum class ProfileKind { kEvFmt, kEv, kCc };
+
 // A configured plane port (mrcd's configuration).
 struct PortInfo {
   uint8_t port = 0;
@@ -105,9 +108,7 @@ class Controller {
 
   // Removes a profile record that is INIT (mrcctl ... delete walks it down
   // to INIT first). A format still named by an EV profile is EBUSY.
-  Status erase_ev_fmt_profile(uint64_t id);
-  Status erase_ev_profile(uint64_t id);
-  Status erase_cc_profile(uint64_t id);
+  Status erase_profile(ProfileKind kind, uint64_t id);
 
   // mrc_ctl_create_ev_event_cq: cqe 1..max_cq_entries.
   Result<std::shared_ptr<EvEventCq>> create_ev_event_cq(int cqe);
@@ -155,6 +156,25 @@ class Controller {
     uint32_t pid = 0, dev = 0, qpn = 0;
     auto operator<=>(const Holder&) const = default;
   };
+
+  // modify_ev_profile, by the stages the header comment numbers
+  // (controller.cc).
+  struct EvpModify;
+  Status evp_modify(EvpModify& m);
+  Status evp_check_mask(EvpModify& m);
+  Status evp_load(EvpModify& m);
+  Status evp_check_state(EvpModify& m);   // 1.
+  Status evp_stage_attrs(EvpModify& m);   // 2.
+  Status evp_stage_fields(EvpModify& m);  // 2.
+  Status evp_stage_array(EvpModify& m);   // 2.
+  Status evp_rebuild(EvpModify& m);
+  Status evp_run_ev_op(EvpModify& m);  // 3.
+  Status evp_entry(EvpModify& m, EvOpEntry& en);
+  Status evp_entry_state(EvpModify& m, const EvOpEntry& en);
+  Status evp_entry_replace(EvpModify& m, const EvOpEntry& en);
+  Status evp_transition(EvpModify& m);    // 4.
+  Status evp_going_online(EvpModify& m);  // 4.
+  Status evp_commit(EvpModify& m);        // 5.
 
   int fmt_slot(uint64_t id) const;
   int evp_slot(uint64_t id) const;

@@ -31,9 +31,10 @@
 #include <vector>
 
 #include "codec/packet.hpp"
+#include "core/types.hpp"
 #include "lib/exchange.hpp"
-#include "util/unique_fd.hpp"
 #include "mrc/mrc.hpp"
+#include "util/unique_fd.hpp"
 
 namespace core = mrc::core;
 
@@ -439,7 +440,7 @@ int mrc_close_device(struct mrc_device* d) {
   uint64_t one = 1;
   (void)!write(d->stop_fd.get(), &one, sizeof one);
   d->dispatcher.join();
-  d->stop_fd.close();
+  d->stop_fd.reset();
   d->ctx.reset();
   delete d;
   return 0;

@@ -99,11 +99,10 @@ Result<UniqueFd> tcp_listen(const std::string& bind_addr, uint16_t port) {
   auto ip = lib::parse_ip(bind_addr.empty() ? "0.0.0.0" : bind_addr);
   if (!ip) return std::move(ip).error();
   const bool v6 = ip->ver == codec::IpVersion::kV6;
-  UniqueFd sock(socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!sock) return errno_error(errno, "tcp_listen: socket");
-  const int fd = sock.get();
+  UniqueFd fd(socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return errno_error(errno, "tcp_listen: socket");
   int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_storage ss{};
   socklen_t sl;
   if (v6) {
@@ -119,9 +118,9 @@ Result<UniqueFd> tcp_listen(const std::string& bind_addr, uint16_t port) {
     std::memcpy(&a->sin_addr, ip->b.data(), 4);
     sl = sizeof(*a);
   }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), sl) < 0 || listen(fd, 16) < 0)
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), sl) < 0 || listen(fd.get(), 16) < 0)
     return errno_error(errno, "tcp_listen " + bind_addr + ":" + std::to_string(port));
-  return sock;
+  return fd;
 }
 
 Result<UniqueFd> tcp_accept(int lfd, int timeout_ms) {

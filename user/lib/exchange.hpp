@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/types.hpp"
 #include "mrc/mrc.hpp"
 #include "util/unique_fd.hpp"
 

@@ -32,6 +32,7 @@
 #include "ctl/controller.hpp"
 #include "ctl/ep.hpp"
 #include "mrcd/config.hpp"
+#include "mrcd/ctl_names.hpp"
 
 namespace mrc::mrcd {
 

@@ -20,6 +20,7 @@
 #include "ctl/proto.hpp"
 #include "mrc/result.hpp"
 #include "mrcd/policy.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::mrcd {
 
@@ -31,8 +32,26 @@ struct PeerCred {
 };
 // Credentials of the process at the other end of a unix socket.
 Result<PeerCred> peer_cred(int fd);
-// True for operations that need CAP_NET_ADMIN.
+// True for operations that need CAP_NET_ADMIN (their entry in the handler
+// table, mrcd/ops.cc, says so).
 bool op_modifies(const std::string& op);
+
+// One client connection of the control socket.
+struct Conn {
+  UniqueFd sock;  // owns fd
+  int fd = -1;    // sock.get(), the key in Server's table
+  PeerCred cred;
+  std::string in, out;
+  std::shared_ptr<ctl::EvEventCq> cq;  // monitor with events
+  bool decisions = false;              // monitor with decisions
+  bool closing = false;
+};
+// A probe whose answer comes when its batch is done (Server::on_batch_done).
+struct PendingProbe {
+  int fd = -1;
+  ctl::proto::json id;
+  ctl::proto::json req;  // what was asked (dst, evs) for the reply
+};
 
 class Server {
  public:
@@ -58,8 +77,10 @@ class Server {
   size_t connections() const { return conns_.size(); }
   const std::string& path() const { return path_; }
 
-  // One request line (no socket): for tests and for the dispatcher.
-  // Returns the response, or nullopt when it will come later (probe).
+  // One request line (no socket): for tests and for the dispatcher. Checks
+  // the caller's capability, then runs the operation's handler (the table in
+  // mrcd/ops.cc). Returns the response, or nullopt when it will come later
+  // (probe).
   std::optional<ctl::proto::json> dispatch(int conn_fd, const PeerCred& cred,
                                            const ctl::proto::json& req);
 
@@ -69,30 +90,15 @@ class Server {
   const Counters& counters() const { return ctr_; }
 
  private:
-  struct Conn {
-    int fd = -1;
-    PeerCred cred;
-    std::string in, out;
-    std::shared_ptr<ctl::EvEventCq> cq;  // monitor with events
-    bool decisions = false;              // monitor with decisions
-    bool closing = false;
-  };
-  struct PendingProbe {
-    int fd = -1;
-    ctl::proto::json id;
-    ctl::proto::json req;  // what was asked (dst, evs) for the reply
-  };
   Server() = default;
   void accept_all();
   void read_conn(Conn& c);
   void write_conn(Conn& c);
   void send_line(Conn& c, const ctl::proto::json& j);
   void drop(int fd);
-  ctl::proto::json run(Conn* c, const PeerCred& cred, const std::string& op,
-                       const ctl::proto::json& args, const ctl::proto::json& id, bool* pending);
 
   std::string path_;
-  int lfd_ = -1;
+  UniqueFd lfd_;
   Deps d_;
   std::map<int, Conn> conns_;
   std::map<uint64_t, PendingProbe> probes_;

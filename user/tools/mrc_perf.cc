@@ -229,8 +229,80 @@ T num(const char* opt, const std::string& arg, T lo = std::numeric_limits<T>::lo
   return v;
 }
 
-Opts parse(int argc, char** argv) {
-  Opts o;
+enum LongOption {
+  kSample = 1000,
+  kTimeout,
+  kRetry,
+  kGeneric,
+  kBusy,
+  kFrameChunks,
+  kIdleSpin,
+  kCpu,
+  kQueues,
+  kNoCc,
+  kCounters,
+  kTx,
+  kClients,
+  kSlots,
+  kEngine,
+  kPinDir,
+  kNoMrcd,
+  kEvLog,
+  kMem,
+  kEvProfile,
+  kCcProfile,
+  kProgress,
+  kSpinUs,
+  kProgressIdle,
+  kCountersJson
+};
+
+const option kLongOptions[] = {{"dev", required_argument, nullptr, 'd'},
+                               {"port", required_argument, nullptr, 'p'},
+                               {"bind", required_argument, nullptr, 'B'},
+                               {"size", required_argument, nullptr, 's'},
+                               {"qps", required_argument, nullptr, 'q'},
+                               {"imm", no_argument, nullptr, 'i'},
+                               {"duration", required_argument, nullptr, 'D'},
+                               {"iters", required_argument, nullptr, 'n'},
+                               {"inflight", required_argument, nullptr, 't'},
+                               {"mtu", required_argument, nullptr, 'm'},
+                               {"lat", no_argument, nullptr, 'l'},
+                               {"json", no_argument, nullptr, 'j'},
+                               {"verify", no_argument, nullptr, 'v'},
+                               {"ipv6", no_argument, nullptr, '6'},
+                               {"interval", required_argument, nullptr, 'I'},
+                               {"sample-ms", required_argument, nullptr, kSample},
+                               {"timeout", required_argument, nullptr, kTimeout},
+                               {"retry", required_argument, nullptr, kRetry},
+                               {"generic", no_argument, nullptr, kGeneric},
+                               {"busy-poll", no_argument, nullptr, kBusy},
+                               {"frame-chunks", required_argument, nullptr, kFrameChunks},
+                               {"idle-spin", required_argument, nullptr, kIdleSpin},
+                               {"cpu", required_argument, nullptr, kCpu},
+                               {"queues", required_argument, nullptr, kQueues},
+                               {"no-cc", no_argument, nullptr, kNoCc},
+                               {"help", no_argument, nullptr, 'h'},
+                               {"version", no_argument, nullptr, 'V'},
+                               {"counters", no_argument, nullptr, kCounters},
+                               {"counters-json", required_argument, nullptr, kCountersJson},
+                               {"tx", required_argument, nullptr, kTx},
+                               {"clients", required_argument, nullptr, kClients},
+                               {"slots", required_argument, nullptr, kSlots},
+                               {"engine", required_argument, nullptr, kEngine},
+                               {"pin-dir", required_argument, nullptr, kPinDir},
+                               {"no-mrcd", no_argument, nullptr, kNoMrcd},
+                               {"ev-log", required_argument, nullptr, kEvLog},
+                               {"mem", no_argument, nullptr, kMem},
+                               {"ev-profile", required_argument, nullptr, kEvProfile},
+                               {"cc-profile", required_argument, nullptr, kCcProfile},
+                               {"progress", required_argument, nullptr, kProgress},
+                               {"spin-us", required_argument, nullptr, kSpinUs},
+                               {"progress-idle-us", required_argument, nullptr, kProgressIdle},
+                               {nullptr, 0, nullptr, 0}};
+
+// The role (server, or client and its peer) from argv[1] and argv[2].
+void parse_role(Opts& o, int argc, char** argv) {
   if (argc < 2) usage(2);
   std::string role = argv[1];
   if (role == "-h" || role == "--help") usage(0);
@@ -243,219 +315,184 @@ Opts parse(int argc, char** argv) {
   } else {
     usage(2);
   }
-  enum {
-    kSample = 1000,
-    kTimeout,
-    kRetry,
-    kGeneric,
-    kBusy,
-    kFrameChunks,
-    kIdleSpin,
-    kCpu,
-    kQueues,
-    kNoCc,
-    kCounters,
-    kTx,
-    kClients,
-    kSlots,
-    kEngine,
-    kPinDir,
-    kNoMrcd,
-    kEvLog,
-    kMem,
-    kEvProfile,
-    kCcProfile,
-    kProgress,
-    kSpinUs,
-    kProgressIdle,
-    kCountersJson
-  };
-  static const option lo[] = {{"dev", required_argument, nullptr, 'd'},
-                              {"port", required_argument, nullptr, 'p'},
-                              {"bind", required_argument, nullptr, 'B'},
-                              {"size", required_argument, nullptr, 's'},
-                              {"qps", required_argument, nullptr, 'q'},
-                              {"imm", no_argument, nullptr, 'i'},
-                              {"duration", required_argument, nullptr, 'D'},
-                              {"iters", required_argument, nullptr, 'n'},
-                              {"inflight", required_argument, nullptr, 't'},
-                              {"mtu", required_argument, nullptr, 'm'},
-                              {"lat", no_argument, nullptr, 'l'},
-                              {"json", no_argument, nullptr, 'j'},
-                              {"verify", no_argument, nullptr, 'v'},
-                              {"ipv6", no_argument, nullptr, '6'},
-                              {"interval", required_argument, nullptr, 'I'},
-                              {"sample-ms", required_argument, nullptr, kSample},
-                              {"timeout", required_argument, nullptr, kTimeout},
-                              {"retry", required_argument, nullptr, kRetry},
-                              {"generic", no_argument, nullptr, kGeneric},
-                              {"busy-poll", no_argument, nullptr, kBusy},
-                              {"frame-chunks", required_argument, nullptr, kFrameChunks},
-                              {"idle-spin", required_argument, nullptr, kIdleSpin},
-                              {"cpu", required_argument, nullptr, kCpu},
-                              {"queues", required_argument, nullptr, kQueues},
-                              {"no-cc", no_argument, nullptr, kNoCc},
-                              {"help", no_argument, nullptr, 'h'},
-                              {"version", no_argument, nullptr, 'V'},
-                              {"counters", no_argument, nullptr, kCounters},
-                              {"counters-json", required_argument, nullptr, kCountersJson},
-                              {"tx", required_argument, nullptr, kTx},
-                              {"clients", required_argument, nullptr, kClients},
-                              {"slots", required_argument, nullptr, kSlots},
-                              {"engine", required_argument, nullptr, kEngine},
-                              {"pin-dir", required_argument, nullptr, kPinDir},
-                              {"no-mrcd", no_argument, nullptr, kNoMrcd},
-                              {"ev-log", required_argument, nullptr, kEvLog},
-                              {"mem", no_argument, nullptr, kMem},
-                              {"ev-profile", required_argument, nullptr, kEvProfile},
-                              {"cc-profile", required_argument, nullptr, kCcProfile},
-                              {"progress", required_argument, nullptr, kProgress},
-                              {"spin-us", required_argument, nullptr, kSpinUs},
-                              {"progress-idle-us", required_argument, nullptr, kProgressIdle},
-                              {nullptr, 0, nullptr, 0}};
-  optind = o.server ? 2 : 3;
-  int c;
-  try {
-    while ((c = getopt_long(argc, argv, "d:p:B:s:q:iD:n:t:m:ljv6I:hV", lo, nullptr)) != -1) {
-      switch (c) {
-        case 'd': {
-          std::stringstream ss(optarg);
-          std::string d;
-          while (std::getline(ss, d, ',')) o.devs.push_back(d);
-          break;
-        }
-        case 'p':
-          o.port = num<uint16_t>("-p/--port", optarg);
-          break;
-        case 'B': o.bind = optarg; break;
-        case 's':
-          o.size = num<uint32_t>("-s/--size", optarg);
-          break;
-        case 'q':
-          o.qps = num<uint32_t>("-q/--qps", optarg, 1, 65536);
-          break;
-        case 'i': o.imm = true; break;
-        case 'D':
-          o.duration = num<double>("-D/--duration", optarg, 0, 1e9);
-          break;
-        case 'n':
-          o.iters = num<uint64_t>("-n/--iters", optarg);
-          break;
-        case 't':
-          o.inflight = num<uint32_t>("-t/--inflight", optarg, 1, 1u << 20);
-          o.inflight_set = true;
-          break;
-        case 'm':
-          o.mtu = num<uint32_t>("-m/--mtu", optarg);
-          break;
-        case 'l': o.lat = true; break;
-        case 'j': o.json = true; break;
-        case 'v': o.verify = true; break;
-        case '6': o.ipv6 = true; break;
-        case 'I':
-          o.interval = num<double>("-I/--interval", optarg, 0, 1e9);
-          break;
-        case kSample:
-          o.sample_ms = num<uint32_t>("--sample-ms", optarg);
-          break;
-        case kTimeout:
-          o.timeout = num<uint8_t>("--timeout", optarg, 0, 31);
-          break;
-        case kRetry: {
-          auto comma = std::string(optarg).find(',');
-          if (comma == std::string::npos) throw std::invalid_argument("--retry L,E");
-          o.retry_linear = num<uint8_t>("--retry", std::string(optarg).substr(0, comma), 0, 7);
-          o.retry_exp = num<uint8_t>("--retry", std::string(optarg).substr(comma + 1), 0, 7);
-          break;
-        }
-        case kGeneric: o.generic = true; break;
-        case kBusy: o.busy_poll = true; break;
-        case kFrameChunks:
-          o.frame_chunks = num<uint32_t>("--frame-chunks", optarg, 1, 17);
-          break;
-        case kIdleSpin:
-          o.idle_spin_us = num<uint32_t>("--idle-spin", optarg);
-          break;
-        case kCpu:
-          o.cpu = num<int>("--cpu", optarg, -1, 4095);
-          break;
-        case kQueues:
-          o.queues = num<uint32_t>("--queues", optarg);
-          break;
-        case kNoCc: o.no_cc = true; break;
-        case kCounters: o.counters = true; break;
-        case kCountersJson:
-          o.counters_json = optarg;
-          break;
-        case kClients:
-          o.clients = num<uint32_t>("--clients", optarg, 1, 4096);
-          break;
-        case kSlots:
-          o.slots = num<uint32_t>("--slots", optarg, 1, 1u << 24);
-          break;
-        case kTx:
-          if (!std::strcmp(optarg, "xsk"))
-            o.tx = TxBackend::kXsk;
-          else if (!std::strcmp(optarg, "live"))
-            o.tx = TxBackend::kLive;
-          else if (!std::strncmp(optarg, "live/", 5)) {
-            o.tx = TxBackend::kLive;
-            o.live_min = num<int>("--tx live/N", optarg + 5, 0, 1 << 20);
-          }
-          else if (!std::strcmp(optarg, "auto"))
-            o.tx = TxBackend::kAuto;
-          else
-            usage(2);
-          break;
-        case kPinDir:
-          o.pin_dir = optarg;
-          break;
-        case kNoMrcd:
-          o.no_mrcd = true;
-          break;
-        case kEvLog:
-          o.ev_log = optarg;
-          break;
-        case kMem:
-          o.mem = true;
-          break;
-        case kEvProfile:
-          o.ev_profile = num<uint64_t>("--ev-profile", optarg);
-          break;
-        case kCcProfile:
-          o.cc_profile = num<uint64_t>("--cc-profile", optarg);
-          break;
-        case kSpinUs:
-          o.spin_us = num<uint32_t>("--spin-us", optarg);
-          break;
-        case kProgressIdle:
-          o.progress_idle_us = num<uint32_t>("--progress-idle-us", optarg, 1);
-          break;
-        case kProgress:
-          if (!std::strcmp(optarg, "thread"))
-            o.progress = Progress::kThread;
-          else if (!std::strcmp(optarg, "app"))
-            o.progress = Progress::kApplication;
-          else
-            usage(2);
-          break;
-        case kEngine: {
-          std::string kv = optarg;
-          auto eq = kv.find('=');
-          if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--engine KEY=VALUE");
-          o.engine.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-          break;
-        }
-        case 'h': usage(0);
-        case 'V':
-          version();
-        default: usage(2);
-      }
+}
+
+// --tx xsk|live|live/N|auto.
+void parse_tx(Opts& o, const char* arg) {
+  if (!std::strcmp(arg, "xsk"))
+    o.tx = TxBackend::kXsk;
+  else if (!std::strcmp(arg, "live"))
+    o.tx = TxBackend::kLive;
+  else if (!std::strncmp(arg, "live/", 5)) {
+    o.tx = TxBackend::kLive;
+    o.live_min = num<int>("--tx live/N", arg + 5, 0, 1 << 20);
+  } else if (!std::strcmp(arg, "auto"))
+    o.tx = TxBackend::kAuto;
+  else
+    usage(2);
+}
+
+// A long option without a short form (c: its LongOption) with its
+// argument; throws std::invalid_argument on a malformed value.
+void apply_long_option(Opts& o, int c, const char* arg) {
+  switch (c) {
+    case kSample:
+      o.sample_ms = num<uint32_t>("--sample-ms", arg);
+      break;
+    case kTimeout:
+      o.timeout = num<uint8_t>("--timeout", arg, 0, 31);
+      break;
+    case kRetry: {
+      auto comma = std::string(arg).find(',');
+      if (comma == std::string::npos) throw std::invalid_argument("--retry L,E");
+      o.retry_linear = num<uint8_t>("--retry", std::string(arg).substr(0, comma), 0, 7);
+      o.retry_exp = num<uint8_t>("--retry", std::string(arg).substr(comma + 1), 0, 7);
+      break;
     }
-  } catch (const std::exception&) {
-    std::fprintf(stderr, "mrc_perf: bad value for option '%s'\n", argv[optind - 1]);
-    std::exit(2);
+    case kGeneric:
+      o.generic = true;
+      break;
+    case kBusy:
+      o.busy_poll = true;
+      break;
+    case kFrameChunks:
+      o.frame_chunks = num<uint32_t>("--frame-chunks", arg, 1, 17);
+      break;
+    case kIdleSpin:
+      o.idle_spin_us = num<uint32_t>("--idle-spin", arg);
+      break;
+    case kCpu:
+      o.cpu = num<int>("--cpu", arg, -1, 4095);
+      break;
+    case kQueues:
+      o.queues = num<uint32_t>("--queues", arg);
+      break;
+    case kNoCc:
+      o.no_cc = true;
+      break;
+    case kCounters:
+      o.counters = true;
+      break;
+    case kCountersJson:
+      o.counters_json = arg;
+      break;
+    case kClients:
+      o.clients = num<uint32_t>("--clients", arg, 1, 4096);
+      break;
+    case kSlots:
+      o.slots = num<uint32_t>("--slots", arg, 1, 1u << 24);
+      break;
+    case kTx:
+      parse_tx(o, arg);
+      break;
+    case kPinDir:
+      o.pin_dir = arg;
+      break;
+    case kNoMrcd:
+      o.no_mrcd = true;
+      break;
+    case kEvLog:
+      o.ev_log = arg;
+      break;
+    case kMem:
+      o.mem = true;
+      break;
+    case kEvProfile:
+      o.ev_profile = num<uint64_t>("--ev-profile", arg);
+      break;
+    case kCcProfile:
+      o.cc_profile = num<uint64_t>("--cc-profile", arg);
+      break;
+    case kSpinUs:
+      o.spin_us = num<uint32_t>("--spin-us", arg);
+      break;
+    case kProgressIdle:
+      o.progress_idle_us = num<uint32_t>("--progress-idle-us", arg, 1);
+      break;
+    case kProgress:
+      if (!std::strcmp(arg, "thread"))
+        o.progress = Progress::kThread;
+      else if (!std::strcmp(arg, "app"))
+        o.progress = Progress::kApplication;
+      else
+        usage(2);
+      break;
+    case kEngine: {
+      std::string kv = arg;
+      auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--engine KEY=VALUE");
+      o.engine.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      break;
+    }
+    default:
+      usage(2);
   }
+}
+
+// One option c (getopt_long's value) with its argument; throws
+// std::invalid_argument on a malformed value.
+void apply_option(Opts& o, int c, const char* arg) {
+  switch (c) {
+    case 'd': {
+      std::stringstream ss(arg);
+      std::string d;
+      while (std::getline(ss, d, ',')) o.devs.push_back(d);
+      break;
+    }
+    case 'p':
+      o.port = num<uint16_t>("-p/--port", arg);
+      break;
+    case 'B':
+      o.bind = arg;
+      break;
+    case 's':
+      o.size = num<uint32_t>("-s/--size", arg);
+      break;
+    case 'q':
+      o.qps = num<uint32_t>("-q/--qps", arg, 1, 65536);
+      break;
+    case 'i':
+      o.imm = true;
+      break;
+    case 'D':
+      o.duration = num<double>("-D/--duration", arg, 0, 1e9);
+      break;
+    case 'n':
+      o.iters = num<uint64_t>("-n/--iters", arg);
+      break;
+    case 't':
+      o.inflight = num<uint32_t>("-t/--inflight", arg, 1, 1u << 20);
+      o.inflight_set = true;
+      break;
+    case 'm':
+      o.mtu = num<uint32_t>("-m/--mtu", arg);
+      break;
+    case 'l':
+      o.lat = true;
+      break;
+    case 'j':
+      o.json = true;
+      break;
+    case 'v':
+      o.verify = true;
+      break;
+    case '6':
+      o.ipv6 = true;
+      break;
+    case 'I':
+      o.interval = num<double>("-I/--interval", arg, 0, 1e9);
+      break;
+    case 'h':
+      usage(0);
+    case 'V':
+      version();
+    default:
+      apply_long_option(o, c, arg);
+  }
+}
+
+// What the options imply, and what they may not combine to.
+void check_options(Opts& o) {
   if (o.devs.empty()) {
     std::fprintf(stderr, "mrc_perf: -d IF[,IF...] is required\n");
     std::exit(2);
@@ -479,6 +516,22 @@ Opts parse(int argc, char** argv) {
     std::fprintf(stderr, "mrc_perf: --slots must be at least --inflight\n");
     std::exit(2);
   }
+}
+
+Opts parse(int argc, char** argv) {
+  Opts o;
+  parse_role(o, argc, argv);
+  optind = o.server ? 2 : 3;
+  int c;
+  try {
+    while ((c = getopt_long(argc, argv, "d:p:B:s:q:iD:n:t:m:ljv6I:hV", kLongOptions, nullptr)) !=
+           -1)
+      apply_option(o, c, optarg);
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "mrc_perf: bad value for option '%s'\n", argv[optind - 1]);
+    std::exit(2);
+  }
+  check_options(o);
   return o;
 }
 
@@ -873,28 +926,10 @@ void write_counters_json(Side& s, const Opts& o) {
            MRC_KV(es, ep_responses_tx),   MRC_KV(es, ep_responses_rx), MRC_KV(es, cq_overflows),
            MRC_KV(es, ev_events_dropped), MRC_KV(es, tx_no_frame),     MRC_KV(es, ep_unsolicited),
            MRC_KV(es, ep_bad_port_status)};
-  // codec::ParseError by enumerator name (kOk = 0 left out).
-  static constexpr const char* kParseErrorNames[] = {"ok",
-                                                     "not_mrc",
-                                                     "truncated",
-                                                     "bad_ip_version",
-                                                     "bad_ip_header_len",
-                                                     "bad_ip_length",
-                                                     "bad_ip_checksum",
-                                                     "ip_fragment",
-                                                     "bad_udp_length",
-                                                     "bad_tver",
-                                                     "bad_reserved_bits",
-                                                     "unknown_opcode",
-                                                     "bad_header_stack",
-                                                     "bad_length",
-                                                     "bad_pad",
-                                                     "bad_qpn",
-                                                     "bad_icrc"};
-  static_assert(std::size(kParseErrorNames) == size_t(codec::ParseError::kCount));
+  // By kind name (parse_error_name; kind 0, "ok", left out).
   json pe = json::object();
   for (size_t i = 1; i < std::size(es.rx_parse_errors); i++)
-    pe[kParseErrorNames[i]] = es.rx_parse_errors[i];
+    pe[parse_error_name(i)] = es.rx_parse_errors[i];
   e["rx_parse_errors"] = pe;
   j["engine"] = e;
   json qps = json::array();
@@ -1118,170 +1153,215 @@ struct Client {
   uint64_t checked = 0, bad_slots = 0;
 };
 
-int run_server(const Opts& o) {
-  const uint32_t nqps = o.qps * o.clients;
-  const uint32_t slots = o.slots;
-  const size_t per_qp = per_qp_bytes(o);
-  // The buffer outlives the device: until the Context is gone its engine
-  // thread may still place arriving data in it (an interrupted run).
-  Buffer buf(per_qp * nqps);
-  Side s = open_side(o, nqps);
-  CountersAtExit counters_at_exit{o, s};
-  MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
-  ConnectOptions co = conn_opts(o);
-  UniqueFd lfd = must(tcp_listen(o.bind, o.port), "listen");
-  if (!o.json)
-    std::fprintf(stderr, "mrc_perf: waiting for %u client(s) on port %u\n", o.clients, o.port);
-
-  std::atomic<bool> done{false};
-  std::thread sampler;
-  auto start_sampler = [&] {
-    sampler = std::thread([&] {
-      auto t0 = Clock::now();
-      uint64_t last = 0;
-      std::vector<uint64_t> lastp;
-      while (!done.load()) {
-        std::this_thread::sleep_until(t0 + std::chrono::milliseconds(o.sample_ms) *
-                                               (1 + (Clock::now() - t0) / std::chrono::milliseconds(o.sample_ms)));
-        uint64_t total = 0;
-        std::vector<uint64_t> planes(o.devs.size(), 0);
-        for (auto& q : s.qps) {
-          auto st = q->stats();
-          if (!st) continue;
-          total += st->rx_data_bytes;
-          for (size_t p = 0; p < planes.size(); p++) planes[p] += st->plane_rx_bytes[p + 1];
-        }
-        std::vector<uint64_t> dp(planes.size());
-        for (size_t p = 0; p < planes.size(); p++) dp[p] = planes[p] - (lastp.empty() ? 0 : lastp[p]);
-        const auto now = Clock::now();
-        auto t = std::chrono::duration_cast<std::chrono::milliseconds>(now - t0).count();
-        // mono_ns: CLOCK_MONOTONIC (steady_clock), so a runner can align the
-        // samples with its own timeline.
-        print_json(Json{{"t_ms", int64_t(t)},
-                        {"mono_ns", int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                now.time_since_epoch())
-                                                .count())},
-                        {"bytes", total - last},
-                        {"total", total},
-                        {"planes", dp}});
-        std::fflush(stdout);
-        last = total;
-        lastp = planes;
-      }
-    });
-  };
-  auto finish = [&](int rc) {
-    done = true;
-    if (sampler.joinable()) sampler.join();
-    return rc;
-  };
+// The server: accepts the clients, serves them (latency echo, or counts and
+// checks WriteIMM arrivals, granting credits), checks their final reports.
+class ServerRun {
+ public:
+  explicit ServerRun(const Opts& o)
+      : o(o),
+        nqps(o.qps * o.clients),
+        slots(o.slots),
+        per_qp(per_qp_bytes(o)),
+        buf(per_qp * nqps),
+        s(open_side(o, nqps)),
+        counters_at_exit{o, s},
+        mr(must(
+            s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite),
+            "reg_mr")),
+        co(conn_opts(o)),
+        lfd(must(tcp_listen(o.bind, o.port), "listen")),
+        cl(o.clients),
+        wcv(256),
+        grants(nqps),
+        window(credit_window(o)) {}
   // Errors unwind through here (die throws): the sampler stops first.
-  struct StopSampler {
-    std::function<int(int)> f;
-    ~StopSampler() { f(0); }
-  } stop_sampler{finish};
+  ~ServerRun() { finish(0); }
 
-  std::vector<Client> cl(o.clients);
-  // Serve: latency echo, or count (and check) WriteIMM arrivals, until every
-  // client has reported its last messages.
-  std::vector<Wc> wcv(256);
-  uint64_t echo_k = 0;
-  // Takes the completions there are (waiting up to timeout_ms for the
-  // first): counts and checks WriteIMM arrivals, reposts their receives,
-  // echoes in latency mode. False on a completion error (reported).
+  int run();
+
+ private:
   // Credits (uses_credits): per QP, the WriteIMM completions taken, the
   // limit granted last and whether its WRITE is still in flight.
   struct Grant {
     uint64_t consumed = 0, granted = 0;
     bool busy = false;
   };
-  std::vector<Grant> grants(nqps);
-  const uint64_t window = credit_window(o);
-  auto grant = [&](uint32_t qi) {
-    Grant& g = grants[qi];
-    const Client& k = cl[qi / o.qps];
-    const uint64_t limit = g.consumed + window;
-    if (g.busy || limit == g.granted || k.stopping || k.theirs.empty()) return;
-    auto* cell = reinterpret_cast<uint64_t*>(buf.p + qi * per_qp + credit_offset(o));
-    cell[0] = limit;
-    cell[1] = limit ^ kCreditCheck;
-    Sge sg{uint64_t(uintptr_t(cell)), 16, mr.lkey};
-    SendWr wr;
-    wr.wr_id = kCreditWrId | qi;
-    wr.opcode = WrOpcode::kRdmaWrite;
-    wr.send_flags = core::kSendSignaled;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.remote_addr = k.theirs[qi % o.qps].addr + credit_offset(o);
-    wr.rkey = k.theirs[qi % o.qps].rkey;
-    must(s.qps[qi]->post_send(wr), "post_send (credit)");
-    g.granted = limit;
-    g.busy = true;
-  };
+
+  void start_sampler();
+  void sample_loop();
+  int finish(int rc) {
+    done = true;
+    if (sampler.joinable()) sampler.join();
+    return rc;
+  }
+  void grant(uint32_t qi);
+  bool serve_wcs(int timeout_ms);
+  void take_imm(const Wc& w);
+  int accept_clients();
+  void connect_client(uint32_t c, UniqueFd fd);
+  void report_idle_mem();
+  int serve();
+  int check_report(Client& k);
+  void check_slots(Client& k, std::istringstream& in);
+  int summarize();
+
+  const Opts& o;
+  const uint32_t nqps;
+  const uint32_t slots;
+  const size_t per_qp;
+  // The buffer outlives the device: until the Context is gone its engine
+  // thread may still place arriving data in it (an interrupted run).
+  Buffer buf;
+  Side s;
+  CountersAtExit counters_at_exit;
+  MemoryRegion mr;
+  ConnectOptions co;
+  UniqueFd lfd;
+  std::atomic<bool> done{false};
+  std::thread sampler;
+  std::vector<Client> cl;
+  std::vector<Wc> wcv;
+  uint64_t echo_k = 0;
+  std::vector<Grant> grants;
+  const uint64_t window;
   size_t served = 0;  // completions the last serve_wcs() took
-  auto serve_wcs = [&](int timeout_ms) -> bool {
-    size_t n = wait_wc(s, wcv, timeout_ms);
-    served = n;
-    if (!no_fatal_event(s)) return false;
-    for (size_t i = 0; i < n; i++) {
-      const Wc& w = wcv[i];
-      if (w.status != core::kWcSuccess) {
-        std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num,
-                     core::to_string(w.status));
-        dump_counters(s);
-        return false;
-      }
-      if (w.opcode == WcOpcode::kRdmaWrite && (w.wr_id & kCreditWrId) &&
-          (w.wr_id & ~kCreditWrId) < nqps)
-        grants[w.wr_id & ~kCreditWrId].busy = false;
-      if (w.opcode != WcOpcode::kRecvRdmaWithImm) continue;
-      uint32_t qi = 0;
-      while (qi < nqps && s.qps[qi]->qpn() != w.qp_num) qi++;
-      if (qi == nqps) continue;
-      grants[qi].consumed++;
-      Client& k = cl[qi / o.qps];
-      must(s.qps[qi]->post_recv(RecvWr{w.wr_id, nullptr, 0}), "post_recv");
-      const uint64_t m = w.imm_data;
-      const uint8_t* slot = buf.p + qi * per_qp + (m % slots) * o.size;
-      if (o.verify && o.size) {
-        if (check(slot, o.size, m))
-          k.imm_ok++;
-        else if (!check(slot, std::min<uint32_t>(o.size, 8), m))
-          k.imm_overwritten++;  // the client already reused the slot (header changed)
-        else
-          k.imm_bad++;
-      }
-      if (o.lat) {
-        // Echo the same size back into the client's buffer.
-        Sge sg{uint64_t(uintptr_t(slot)), o.size, mr.lkey};
-        SendWr wr;
-        wr.wr_id = echo_k++;
-        wr.opcode = WrOpcode::kRdmaWriteWithImm;
-        wr.send_flags = 0;  // unsignaled: the client's next ping tells us it arrived
-        if (echo_k % 64 == 0) wr.send_flags = core::kSendSignaled;
-        wr.sg_list = o.size ? &sg : nullptr;
-        wr.num_sge = o.size ? 1 : 0;
-        wr.remote_addr = k.theirs[0].addr;
-        wr.rkey = k.theirs[0].rkey;
-        wr.imm_data = w.imm_data;
-        must(s.qps[0]->post_send(wr), "post_send");
-      }
+};
+
+void ServerRun::start_sampler() {
+  sampler = std::thread([this] { sample_loop(); });
+}
+
+// --sample-ms: the bytes received, in total and per plane, every sample_ms.
+void ServerRun::sample_loop() {
+  auto t0 = Clock::now();
+  uint64_t last = 0;
+  std::vector<uint64_t> lastp;
+  while (!done.load()) {
+    std::this_thread::sleep_until(
+        t0 + std::chrono::milliseconds(o.sample_ms) *
+                 (1 + (Clock::now() - t0) / std::chrono::milliseconds(o.sample_ms)));
+    uint64_t total = 0;
+    std::vector<uint64_t> planes(o.devs.size(), 0);
+    for (auto& q : s.qps) {
+      auto st = q->stats();
+      if (!st) continue;
+      total += st->rx_data_bytes;
+      for (size_t p = 0; p < planes.size(); p++) planes[p] += st->plane_rx_bytes[p + 1];
     }
-    if (uses_credits(o))
-      for (uint32_t qi = 0; qi < nqps; qi++) grant(qi);
-    return true;
-  };
-  // Clients connect one after the other and start together, once every one
-  // is connected: this thread cannot take completions while it exchanges
-  // with and connects a client, and a client already writing meanwhile
-  // would use up its posted receives (MRC has no RNR: a WRITE-with-immediate
-  // that finds none fails the QP). A stall of a second there failed the
-  // incast scenario with the early clients' QPs.
+    std::vector<uint64_t> dp(planes.size());
+    for (size_t p = 0; p < planes.size(); p++) dp[p] = planes[p] - (lastp.empty() ? 0 : lastp[p]);
+    const auto now = Clock::now();
+    auto t = std::chrono::duration_cast<std::chrono::milliseconds>(now - t0).count();
+    // mono_ns: CLOCK_MONOTONIC (steady_clock), so a runner can align the
+    // samples with its own timeline.
+    print_json(Json{
+        {"t_ms", int64_t(t)},
+        {"mono_ns",
+         int64_t(
+             std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count())},
+        {"bytes", total - last},
+        {"total", total},
+        {"planes", dp}});
+    std::fflush(stdout);
+    last = total;
+    lastp = planes;
+  }
+}
+
+void ServerRun::grant(uint32_t qi) {
+  Grant& g = grants[qi];
+  const Client& k = cl[qi / o.qps];
+  const uint64_t limit = g.consumed + window;
+  if (g.busy || limit == g.granted || k.stopping || k.theirs.empty()) return;
+  auto* cell = reinterpret_cast<uint64_t*>(buf.p + qi * per_qp + credit_offset(o));
+  cell[0] = limit;
+  cell[1] = limit ^ kCreditCheck;
+  Sge sg{uint64_t(uintptr_t(cell)), 16, mr.lkey};
+  SendWr wr;
+  wr.wr_id = kCreditWrId | qi;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = core::kSendSignaled;
+  wr.sg_list = &sg;
+  wr.num_sge = 1;
+  wr.remote_addr = k.theirs[qi % o.qps].addr + credit_offset(o);
+  wr.rkey = k.theirs[qi % o.qps].rkey;
+  must(s.qps[qi]->post_send(wr), "post_send (credit)");
+  g.granted = limit;
+  g.busy = true;
+}
+
+// Takes the completions there are (waiting up to timeout_ms for the first):
+// counts and checks WriteIMM arrivals, reposts their receives, echoes in
+// latency mode. False on a completion error (reported).
+bool ServerRun::serve_wcs(int timeout_ms) {
+  size_t n = wait_wc(s, wcv, timeout_ms);
+  served = n;
+  if (!no_fatal_event(s)) return false;
+  for (size_t i = 0; i < n; i++) {
+    const Wc& w = wcv[i];
+    if (w.status != core::kWcSuccess) {
+      std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num,
+                   core::to_string(w.status));
+      dump_counters(s);
+      return false;
+    }
+    if (w.opcode == WcOpcode::kRdmaWrite && (w.wr_id & kCreditWrId) &&
+        (w.wr_id & ~kCreditWrId) < nqps)
+      grants[w.wr_id & ~kCreditWrId].busy = false;
+    if (w.opcode == WcOpcode::kRecvRdmaWithImm) take_imm(w);
+  }
+  if (uses_credits(o))
+    for (uint32_t qi = 0; qi < nqps; qi++) grant(qi);
+  return true;
+}
+
+// A WriteIMM arrival: its receive reposted, its slot checked (--verify),
+// echoed (--lat).
+void ServerRun::take_imm(const Wc& w) {
+  uint32_t qi = 0;
+  while (qi < nqps && s.qps[qi]->qpn() != w.qp_num) qi++;
+  if (qi == nqps) return;
+  grants[qi].consumed++;
+  Client& k = cl[qi / o.qps];
+  must(s.qps[qi]->post_recv(RecvWr{w.wr_id, nullptr, 0}), "post_recv");
+  const uint64_t m = w.imm_data;
+  const uint8_t* slot = buf.p + qi * per_qp + (m % slots) * o.size;
+  if (o.verify && o.size) {
+    if (check(slot, o.size, m))
+      k.imm_ok++;
+    else if (!check(slot, std::min<uint32_t>(o.size, 8), m))
+      k.imm_overwritten++;  // the client already reused the slot (header changed)
+    else
+      k.imm_bad++;
+  }
+  if (o.lat) {
+    // Echo the same size back into the client's buffer.
+    Sge sg{uint64_t(uintptr_t(slot)), o.size, mr.lkey};
+    SendWr wr;
+    wr.wr_id = echo_k++;
+    wr.opcode = WrOpcode::kRdmaWriteWithImm;
+    wr.send_flags = 0;  // unsignaled: the client's next ping tells us it arrived
+    if (echo_k % 64 == 0) wr.send_flags = core::kSendSignaled;
+    wr.sg_list = o.size ? &sg : nullptr;
+    wr.num_sge = o.size ? 1 : 0;
+    wr.remote_addr = k.theirs[0].addr;
+    wr.rkey = k.theirs[0].rkey;
+    wr.imm_data = w.imm_data;
+    must(s.qps[0]->post_send(wr), "post_send");
+  }
+}
+
+// Clients connect one after the other and start together, once every one
+// is connected: this thread cannot take completions while it exchanges
+// with and connects a client, and a client already writing meanwhile
+// would use up its posted receives (MRC has no RNR: a WRITE-with-immediate
+// that finds none fails the QP). A stall of a second there failed the
+// incast scenario with the early clients' QPs. 0, or the exit code.
+int ServerRun::accept_clients() {
   for (uint32_t c = 0; c < o.clients; c++) {
-    Client& k = cl[c];
     Result<UniqueFd> fd = make_error(ETIMEDOUT, "tcp_accept: no connection in 600 s");
     for (const auto until = Clock::now() + std::chrono::seconds(600); Clock::now() < until;) {
-      if (g_stop.load()) return finish(130);
+      if (g_stop.load()) return 130;
       pollfd lp{lfd.get(), POLLIN, 0};
       if (poll(&lp, 1, 100) > 0) {
         fd = tcp_accept(lfd.get(), 1000);
@@ -1292,47 +1372,59 @@ int run_server(const Opts& o) {
       finish(0);
       die("accept", fd.error());
     }
-    k.fd = std::move(*fd);
-    k.first_qp = c * o.qps;
-    std::vector<QpEndpoint> ours;
-    for (uint32_t i = 0; i < o.qps; i++) {
-      const uint32_t qi = k.first_qp + i;
-      QpEndpoint e = describe(*s.ctx, *s.qps[qi], random_psn(), co, co.max_wimm, co.mpr);
-      e.addr = uint64_t(uintptr_t(buf.p + qi * per_qp));
-      e.len = per_qp;
-      e.rkey = mr.rkey;
-      ours.push_back(e);
-    }
-    k.theirs = must(exchange_endpoints(k.fd.get(), ours), "exchange");
-    if (k.theirs.size() != o.qps)
-      die("exchange", make_error(EPROTO, "the client has a different QP count"));
-    for (uint32_t i = 0; i < o.qps; i++)
-      must(connect_qp(*s.ctx, *s.qps[k.first_qp + i], ours[i].psn, k.theirs[i], co), "connect QP");
-    // WRITE-with-immediate needs posted receives (MRC has no RNR).
-    if (o.imm)
-      for (uint32_t i = 0; i < o.qps; i++)
-        for (uint32_t n = 0; n < recv_depth(o); n++)
-          must(s.qps[k.first_qp + i]->post_recv(RecvWr{n, nullptr, 0}), "post_recv");
-    // The first grant: the window (completions are taken once all are connected).
-    if (uses_credits(o))
-      for (uint32_t i = 0; i < o.qps; i++) grant(k.first_qp + i);
-    if (o.mem && c + 1 == o.clients) {
-      // Every QP connected, none has carried anything yet: the idle
-      // footprint (the client starts when it reads "go").
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      s.mem_idle = mem_snap();
-      if (o.json)
-        print_json(Json{{"mem_idle", mem_json("server", nqps, s.mem_base, s.mem_idle)}});
-      else
-        std::printf("server: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", nqps,
-                    (double(s.mem_idle.rss) - double(s.mem_base.rss)) / nqps,
-                    (double(s.mem_idle.heap) - double(s.mem_base.heap)) / nqps);
-      std::fflush(stdout);
-    }
+    connect_client(c, std::move(*fd));
+    if (o.mem && c + 1 == o.clients) report_idle_mem();
   }
-  for (Client& k : cl) must(send_line(k.fd.get(), "go"), "handshake");
-  if (o.sample_ms) start_sampler();
+  return 0;
+}
 
+// Exchanges endpoints with client c, connects its QPs, posts their receives
+// and grants the first credits.
+void ServerRun::connect_client(uint32_t c, UniqueFd fd) {
+  Client& k = cl[c];
+  k.fd = std::move(fd);
+  k.first_qp = c * o.qps;
+  std::vector<QpEndpoint> ours;
+  for (uint32_t i = 0; i < o.qps; i++) {
+    const uint32_t qi = k.first_qp + i;
+    QpEndpoint e = describe(*s.ctx, *s.qps[qi], random_psn(), co, co.max_wimm, co.mpr);
+    e.addr = uint64_t(uintptr_t(buf.p + qi * per_qp));
+    e.len = per_qp;
+    e.rkey = mr.rkey;
+    ours.push_back(e);
+  }
+  k.theirs = must(exchange_endpoints(k.fd.get(), ours), "exchange");
+  if (k.theirs.size() != o.qps)
+    die("exchange", make_error(EPROTO, "the client has a different QP count"));
+  for (uint32_t i = 0; i < o.qps; i++)
+    must(connect_qp(*s.ctx, *s.qps[k.first_qp + i], ours[i].psn, k.theirs[i], co), "connect QP");
+  // WRITE-with-immediate needs posted receives (MRC has no RNR).
+  if (o.imm)
+    for (uint32_t i = 0; i < o.qps; i++)
+      for (uint32_t n = 0; n < recv_depth(o); n++)
+        must(s.qps[k.first_qp + i]->post_recv(RecvWr{n, nullptr, 0}), "post_recv");
+  // The first grant: the window (completions are taken once all are connected).
+  if (uses_credits(o))
+    for (uint32_t i = 0; i < o.qps; i++) grant(k.first_qp + i);
+}
+
+// Every QP connected, none has carried anything yet: the idle footprint
+// (the client starts when it reads "go").
+void ServerRun::report_idle_mem() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  s.mem_idle = mem_snap();
+  if (o.json)
+    print_json(Json{{"mem_idle", mem_json("server", nqps, s.mem_base, s.mem_idle)}});
+  else
+    std::printf("server: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", nqps,
+                (double(s.mem_idle.rss) - double(s.mem_base.rss)) / nqps,
+                (double(s.mem_idle.heap) - double(s.mem_base.heap)) / nqps);
+  std::fflush(stdout);
+}
+
+// Serves until every client has reported its last messages; 0, or the
+// exit code.
+int ServerRun::serve() {
   uint32_t remaining = o.clients;
   std::vector<pollfd> pf(o.clients);
   // The clients' reports are looked for when no completion came or every
@@ -1340,10 +1432,10 @@ int run_server(const Opts& o) {
   // mode's critical path (between the echo's post and its transmission).
   auto next_report_check = Clock::now();
   while (remaining) {
-    if (g_stop.load()) return finish(130);
+    if (g_stop.load()) return 130;
     const auto now = Clock::now();
     if (served > 0 && now < next_report_check) {
-      if (!serve_wcs(50)) return finish(1);
+      if (!serve_wcs(50)) return 1;
       continue;
     }
     next_report_check = now + std::chrono::milliseconds(5);
@@ -1351,75 +1443,86 @@ int run_server(const Opts& o) {
     if (poll(pf.data(), pf.size(), 0) > 0) {
       for (uint32_t c = 0; c < o.clients; c++) {
         if (!(pf[c].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        // The client reports the last message written to every slot: its
-        // data is complete (the client saw every WRITE acknowledged).
-        Client& k = cl[c];
-        auto lr = recv_line(k.fd.get(), 30'000);
-        if (!lr) {
-          // A client whose QP failed hangs up: say first if ours failed too.
-          if (!no_fatal_event(s)) return finish(1);
-          dump_counters(s);
-          finish(0);
-          die("waiting for the client's result", lr.error());
-        }
-        // "done N slot...": N messages completed at the client, i.e.
-        // acknowledged, so their WriteIMM completions exist here or are on
-        // their way through the engine thread: take them before the verdict.
-        std::istringstream in(*lr);
-        std::string w;
-        uint64_t n_done = 0;
-        in >> w >> n_done;
-        k.stopping = true;
-        if (o.imm && o.verify && o.size && !o.lat) {  // (arrivals are counted when checked)
-          const auto until = Clock::now() + std::chrono::seconds(5);
-          while (k.imm_ok + k.imm_bad + k.imm_overwritten < n_done && Clock::now() < until)
-            if (!serve_wcs(10)) return finish(1);
-          if (k.imm_ok + k.imm_bad + k.imm_overwritten < n_done)
-            k.imm_missing = n_done - (k.imm_ok + k.imm_bad + k.imm_overwritten);
-        }
-        // The client keeps its QPs until it has our verdict: let the grants
-        // in flight to it complete first (a QP it destroyed would fail them).
-        if (uses_credits(o)) {
-          auto busy = [&] {
-            for (uint32_t i = 0; i < o.qps; i++)
-              if (grants[k.first_qp + i].busy) return true;
-            return false;
-          };
-          const auto until = Clock::now() + std::chrono::seconds(5);
-          while (busy() && Clock::now() < until)
-            if (!serve_wcs(10)) return finish(1);
-        }
-        if (o.verify && !o.lat) {
-          for (uint32_t i = 0; i < o.qps; i++)
-            for (uint32_t sl = 0; sl < slots; sl++) {
-              long long m;
-              if (!(in >> m)) break;
-              if (m < 0) continue;
-              k.checked++;
-              const size_t qi = k.first_qp + i;
-              if (!check(buf.p + qi * per_qp + sl * size_t(o.size), o.size, uint64_t(m)))
-                k.bad_slots++;
-            }
-        }
-        // With credits the client never reuses a slot before it is checked:
-        // an overwritten slot is a failure too.
-        const bool ok =
-            k.bad_slots == 0 && k.imm_bad == 0 && k.imm_overwritten == 0 && k.imm_missing == 0;
-        char res[256];
-        std::snprintf(res, sizeof res,
-                      "result %s slots=%" PRIu64 " bad_slots=%" PRIu64 " imm_ok=%" PRIu64
-                      " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64 " imm_missing=%" PRIu64,
-                      ok ? "ok" : "fail", k.checked, k.bad_slots, k.imm_ok, k.imm_bad,
-                      k.imm_overwritten, k.imm_missing);
-        must(send_line(k.fd.get(), res), "sending the result");
-        k.done = true;
+        if (int rc = check_report(cl[c])) return rc;
         remaining--;
       }
       if (!remaining) break;
     }
-    if (!serve_wcs(50)) return finish(1);
+    if (!serve_wcs(50)) return 1;
   }
-  finish(0);
+  return 0;
+}
+
+// The client reports the last message written to every slot: its data is
+// complete (the client saw every WRITE acknowledged). Checks it and sends
+// the verdict; 0, or the exit code.
+int ServerRun::check_report(Client& k) {
+  auto lr = recv_line(k.fd.get(), 30'000);
+  if (!lr) {
+    // A client whose QP failed hangs up: say first if ours failed too.
+    if (!no_fatal_event(s)) return 1;
+    dump_counters(s);
+    finish(0);
+    die("waiting for the client's result", lr.error());
+  }
+  // "done N slot...": N messages completed at the client, i.e.
+  // acknowledged, so their WriteIMM completions exist here or are on
+  // their way through the engine thread: take them before the verdict.
+  std::istringstream in(*lr);
+  std::string w;
+  uint64_t n_done = 0;
+  in >> w >> n_done;
+  k.stopping = true;
+  if (o.imm && o.verify && o.size && !o.lat) {  // (arrivals are counted when checked)
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (k.imm_ok + k.imm_bad + k.imm_overwritten < n_done && Clock::now() < until)
+      if (!serve_wcs(10)) return 1;
+    if (k.imm_ok + k.imm_bad + k.imm_overwritten < n_done)
+      k.imm_missing = n_done - (k.imm_ok + k.imm_bad + k.imm_overwritten);
+  }
+  // The client keeps its QPs until it has our verdict: let the grants
+  // in flight to it complete first (a QP it destroyed would fail them).
+  if (uses_credits(o)) {
+    auto busy = [&] {
+      for (uint32_t i = 0; i < o.qps; i++)
+        if (grants[k.first_qp + i].busy) return true;
+      return false;
+    };
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (busy() && Clock::now() < until)
+      if (!serve_wcs(10)) return 1;
+  }
+  if (o.verify && !o.lat) check_slots(k, in);
+  // With credits the client never reuses a slot before it is checked:
+  // an overwritten slot is a failure too.
+  const bool ok =
+      k.bad_slots == 0 && k.imm_bad == 0 && k.imm_overwritten == 0 && k.imm_missing == 0;
+  char res[256];
+  std::snprintf(res, sizeof res,
+                "result %s slots=%" PRIu64 " bad_slots=%" PRIu64 " imm_ok=%" PRIu64
+                " imm_bad=%" PRIu64 " imm_overwritten=%" PRIu64 " imm_missing=%" PRIu64,
+                ok ? "ok" : "fail", k.checked, k.bad_slots, k.imm_ok, k.imm_bad, k.imm_overwritten,
+                k.imm_missing);
+  must(send_line(k.fd.get(), res), "sending the result");
+  k.done = true;
+  return 0;
+}
+
+// The slots the client's report names (the last message in each): checked.
+void ServerRun::check_slots(Client& k, std::istringstream& in) {
+  for (uint32_t i = 0; i < o.qps; i++)
+    for (uint32_t sl = 0; sl < slots; sl++) {
+      long long m;
+      if (!(in >> m)) return;
+      if (m < 0) continue;
+      k.checked++;
+      const size_t qi = k.first_qp + i;
+      if (!check(buf.p + qi * per_qp + sl * size_t(o.size), o.size, uint64_t(m))) k.bad_slots++;
+    }
+}
+
+// The server's summary; the exit code.
+int ServerRun::summarize() {
   uint64_t checked = 0, bad_slots = 0, imm_ok = 0, imm_bad = 0, imm_overwritten = 0,
            imm_missing = 0;
   for (const Client& k : cl) {
@@ -1453,7 +1556,25 @@ int run_server(const Opts& o) {
     std::printf("server: received %.1f MB from %u client(s); verification %s\n", double(rx) / 1e6,
                 o.clients, o.verify ? (ok ? "passed" : "FAILED") : "off");
   }
-  return ok ? 0 : 3;  // closes the connections, then lfd
+  for (Client& k : cl) k.fd.reset();
+  lfd.reset();
+  return ok ? 0 : 3;
+}
+
+int ServerRun::run() {
+  if (!o.json)
+    std::fprintf(stderr, "mrc_perf: waiting for %u client(s) on port %u\n", o.clients, o.port);
+  if (int rc = accept_clients()) return finish(rc);
+  for (Client& k : cl) must(send_line(k.fd.get(), "go"), "handshake");
+  if (o.sample_ms) start_sampler();
+  if (int rc = serve()) return finish(rc);
+  finish(0);
+  return summarize();
+}
+
+int run_server(const Opts& o) {
+  ServerRun r(o);
+  return r.run();
 }
 
 // ---------------------------------------------------------------------------
@@ -1463,6 +1584,365 @@ double pct(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   size_t i = std::min(v.size() - 1, size_t(std::ceil(p / 100.0 * double(v.size()))) - (p > 0 ? 1 : 0));
   return v[i];
+}
+
+// The client: writes messages to the server (bandwidth) or pings it
+// (latency), reports every interval, then asks the server for its verdict.
+class ClientRun {
+ public:
+  explicit ClientRun(const Opts& o)
+      : o(o),
+        slots(o.slots),
+        per_qp(per_qp_bytes(o)),
+        buf(per_qp * o.qps),
+        s(open_side(o, o.qps)),
+        counters_at_exit{o, s},
+        mr(must(
+            s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite),
+            "reg_mr")),
+        co(conn_opts(o)),
+        fd(must(tcp_connect(o.peer, o.port, 30'000), "connecting to the server")),
+        wcv(256),
+        next_k(o.qps, 0),
+        done_k(o.qps, 0),
+        slot_k(o.qps, std::vector<long long>(slots, -1)) {}
+
+  int run();
+
+ private:
+  void connect();
+  void report_idle_mem();
+  void print_header();
+  void post(uint32_t qi);
+  bool more(uint32_t qi) const {
+    if (g_stop.load()) return false;
+    if (o.iters) return next_k[qi] < o.iters;
+    return Clock::now() < end;
+  }
+  int run_lat();
+  int run_bw();
+  void pump();
+  void report_interval(Clock::time_point now);
+  void print_lat_summary(const Totals& t, const char* verify);
+  // secs, path_mtu: the run's, taken before the verdict.
+  void print_bw_summary(const Totals& t, const char* verify, const std::string& verdict,
+                        double secs, uint32_t path_mtu);
+
+  const Opts& o;
+  const uint32_t slots;
+  const size_t per_qp;
+  Buffer buf;  // outlives the device (see ServerRun)
+  Side s;
+  CountersAtExit counters_at_exit;
+  MemoryRegion mr;
+  ConnectOptions co;
+  UniqueFd fd;
+  std::vector<QpEndpoint> theirs;
+  std::vector<Wc> wcv;
+  Clock::time_point t0, end;
+  std::vector<uint64_t> next_k, done_k;
+  std::vector<std::vector<long long>> slot_k;
+  std::vector<double> lat_us;
+  uint64_t completed = 0;
+  Totals prev{};
+  Clock::time_point last_report;
+  uint64_t bytes_since = 0;
+  // Bandwidth: at most --inflight messages outstanding per QP and, with
+  // credits, none beyond the server's limit (read from the QP's credit cell).
+  std::vector<uint64_t> limit;
+  uint64_t outstanding = 0;
+  bool blocked = false;  // a QP waits for a grant
+  Clock::time_point last_grant;
+};
+
+// Exchanges endpoints with the server, connects the QPs and waits for "go".
+void ClientRun::connect() {
+  std::vector<QpEndpoint> ours;
+  for (uint32_t i = 0; i < o.qps; i++) {
+    QpEndpoint e = describe(*s.ctx, *s.qps[i], random_psn(), co, co.max_wimm, co.mpr);
+    e.addr = uint64_t(uintptr_t(buf.p + i * per_qp));
+    e.len = per_qp;
+    e.rkey = mr.rkey;
+    ours.push_back(e);
+  }
+  theirs = must(exchange_endpoints(fd.get(), ours), "exchange");
+  if (theirs.size() != o.qps) die("exchange", make_error(EPROTO, "the server has a different QP count"));
+  for (const auto& t : theirs)
+    if (t.len < per_qp)
+      die("exchange",
+          make_error(EPROTO,
+                     "the server's buffer is smaller than ours (give both sides the same "
+                     "--size, --inflight and --slots)"));
+  for (uint32_t i = 0; i < o.qps; i++) must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co), "connect QP");
+  if (o.lat)
+    for (uint32_t k = 0; k < recv_depth(o); k++)
+      must(s.qps[0]->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
+  // The server starts its clients together, once all have connected.
+  auto go = must(recv_line(fd.get(), 600'000), "handshake");
+  if (go != "go") die("handshake", make_error(EPROTO, "unexpected '" + go + "'"));
+}
+
+// Every QP connected on both ends (the server measured its side before
+// "go"), no traffic yet: the idle footprint.
+void ClientRun::report_idle_mem() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  s.mem_idle = mem_snap();
+  if (o.json)
+    print_json(Json{{"mem_idle", mem_json("client", o.qps, s.mem_base, s.mem_idle)}});
+  else
+    std::printf("client: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", o.qps,
+                (double(s.mem_idle.rss) - double(s.mem_base.rss)) / o.qps,
+                (double(s.mem_idle.heap) - double(s.mem_base.heap)) / o.qps);
+  std::fflush(stdout);
+}
+
+void ClientRun::print_header() {
+  auto ports = s.ctx->ports();
+  auto qa = s.qps[0]->query();
+  std::printf(
+      "mrc_perf: %s, %u QP(s), %u B messages, %u in flight per QP, MTU %u, %zu plane(s):",
+      o.lat ? "latency (WRITE_WITH_IMM ping-pong)" : (o.imm ? "RDMA WRITE_WITH_IMM" : "RDMA WRITE"),
+      o.qps, o.size, o.inflight, qa ? qa->path_mtu : 0, ports.size());
+  for (const auto& p : ports)
+    std::printf(" %s[%s/%s/tx %s]", p.ifname.c_str(), p.xdp_mode.c_str(), p.xsk_mode.c_str(),
+                p.tx.c_str());
+  std::printf("\n");
+}
+
+void ClientRun::post(uint32_t qi) {
+  const uint64_t k = next_k[qi]++;
+  const uint32_t sl = uint32_t(k % slots);
+  uint8_t* src = buf.p + qi * per_qp + size_t(sl) * o.size;
+  if (o.verify) fill(src, o.size, k);
+  Sge sg{uint64_t(uintptr_t(src)), o.size, mr.lkey};
+  SendWr wr;
+  wr.wr_id = (uint64_t(qi) << 40) | k;
+  wr.opcode = o.imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
+  wr.sg_list = o.size ? &sg : nullptr;
+  wr.num_sge = o.size ? 1 : 0;
+  wr.remote_addr = theirs[qi].addr + uint64_t(sl) * o.size;
+  wr.rkey = theirs[qi].rkey;
+  wr.imm_data = uint32_t(k);
+  slot_k[qi][sl] = (long long)k;
+  must(s.qps[qi]->post_send(wr), "post_send");
+}
+
+// Ping-pong: one message out, wait for the echo. 0, or the exit code.
+int ClientRun::run_lat() {
+  Clock::time_point sent = Clock::now();
+  post(0);
+  while (true) {
+    size_t n = wait_wc(s, wcv, 1000);
+    for (size_t i = 0; i < n; i++) {
+      const Wc& w = wcv[i];
+      if (w.status != core::kWcSuccess) {
+        std::fprintf(stderr, "mrc_perf: completion error: %s\n", core::to_string(w.status));
+        return 1;
+      }
+      if (w.opcode != WcOpcode::kRecvRdmaWithImm) continue;
+      lat_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - sent).count() / 2);
+      must(s.qps[0]->post_recv(RecvWr{w.wr_id, nullptr, 0}), "post_recv");
+      completed++;
+      if (!more(0)) return 0;
+      sent = Clock::now();
+      post(0);
+    }
+    if (!n && Clock::now() > end + std::chrono::seconds(5)) {
+      std::fprintf(stderr, "mrc_perf: no echo for 5 s\n");
+      return 1;
+    }
+  }
+}
+
+// Posts on every QP what its window and its credits allow.
+void ClientRun::pump() {
+  blocked = false;
+  for (uint32_t qi = 0; qi < o.qps; qi++)
+    while (next_k[qi] - done_k[qi] < o.inflight && more(qi)) {
+      if (next_k[qi] >= limit[qi]) {
+        const uint64_t l = read_credit(buf.p + qi * per_qp + credit_offset(o), limit[qi]);
+        if (l > limit[qi]) last_grant = Clock::now();
+        limit[qi] = l;
+        if (next_k[qi] >= l) {
+          blocked = true;
+          break;
+        }
+      }
+      post(qi);
+      outstanding++;
+    }
+}
+
+// Bandwidth: keeps every QP's window full until the run ends. 0, or the
+// exit code.
+int ClientRun::run_bw() {
+  limit.assign(o.qps, uses_credits(o) ? 0 : UINT64_MAX);
+  last_grant = Clock::now();
+  pump();
+  while (outstanding || blocked) {
+    if (blocked && !outstanding && Clock::now() - last_grant > std::chrono::seconds(10)) {
+      std::fprintf(stderr, "mrc_perf: no credit from the server for 10 s\n");
+      dump_counters(s);
+      return 1;
+    }
+    size_t n = wait_wc(s, wcv, blocked ? 1 : 100);
+    for (size_t i = 0; i < n; i++) {
+      const Wc& w = wcv[i];
+      if (w.status != core::kWcSuccess) {
+        std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num,
+                     core::to_string(w.status));
+        dump_counters(s);
+        return 1;
+      }
+      uint32_t qi = uint32_t(w.wr_id >> 40);
+      done_k[qi]++;
+      completed++;
+      outstanding--;
+      bytes_since += o.size;
+    }
+    pump();
+    auto now = Clock::now();
+    if (now - last_report >= std::chrono::duration<double>(o.interval)) report_interval(now);
+  }
+  return 0;
+}
+
+// The rate since the last report (-I/--interval).
+void ClientRun::report_interval(Clock::time_point now) {
+  double secs = std::chrono::duration<double>(now - last_report).count();
+  Totals t = qp_totals(s);
+  uint64_t evc = ev_changes(s);
+  if (o.json)
+    print_json(
+        Json{{"t_s", fixed(std::chrono::duration<double>(now - t0).count(), 3)},
+             {"gbps", fixed(double(bytes_since) * 8 / secs / 1e9, 3)},
+             {"msg_rate", fixed(double(bytes_since) / std::max<double>(o.size, 1) / secs, 0)},
+             {"rtx", t.rtx - prev.rtx},
+             {"ev_changes", evc}});
+  else
+    std::printf("%6.1f s  %8.3f Gbit/s  %10.0f msg/s  rtx %" PRIu64 "  EV changes %" PRIu64 "\n",
+                std::chrono::duration<double>(now - t0).count(),
+                double(bytes_since) * 8 / secs / 1e9,
+                double(bytes_since) / std::max<double>(o.size, 1) / secs, t.rtx - prev.rtx, evc);
+  std::fflush(stdout);
+  prev.rtx = t.rtx;
+  prev.ev_changes += evc;
+  bytes_since = 0;
+  last_report = now;
+}
+
+void ClientRun::print_lat_summary(const Totals& t, const char* verify) {
+  std::sort(lat_us.begin(), lat_us.end());
+  // p*_us: one way (RTT/2, as ib_write_lat); rtt_*_us: the round trip.
+  if (o.json) {
+    Json sum{{"mode", "lat"},
+             {"size", o.size},
+             {"iters", lat_us.size()},
+             {"p50_us", fixed(pct(lat_us, 50), 2)},
+             {"p99_us", fixed(pct(lat_us, 99), 2)},
+             {"p999_us", fixed(pct(lat_us, 99.9), 2)},
+             {"min_us", fixed(lat_us.empty() ? 0 : lat_us.front(), 2)},
+             {"rtt_p50_us", fixed(2 * pct(lat_us, 50), 2)},
+             {"rtt_p99_us", fixed(2 * pct(lat_us, 99), 2)},
+             {"rtt_p999_us", fixed(2 * pct(lat_us, 99.9), 2)},
+             {"rtt_min_us", fixed(lat_us.empty() ? 0 : 2 * lat_us.front(), 2)},
+             {"rtx", t.rtx},
+             {"verify", verify}};
+    add_mem(sum, o, "client", o.qps, s);
+    print_json(Json{{"summary", std::move(sum)}});
+  } else {
+    std::printf(
+        "latency (one way, RTT/2) over %zu round trips: min %.2f us  p50 %.2f us  p99 %.2f us  "
+        "p99.9 %.2f us\n",
+        lat_us.size(), lat_us.empty() ? 0 : lat_us.front(), pct(lat_us, 50), pct(lat_us, 99),
+        pct(lat_us, 99.9));
+  }
+}
+
+void ClientRun::print_bw_summary(const Totals& t, const char* verify, const std::string& verdict,
+                                 double secs, uint32_t path_mtu) {
+  const uint64_t bytes = completed * o.size;
+  const uint64_t evc = prev.ev_changes + ev_changes(s);
+  if (o.json) {
+    Json sum{{"mode", "bw"},
+             {"op", o.imm ? "write_imm" : "write"},
+             {"size", o.size},
+             {"path_mtu", path_mtu},
+             {"qps", o.qps},
+             {"seconds", fixed(secs, 3)},
+             {"bytes", bytes},
+             {"msgs", completed},
+             {"gbps", fixed(double(bytes) * 8 / secs / 1e9, 3)},
+             {"msg_rate", fixed(double(completed) / secs, 0)},
+             {"rtx", t.rtx},
+             {"timeouts", t.timeouts},
+             {"ev_changes", evc},
+             {"ev_skips", t.ev_skips},
+             {"ev_assumed_bad", t.assumed_bad},
+             {"ev_readmitted", t.readmitted},
+             {"ev_undone", t.undone},
+             {"plane_suspects", t.plane_suspects},
+             {"plane_lossy", t.plane_lossy},
+             {"tlp", t.tlp},
+             {"spurious_rtx", t.spurious},
+             {"nacks", t.trims},
+             {"planes", t.plane_bytes},
+             {"verify", verify},
+             {"server", verdict}};
+    add_mem(sum, o, "client", o.qps, s);
+    print_json(Json{{"summary", std::move(sum)}});
+  } else {
+    std::printf("total: %.3f Gbit/s, %.0f msg/s, %.1f MB in %.2f s; retransmissions %" PRIu64
+                ", ACK timeouts %" PRIu64 ", EV state changes %" PRIu64 "\n",
+                double(bytes) * 8 / secs / 1e9, double(completed) / secs, double(bytes) / 1e6, secs,
+                t.rtx, t.timeouts, evc);
+    std::printf("EVs: %" PRIu64 " assumed bad (retired), %" PRIu64 " readmitted by probes, %" PRIu64
+                " returned at once (their loss proved spurious), %" PRIu64
+                " skipped (ECN/trim); plane suspicions %" PRIu64
+                ", lossy planes down-weighted %" PRIu64 "\n",
+                t.assumed_bad, t.readmitted, t.undone, t.ev_skips, t.plane_suspects, t.plane_lossy);
+    std::printf("per plane (MB):");
+    for (size_t p = 0; p < t.plane_bytes.size(); p++)
+      std::printf(" %s=%.1f", o.devs[p].c_str(), double(t.plane_bytes[p]) / 1e6);
+    std::printf("\n");
+  }
+}
+
+int ClientRun::run() {
+  connect();
+  if (o.mem) report_idle_mem();
+  if (!o.json) print_header();
+  t0 = Clock::now();
+  end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration));
+  last_report = t0;
+  if (int rc = o.lat ? run_lat() : run_bw()) return rc;
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto qattr = s.qps[0]->query();
+  const uint32_t path_mtu = qattr ? qattr->path_mtu : 0;
+  // Tell the server which message sits in every slot, get its verdict.
+  std::string line = "done " + std::to_string(completed);
+  for (uint32_t qi = 0; qi < o.qps; qi++)
+    for (uint32_t sl = 0; sl < slots; sl++) line += " " + std::to_string(slot_k[qi][sl]);
+  must(send_line(fd.get(), line), "sending the result");
+  std::string verdict = must(recv_line(fd.get(), 30'000), "waiting for the server's verdict");
+  const bool verified = verdict.rfind("result ok", 0) == 0;
+  int rc = o.verify && !verified ? 3 : 0;
+  Totals t = qp_totals(s);
+  const char* verify = o.verify ? (verified ? "ok" : "fail") : "off";
+  if (o.lat)
+    print_lat_summary(t, verify);
+  else
+    print_bw_summary(t, verify, verdict, secs, path_mtu);
+  if (o.verify && !o.json) std::printf("verification: %s\n", verified ? "passed (every byte checked)" : verdict.c_str());
+  if (o.mem && !o.json) {
+    const MemSnap e = mem_snap();
+    std::printf("client: after the run %.0f B RSS, %.0f B heap per QP\n",
+                (double(e.rss) - double(s.mem_base.rss)) / o.qps,
+                (double(e.heap) - double(s.mem_base.heap)) / o.qps);
+  }
+  if (o.counters) dump_counters(s);
+  fd.reset();
+  return rc;
 }
 
 int run_client(const Opts& o) {
@@ -1476,288 +1956,8 @@ int run_client(const Opts& o) {
     std::fprintf(stderr, "mrc_perf: %s: %s\n", o.ev_log.c_str(), std::strerror(errno));
     return 2;
   }
-  const uint32_t slots = o.slots;
-  const size_t per_qp = per_qp_bytes(o);
-  Buffer buf(per_qp * o.qps);  // outlives the device (see run_server)
-  Side s = open_side(o, o.qps);
-  CountersAtExit counters_at_exit{o, s};
-  MemoryRegion mr = must(s.ctx->reg_mr(s.pd, buf.p, buf.n, core::kAccessLocalWrite | core::kAccessRemoteWrite), "reg_mr");
-  ConnectOptions co = conn_opts(o);
-  const UniqueFd conn = must(tcp_connect(o.peer, o.port, 30'000), "connecting to the server");
-  const int fd = conn.get();
-  std::vector<QpEndpoint> ours;
-  for (uint32_t i = 0; i < o.qps; i++) {
-    QpEndpoint e = describe(*s.ctx, *s.qps[i], random_psn(), co, co.max_wimm, co.mpr);
-    e.addr = uint64_t(uintptr_t(buf.p + i * per_qp));
-    e.len = per_qp;
-    e.rkey = mr.rkey;
-    ours.push_back(e);
-  }
-  auto theirs = must(exchange_endpoints(fd, ours), "exchange");
-  if (theirs.size() != o.qps) die("exchange", make_error(EPROTO, "the server has a different QP count"));
-  for (const auto& t : theirs)
-    if (t.len < per_qp)
-      die("exchange",
-          make_error(EPROTO,
-                     "the server's buffer is smaller than ours (give both sides the same "
-                     "--size, --inflight and --slots)"));
-  for (uint32_t i = 0; i < o.qps; i++) must(connect_qp(*s.ctx, *s.qps[i], ours[i].psn, theirs[i], co), "connect QP");
-  if (o.lat)
-    for (uint32_t k = 0; k < recv_depth(o); k++)
-      must(s.qps[0]->post_recv(RecvWr{k, nullptr, 0}), "post_recv");
-  // The server starts its clients together, once all have connected.
-  auto go = must(recv_line(fd, 600'000), "handshake");
-  if (go != "go") die("handshake", make_error(EPROTO, "unexpected '" + go + "'"));
-  if (o.mem) {
-    // Every QP connected on both ends (the server measured its side before
-    // "go"), no traffic yet: the idle footprint.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    s.mem_idle = mem_snap();
-    if (o.json)
-      print_json(Json{{"mem_idle", mem_json("client", o.qps, s.mem_base, s.mem_idle)}});
-    else
-      std::printf("client: %u idle QPs: %.0f B RSS, %.0f B heap per QP\n", o.qps,
-                  (double(s.mem_idle.rss) - double(s.mem_base.rss)) / o.qps,
-                  (double(s.mem_idle.heap) - double(s.mem_base.heap)) / o.qps);
-    std::fflush(stdout);
-  }
-
-  if (!o.json) {
-    auto ports = s.ctx->ports();
-    auto qa = s.qps[0]->query();
-    std::printf("mrc_perf: %s, %u QP(s), %u B messages, %u in flight per QP, MTU %u, %zu plane(s):",
-                o.lat ? "latency (WRITE_WITH_IMM ping-pong)"
-                      : (o.imm ? "RDMA WRITE_WITH_IMM" : "RDMA WRITE"),
-                o.qps, o.size, o.inflight, qa ? qa->path_mtu : 0, ports.size());
-    for (const auto& p : ports)
-      std::printf(" %s[%s/%s/tx %s]", p.ifname.c_str(), p.xdp_mode.c_str(), p.xsk_mode.c_str(), p.tx.c_str());
-    std::printf("\n");
-  }
-
-  std::vector<Wc> wcv(256);
-  const auto t0 = Clock::now();
-  const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration));
-  std::vector<uint64_t> next_k(o.qps, 0), done_k(o.qps, 0);
-  std::vector<std::vector<long long>> slot_k(o.qps, std::vector<long long>(slots, -1));
-  std::vector<double> lat_us;
-  uint64_t completed = 0;
-  Totals prev{};
-  auto last_report = t0;
-  uint64_t bytes_since = 0;
-  int rc = 0;
-
-  auto post = [&](uint32_t qi) {
-    const uint64_t k = next_k[qi]++;
-    const uint32_t sl = uint32_t(k % slots);
-    uint8_t* src = buf.p + qi * per_qp + size_t(sl) * o.size;
-    if (o.verify) fill(src, o.size, k);
-    Sge sg{uint64_t(uintptr_t(src)), o.size, mr.lkey};
-    SendWr wr;
-    wr.wr_id = (uint64_t(qi) << 40) | k;
-    wr.opcode = o.imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
-    wr.sg_list = o.size ? &sg : nullptr;
-    wr.num_sge = o.size ? 1 : 0;
-    wr.remote_addr = theirs[qi].addr + uint64_t(sl) * o.size;
-    wr.rkey = theirs[qi].rkey;
-    wr.imm_data = uint32_t(k);
-    slot_k[qi][sl] = (long long)k;
-    must(s.qps[qi]->post_send(wr), "post_send");
-  };
-  auto more = [&](uint32_t qi) {
-    if (g_stop.load()) return false;
-    if (o.iters) return next_k[qi] < o.iters;
-    return Clock::now() < end;
-  };
-
-  if (o.lat) {
-    // Ping-pong: one message out, wait for the echo.
-    Clock::time_point sent = Clock::now();
-    post(0);
-    while (true) {
-      size_t n = wait_wc(s, wcv, 1000);
-      for (size_t i = 0; i < n; i++) {
-        const Wc& w = wcv[i];
-        if (w.status != core::kWcSuccess) {
-          std::fprintf(stderr, "mrc_perf: completion error: %s\n", core::to_string(w.status));
-          return 1;
-        }
-        if (w.opcode != WcOpcode::kRecvRdmaWithImm) continue;
-        lat_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - sent).count() / 2);
-        must(s.qps[0]->post_recv(RecvWr{w.wr_id, nullptr, 0}), "post_recv");
-        completed++;
-        if (!more(0)) goto lat_done;
-        sent = Clock::now();
-        post(0);
-      }
-      if (!n && Clock::now() > end + std::chrono::seconds(5)) {
-        std::fprintf(stderr, "mrc_perf: no echo for 5 s\n");
-        return 1;
-      }
-    }
-  lat_done:;
-  } else {
-    // At most --inflight messages outstanding per QP and, with credits, none
-    // beyond the server's limit (read from the QP's credit cell).
-    std::vector<uint64_t> limit(o.qps, uses_credits(o) ? 0 : UINT64_MAX);
-    uint64_t outstanding = 0;
-    bool blocked = false;  // a QP waits for a grant
-    auto last_grant = Clock::now();
-    auto pump = [&] {
-      blocked = false;
-      for (uint32_t qi = 0; qi < o.qps; qi++)
-        while (next_k[qi] - done_k[qi] < o.inflight && more(qi)) {
-          if (next_k[qi] >= limit[qi]) {
-            const uint64_t l = read_credit(buf.p + qi * per_qp + credit_offset(o), limit[qi]);
-            if (l > limit[qi]) last_grant = Clock::now();
-            limit[qi] = l;
-            if (next_k[qi] >= l) {
-              blocked = true;
-              break;
-            }
-          }
-          post(qi);
-          outstanding++;
-        }
-    };
-    pump();
-    while (outstanding || blocked) {
-      if (blocked && !outstanding && Clock::now() - last_grant > std::chrono::seconds(10)) {
-        std::fprintf(stderr, "mrc_perf: no credit from the server for 10 s\n");
-        dump_counters(s);
-        return 1;
-      }
-      size_t n = wait_wc(s, wcv, blocked ? 1 : 100);
-      for (size_t i = 0; i < n; i++) {
-        const Wc& w = wcv[i];
-        if (w.status != core::kWcSuccess) {
-          std::fprintf(stderr, "mrc_perf: completion error on QP %u: %s\n", w.qp_num, core::to_string(w.status));
-          dump_counters(s);
-          return 1;
-        }
-        uint32_t qi = uint32_t(w.wr_id >> 40);
-        done_k[qi]++;
-        completed++;
-        outstanding--;
-        bytes_since += o.size;
-      }
-      pump();
-      auto now = Clock::now();
-      if (now - last_report >= std::chrono::duration<double>(o.interval)) {
-        double secs = std::chrono::duration<double>(now - last_report).count();
-        Totals t = qp_totals(s);
-        uint64_t evc = ev_changes(s);
-        if (o.json)
-          print_json(
-              Json{{"t_s", fixed(std::chrono::duration<double>(now - t0).count(), 3)},
-                   {"gbps", fixed(double(bytes_since) * 8 / secs / 1e9, 3)},
-                   {"msg_rate", fixed(double(bytes_since) / std::max<double>(o.size, 1) / secs, 0)},
-                   {"rtx", t.rtx - prev.rtx},
-                   {"ev_changes", evc}});
-        else
-          std::printf("%6.1f s  %8.3f Gbit/s  %10.0f msg/s  rtx %" PRIu64 "  EV changes %" PRIu64 "\n",
-                      std::chrono::duration<double>(now - t0).count(), double(bytes_since) * 8 / secs / 1e9,
-                      double(bytes_since) / std::max<double>(o.size, 1) / secs, t.rtx - prev.rtx, evc);
-        std::fflush(stdout);
-        prev.rtx = t.rtx;
-        prev.ev_changes += evc;
-        bytes_since = 0;
-        last_report = now;
-      }
-    }
-  }
-  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  const auto qattr = s.qps[0]->query();
-  const uint32_t path_mtu = qattr ? qattr->path_mtu : 0;
-  // Tell the server which message sits in every slot, get its verdict.
-  std::string line = "done " + std::to_string(completed);
-  for (uint32_t qi = 0; qi < o.qps; qi++)
-    for (uint32_t sl = 0; sl < slots; sl++) line += " " + std::to_string(slot_k[qi][sl]);
-  must(send_line(fd, line), "sending the result");
-  std::string verdict = must(recv_line(fd, 30'000), "waiting for the server's verdict");
-  const bool verified = verdict.rfind("result ok", 0) == 0;
-  if (o.verify && !verified) rc = 3;
-  Totals t = qp_totals(s);
-  const uint64_t bytes = completed * o.size;
-  const char* verify = o.verify ? (verified ? "ok" : "fail") : "off";
-  if (o.lat) {
-    std::sort(lat_us.begin(), lat_us.end());
-    // p*_us: one way (RTT/2, as ib_write_lat); rtt_*_us: the round trip.
-    if (o.json) {
-      Json sum{{"mode", "lat"},
-               {"size", o.size},
-               {"iters", lat_us.size()},
-               {"p50_us", fixed(pct(lat_us, 50), 2)},
-               {"p99_us", fixed(pct(lat_us, 99), 2)},
-               {"p999_us", fixed(pct(lat_us, 99.9), 2)},
-               {"min_us", fixed(lat_us.empty() ? 0 : lat_us.front(), 2)},
-               {"rtt_p50_us", fixed(2 * pct(lat_us, 50), 2)},
-               {"rtt_p99_us", fixed(2 * pct(lat_us, 99), 2)},
-               {"rtt_p999_us", fixed(2 * pct(lat_us, 99.9), 2)},
-               {"rtt_min_us", fixed(lat_us.empty() ? 0 : 2 * lat_us.front(), 2)},
-               {"rtx", t.rtx},
-               {"verify", verify}};
-      add_mem(sum, o, "client", o.qps, s);
-      print_json(Json{{"summary", std::move(sum)}});
-    } else {
-      std::printf("latency (one way, RTT/2) over %zu round trips: min %.2f us  p50 %.2f us  p99 %.2f us  p99.9 %.2f us\n",
-                  lat_us.size(), lat_us.empty() ? 0 : lat_us.front(), pct(lat_us, 50), pct(lat_us, 99),
-                  pct(lat_us, 99.9));
-    }
-  } else {
-    const uint64_t evc = prev.ev_changes + ev_changes(s);
-    if (o.json) {
-      Json sum{{"mode", "bw"},
-               {"op", o.imm ? "write_imm" : "write"},
-               {"size", o.size},
-               {"path_mtu", path_mtu},
-               {"qps", o.qps},
-               {"seconds", fixed(secs, 3)},
-               {"bytes", bytes},
-               {"msgs", completed},
-               {"gbps", fixed(double(bytes) * 8 / secs / 1e9, 3)},
-               {"msg_rate", fixed(double(completed) / secs, 0)},
-               {"rtx", t.rtx},
-               {"timeouts", t.timeouts},
-               {"ev_changes", evc},
-               {"ev_skips", t.ev_skips},
-               {"ev_assumed_bad", t.assumed_bad},
-               {"ev_readmitted", t.readmitted},
-               {"ev_undone", t.undone},
-               {"plane_suspects", t.plane_suspects},
-               {"plane_lossy", t.plane_lossy},
-               {"tlp", t.tlp},
-               {"spurious_rtx", t.spurious},
-               {"nacks", t.trims},
-               {"planes", t.plane_bytes},
-               {"verify", verify},
-               {"server", verdict}};
-      add_mem(sum, o, "client", o.qps, s);
-      print_json(Json{{"summary", std::move(sum)}});
-    } else {
-      std::printf("total: %.3f Gbit/s, %.0f msg/s, %.1f MB in %.2f s; retransmissions %" PRIu64 ", ACK timeouts %" PRIu64
-                  ", EV state changes %" PRIu64 "\n",
-                  double(bytes) * 8 / secs / 1e9, double(completed) / secs, double(bytes) / 1e6, secs, t.rtx,
-                  t.timeouts, evc);
-      std::printf(
-          "EVs: %" PRIu64 " assumed bad (retired), %" PRIu64 " readmitted by probes, %" PRIu64
-          " returned at once (their loss proved spurious), %" PRIu64
-          " skipped (ECN/trim); plane suspicions %" PRIu64 ", lossy planes down-weighted %" PRIu64
-          "\n",
-          t.assumed_bad, t.readmitted, t.undone, t.ev_skips, t.plane_suspects, t.plane_lossy);
-      std::printf("per plane (MB):");
-      for (size_t p = 0; p < t.plane_bytes.size(); p++) std::printf(" %s=%.1f", o.devs[p].c_str(), double(t.plane_bytes[p]) / 1e6);
-      std::printf("\n");
-    }
-  }
-  if (o.verify && !o.json) std::printf("verification: %s\n", verified ? "passed (every byte checked)" : verdict.c_str());
-  if (o.mem && !o.json) {
-    const MemSnap e = mem_snap();
-    std::printf("client: after the run %.0f B RSS, %.0f B heap per QP\n",
-                (double(e.rss) - double(s.mem_base.rss)) / o.qps,
-                (double(e.heap) - double(s.mem_base.heap)) / o.qps);
-  }
-  if (o.counters) dump_counters(s);
-  return rc;
+  ClientRun r(o);
+  return r.run();
 }
 
 }  // namespace

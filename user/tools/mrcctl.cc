@@ -23,9 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "ctl/ops.hpp"
+#include "util/unique_fd.hpp"
+
 namespace {
 
 using json = nlohmann::json;
+namespace op = mrc::ctl::proto::op;
 
 struct Opts {
   bool json = false;
@@ -39,9 +43,6 @@ Opts g;
 
 class Conn {
  public:
-  ~Conn() {
-    if (fd_ >= 0) close(fd_);
-  }
   // On failure *err says why and *code is the errno that caused it.
   bool open(std::string* err, int* code) {
     sockaddr_un a{};
@@ -52,8 +53,8 @@ class Conn {
       return false;
     }
     std::strcpy(a.sun_path, g.socket.c_str());
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a))) {
+    fd_ = mrc::UniqueFd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd_ || connect(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a))) {
       const int e = errno;  // before anything else can change it
       *err = std::string("connecting to mrcd at ") + g.socket + ": " + std::strerror(e) +
              (e == ENOENT || e == ECONNREFUSED ? " (is mrcd running?)" : "");
@@ -66,7 +67,7 @@ class Conn {
     std::string s = j.dump() + "\n";
     size_t off = 0;
     while (off < s.size()) {
-      ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      ssize_t n = ::send(fd_.get(), s.data() + off, s.size() - off, MSG_NOSIGNAL);
       if (n <= 0) return false;
       off += size_t(n);
     }
@@ -82,14 +83,14 @@ class Conn {
         return l;
       }
       char b[65536];
-      ssize_t n = recv(fd_, b, sizeof(b), 0);
+      ssize_t n = recv(fd_.get(), b, sizeof(b), 0);
       if (n <= 0) return std::nullopt;
       buf_.append(b, size_t(n));
     }
   }
 
  private:
-  int fd_ = -1;
+  mrc::UniqueFd fd_;
   std::string buf_;
 };
 
@@ -470,9 +471,9 @@ int fmt_modify(Parsed& p, bool create) {
   a["id"] = id;
   if (create && !a.contains("state")) a["state"] = "offline";
   json r;
-  if (int rc = call("ev_fmt.modify", a, &r)) return rc;
+  if (int rc = call(op::kEvFmtModify, a, &r)) return rc;
   if (p.flags.count("online")) {
-    if (int rc = call("ev_fmt.modify", {{"id", id}, {"state", "online"}}, &r)) return rc;
+    if (int rc = call(op::kEvFmtModify, {{"id", id}, {"state", "online"}}, &r)) return rc;
   }
   return out(r, show_fmt);
 }
@@ -496,14 +497,14 @@ int evp_modify(Parsed& p, bool create) {
   }
   if (create && !a.contains("state")) a["state"] = "offline";
   json r;
-  if (int rc = call("ev_profile.modify", a, &r)) return rc;
+  if (int rc = call(op::kEvProfileModify, a, &r)) return rc;
   if (!populate.is_null()) {
-    if (int rc = call("ev.populate", {{"profile", id}, {"evs", populate}}, &r)) return rc;
+    if (int rc = call(op::kEvPopulate, {{"profile", id}, {"evs", populate}}, &r)) return rc;
   }
   if (p.flags.count("online")) {
-    if (int rc = call("ev_profile.modify", {{"id", id}, {"state", "online"}}, &r)) return rc;
+    if (int rc = call(op::kEvProfileModify, {{"id", id}, {"state", "online"}}, &r)) return rc;
   }
-  if (int rc = call("ev_profile.show", {{"id", id}}, &r)) return rc;
+  if (int rc = call(op::kEvProfileShow, {{"id", id}}, &r)) return rc;
   return out(r, show_evp);
 }
 
@@ -537,9 +538,9 @@ int cc_modify(Parsed& p, bool create) {
     a["config"] = cfg;
   }
   json r;
-  if (int rc = call("cc_profile.modify", a, &r)) return rc;
+  if (int rc = call(op::kCcProfileModify, a, &r)) return rc;
   if (p.flags.count("online")) {
-    if (int rc = call("cc_profile.modify", {{"id", id}, {"state", "online"}}, &r)) return rc;
+    if (int rc = call(op::kCcProfileModify, {{"id", id}, {"state", "online"}}, &r)) return rc;
   }
   return out(r, show_cc);
 }
@@ -576,7 +577,7 @@ int ev_state(Parsed& p, const char* state) {
   a["evs"] = evs;
   if (p.args.contains("port")) a["port"] = p.args["port"];
   json r;
-  if (int rc = call("ev.set", a, &r)) return rc;
+  if (int rc = call(op::kEvSet, a, &r)) return rc;
   return out(r, [&](const json& x) {
     std::printf("%s %s EV(s) of ev-profile %llu\n",
                 std::string(state) == "denied" ? "denied" : "allowed", str(x["requested"]).c_str(),
@@ -584,8 +585,8 @@ int ev_state(Parsed& p, const char* state) {
   });
 }
 
-std::vector<Cmd> commands() {
-  std::vector<Cmd> c;
+// The device and its ports.
+void dev_commands(std::vector<Cmd>& c) {
   c.push_back({"dev",
                "show",
                "dev show",
@@ -594,7 +595,7 @@ std::vector<Cmd> commands() {
                0,
                [](Parsed&) {
                  json r;
-                 if (int rc = call("dev.show", json::object(), &r)) return rc;
+                 if (int rc = call(op::kDevShow, json::object(), &r)) return rc;
                  return out(r, show_dev);
                }});
   c.push_back({"port",
@@ -612,7 +613,7 @@ std::vector<Cmd> commands() {
                    a["port"] = n;
                  }
                  json r;
-                 if (int rc = call("port.show", a, &r)) return rc;
+                 if (int rc = call(op::kPortShow, a, &r)) return rc;
                  return out(r, [](const json& x) {
                    for (const json& e : x) show_port(e);
                  });
@@ -630,10 +631,14 @@ std::vector<Cmd> commands() {
                      (p.pos[1] != "up" && p.pos[1] != "down"))
                    return local_error("port", "usage: mrcctl port set N up|down", EINVAL, 2);
                  json r;
-                 if (int rc = call("port.set", {{"port", n}, {"admin", p.pos[1]}}, &r)) return rc;
+                 if (int rc = call(op::kPortSet, {{"port", n}, {"admin", p.pos[1]}}, &r)) return rc;
                  return out(r, show_port);
                }});
   // EV format profiles
+}
+
+// EV format profiles and EV profiles.
+void ev_profile_commands(std::vector<Cmd>& c) {
   c.push_back({"ev-fmt", "create", "ev-fmt create ID mode stev|udp widths W,W... [online]",
                "creates an EV format profile (INIT -> OFFLINE, optionally ONLINE)", kFmtKws, 1,
                [](Parsed& p) { return fmt_modify(p, true); }});
@@ -641,7 +646,7 @@ std::vector<Cmd> commands() {
                "modifies an EV format profile", kFmtKws, 1,
                [](Parsed& p) { return fmt_modify(p, false); }});
   c.push_back({"ev-fmt", "show", "ev-fmt show [ID]", "EV format profiles", {}, 1, [](Parsed& p) {
-                 return show_list("ev_fmt.show", p, "ev-fmt", show_fmt);
+                 return show_list(op::kEvFmtShow, p, "ev-fmt", show_fmt);
                }});
   c.push_back({"ev-fmt",
                "delete",
@@ -653,7 +658,7 @@ std::vector<Cmd> commands() {
                  uint64_t id;
                  if (int rc = need_id(p, "ev-fmt", &id)) return rc;
                  json r;
-                 if (int rc = call("ev_fmt.delete", {{"id", id}}, &r)) return rc;
+                 if (int rc = call(op::kEvFmtDelete, {{"id", id}}, &r)) return rc;
                  return out(r, [](const json& x) {
                    std::printf("ev-fmt %s deleted\n", str(x["id"]).c_str());
                  });
@@ -676,7 +681,7 @@ std::vector<Cmd> commands() {
        "EV profiles (evs: with the EV array)",
        {{"evs", Kind::kFlag, "evs", "include the EV array"}},
        1,
-       [](Parsed& p) { return show_list("ev_profile.show", p, "ev-profile", show_evp, p.args); }});
+       [](Parsed& p) { return show_list(op::kEvProfileShow, p, "ev-profile", show_evp, p.args); }});
   c.push_back({"ev-profile",
                "delete",
                "ev-profile delete ID",
@@ -687,12 +692,16 @@ std::vector<Cmd> commands() {
                  uint64_t id;
                  if (int rc = need_id(p, "ev-profile", &id)) return rc;
                  json r;
-                 if (int rc = call("ev_profile.delete", {{"id", id}}, &r)) return rc;
+                 if (int rc = call(op::kEvProfileDelete, {{"id", id}}, &r)) return rc;
                  return out(r, [](const json& x) {
                    std::printf("ev-profile %s deleted\n", str(x["id"]).c_str());
                  });
                }});
   // EVs
+}
+
+// The EVs of an EV profile.
+void ev_commands(std::vector<Cmd>& c) {
   c.push_back({"ev",
                "show",
                "ev show PROFILE [state good|assumed_bad|denied|unpopulated] [port N]",
@@ -708,7 +717,7 @@ std::vector<Cmd> commands() {
                  json a = p.args;
                  a["profile"] = id;
                  json r;
-                 if (int rc = call("ev.show", a, &r)) return rc;
+                 if (int rc = call(op::kEvShow, a, &r)) return rc;
                  return out(r, [](const json& x) {
                    std::printf("ev-profile %s (%s):\n", str(x["profile"]).c_str(),
                                str(x["mode"]).c_str());
@@ -743,7 +752,7 @@ std::vector<Cmd> commands() {
                  json evs = json::array();
                  for (size_t i = 1; i < p.pos.size(); i++) evs.push_back(p.pos[i]);
                  json r;
-                 if (int rc = call("ev.populate", {{"profile", id}, {"evs", evs}}, &r)) return rc;
+                 if (int rc = call(op::kEvPopulate, {{"profile", id}, {"evs", evs}}, &r)) return rc;
                  return out(r, [](const json& x) {
                    std::printf("populated %s EV(s)\n", str(x["requested"]).c_str());
                  });
@@ -764,11 +773,15 @@ std::vector<Cmd> commands() {
          json e = {{"ev", p.pos[1]}, {"new", p.pos[2]}, {"all_copies", p.flags.count("all") > 0}};
          if (p.args.contains("state")) e["state"] = p.args["state"];
          json r;
-         if (int rc = call("ev.replace", {{"profile", id}, {"entries", json::array({e})}}, &r))
+         if (int rc = call(op::kEvReplace, {{"profile", id}, {"entries", json::array({e})}}, &r))
            return rc;
          return out(r, [](const json&) { std::printf("replaced\n"); });
        }});
   // CC profiles
+}
+
+// CC profiles.
+void cc_profile_commands(std::vector<Cmd>& c) {
   c.push_back({"cc-profile", "create",
                "cc-profile create ID [algo uet-1.0-nscc|none] [target-delay NS] ... [online]",
                "creates a CC profile (INIT -> OFFLINE with the algorithm and its configuration)",
@@ -776,7 +789,7 @@ std::vector<Cmd> commands() {
   c.push_back({"cc-profile", "set", "cc-profile set ID [state S] [algo A] [NSCC fields]",
                "modifies a CC profile", kCcKws, 1, [](Parsed& p) { return cc_modify(p, false); }});
   c.push_back({"cc-profile", "show", "cc-profile show [ID]", "CC profiles", {}, 1, [](Parsed& p) {
-                 return show_list("cc_profile.show", p, "cc-profile", show_cc);
+                 return show_list(op::kCcProfileShow, p, "cc-profile", show_cc);
                }});
   c.push_back({"cc-profile",
                "delete",
@@ -788,12 +801,16 @@ std::vector<Cmd> commands() {
                  uint64_t id;
                  if (int rc = need_id(p, "cc-profile", &id)) return rc;
                  json r;
-                 if (int rc = call("cc_profile.delete", {{"id", id}}, &r)) return rc;
+                 if (int rc = call(op::kCcProfileDelete, {{"id", id}}, &r)) return rc;
                  return out(r, [](const json& x) {
                    std::printf("cc-profile %s deleted\n", str(x["id"]).c_str());
                  });
                }});
   // Endpoint operations
+}
+
+// Endpoint operations.
+void probe_commands(std::vector<Cmd>& c) {
   c.push_back({"probe",
                "",
                "probe DST [HEX@PORT[=ADDR]...] [timeout MS] [tc DSCP] [src ADDR] [fmt stev|udp] "
@@ -819,7 +836,7 @@ std::vector<Cmd> commands() {
                  a["evs"] = evs;
                  if (a.contains("port_status")) a["op"] = "port_status";
                  json r;
-                 int rc = call("probe", a, &r);
+                 int rc = call(op::kProbe, a, &r);
                  auto human = [](const json& x) {
                    for (const json& y : x.value("responses", json::array()))
                      std::printf("req_id %-5s port %-2s ev %-10s from %s rtt %s ns%s\n",
@@ -835,6 +852,10 @@ std::vector<Cmd> commands() {
                    human(r);  // partial results
                  return rc;
                }});
+}
+
+// Reports and observability: QPs, statistics, the policy, monitor.
+void report_commands(std::vector<Cmd>& c) {
   c.push_back({"qp",
                "show",
                "qp show",
@@ -843,7 +864,7 @@ std::vector<Cmd> commands() {
                0,
                [](Parsed&) {
                  json r;
-                 if (int rc = call("qp.show", json::object(), &r)) return rc;
+                 if (int rc = call(op::kQpShow, json::object(), &r)) return rc;
                  return out(r, [](const json& x) {
                    for (const json& q : x) show_qp(q);
                    if (x.empty()) std::printf("(no QPs reported)\n");
@@ -858,7 +879,7 @@ std::vector<Cmd> commands() {
        0,
        [](Parsed&) {
          json r;
-         if (int rc = call("stats", json::object(), &r)) return rc;
+         if (int rc = call(op::kStats, json::object(), &r)) return rc;
          return out(r, [](const json& x) {
            for (const json& p : x["ports"]) {
              std::printf("port %s %s:", str(p["port"]).c_str(), str(p["ifname"]).c_str());
@@ -883,7 +904,7 @@ std::vector<Cmd> commands() {
                0,
                [](Parsed&) {
                  json r;
-                 if (int rc = call("policy.show", json::object(), &r)) return rc;
+                 if (int rc = call(op::kPolicyShow, json::object(), &r)) return rc;
                  return out(r, [](const json& x) {
                    std::printf("policy %s: %s\n",
                                x.value("enabled", false) ? "enabled" : "disabled",
@@ -909,7 +930,7 @@ std::vector<Cmd> commands() {
                  std::string err;
                  int code = 0;
                  if (!cn.open(&err, &code)) return local_error("mrcd", err, code);
-                 cn.send({{"id", 1}, {"op", "monitor"}, {"args", a}});
+                 cn.send({{"id", 1}, {"op", op::kMonitor}, {"args", a}});
                  auto first = cn.line();
                  if (!first) return local_error("mrcd", "mrcd closed the connection", EIO);
                  json r = json::parse(*first, nullptr, false);
@@ -925,6 +946,16 @@ std::vector<Cmd> commands() {
                  }
                  return 0;
                }});
+}
+
+std::vector<Cmd> commands() {
+  std::vector<Cmd> c;
+  dev_commands(c);
+  ev_profile_commands(c);
+  ev_commands(c);
+  cc_profile_commands(c);
+  probe_commands(c);
+  report_commands(c);
   return c;
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/types.hpp"
 #include "lib/exchange.hpp"
 #include "mrc/mrc.hpp"
 #include "support/netns_fixture.hpp"

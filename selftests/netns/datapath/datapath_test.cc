@@ -222,7 +222,7 @@ TEST_F(Datapath, NonMrcTrafficKeepsWorking) {
     ASSERT_TRUE(send_line(c->get(), payload).ok());
   }
   server.join();
-  lfd.close();
+  lfd.reset();
   EXPECT_EQ(got, payload + "\n");
   std::vector<Wc> s;
   ASSERT_TRUE(wait(0, s, [&] { return s.size() == kCount; }, std::chrono::seconds(120)));

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/types.hpp"
 #include "lib/exchange.hpp"
 #include "mrc/mrc.hpp"
 #include "netns/datapath/datapath_fixture.hpp"

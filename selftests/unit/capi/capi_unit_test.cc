@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "core/types.hpp"
 #include "lib/exchange.hpp"
 #include "mrc/mrc.h"
 #include "mrc/mrc.hpp"

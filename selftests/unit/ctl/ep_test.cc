@@ -11,6 +11,10 @@ namespace mrc::testing {
 namespace {
 
 using namespace mrc::ctl;
+// Names the ctl model shares with libmrc's vocabulary (mrc/types.hpp): here
+// they mean the ctl model's.
+using ctl::DeviceAttr, ctl::EvEvent, ctl::EvState, ctl::kEvGood, ctl::kEvAssumedBad, ctl::kEvDenied,
+    ctl::kEvUnknown;
 
 Gid gid4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
   return gid_from_ip(codec::IpAddr::v4(a, b, c, d));

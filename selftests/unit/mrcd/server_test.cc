@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include "ctl/ep.hpp"
 #include "support/ctl_fixture.hpp"
+#include "mrcd/ops.hpp"
 #include "mrcd/server.hpp"
 
 namespace mrc::testing {
@@ -181,6 +183,30 @@ TEST_F(ServerTest, PeerCredentialsAreThoseOfTheConnectingProcess) {
   EXPECT_TRUE(mrc::mrcd::op_modifies("probe"));
   EXPECT_FALSE(mrc::mrcd::op_modifies("ev_profile.show"));
   EXPECT_FALSE(mrc::mrcd::op_modifies("monitor"));
+}
+
+// The handler table: every operation of ctl/ops.hpp has a handler, and the
+// ones controller.md lists as modifying state (port.set, *.modify, *.delete,
+// ev.set, ev.populate, ev.replace, probe) are exactly those that need
+// CAP_NET_ADMIN; an unknown name is refused.
+TEST(ServerOps, EveryOperationHasAHandlerAndItsPermission) {
+  namespace op = mrc::ctl::proto::op;
+  const std::set<std::string> modifying = {"port.set", "ev.set", "ev.populate", "ev.replace",
+                                           "probe"};
+  std::set<std::string> seen;
+  for (const char* name : op::kAll) {
+    const std::string n = name;
+    EXPECT_TRUE(seen.insert(n).second) << n << " twice";
+    const mrc::mrcd::OpSpec* s = mrc::mrcd::find_op(n);
+    ASSERT_NE(s, nullptr) << n;
+    EXPECT_NE(s->run, nullptr) << n;
+    const bool mod = modifying.count(n) || n.ends_with(".modify") || n.ends_with(".delete");
+    EXPECT_EQ(s->modifies, mod) << n;
+    EXPECT_EQ(mrc::mrcd::op_modifies(n), mod) << n;
+  }
+  EXPECT_EQ(seen.size(), 22u);
+  EXPECT_EQ(mrc::mrcd::find_op("ev_profile.bogus"), nullptr);
+  EXPECT_FALSE(mrc::mrcd::op_modifies("ev_profile.bogus"));
 }
 
 // The dispatcher without a socket: error objects name the object and errno.

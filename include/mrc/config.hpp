@@ -1,0 +1,115 @@
+// Configuration of the MRC engine inside a libmrc device
+// (DeviceOptions::engine): protocol tunables, path management (EV states,
+// probes, plane failure rules) and the defaults of QPs without profiles.
+// Self-contained like <mrc/types.hpp>. Documentation/api.md, "Engine
+// configuration", and design.md explain each rule these numbers tune.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mrc/types.hpp"
+
+namespace mrc {
+inline namespace v1 {
+
+struct PathParams {
+  uint32_t min_active = 0;       // ev_min_active
+  uint32_t probe_successes = 3;  // K consecutive successes to readmit
+  Time probe_initial = 50'000;   // first probe of an ASSUMED_BAD EV after this
+  Time probe_max = 20'000'000;   // back-off cap
+  // An EV retired again before it delivered anything since probes readmitted
+  // it (its path passes probes but not data, e.g. a lower MTU inside it)
+  // relapsed: its first probe waits probe_initial << relapses, up to this.
+  Time probe_relapse_max = 1'000'000'000;
+  Time probe_timeout = 2'000'000;  // a probe unanswered this long after the RTO failed (set_rtt)
+  // Probes of one QP outstanding or queued at once (0 = no limit). A QP whose
+  // EVs were all retired would otherwise probe every one of them each
+  // back-off, whatever its RTT: on a receiver that is itself the bottleneck
+  // (an incast, a starved host) the probes' answers then crowd out the data.
+  uint32_t probe_inflight_max = 16;
+  // A plane whose packets were lost silently this many times in a row, with
+  // no delivery on it in between, is failing as a whole: all its EVs become
+  // ASSUMED_BAD at once (each is probed and readmitted on its own). 0 = off.
+  uint32_t plane_suspect_losses = 8;
+  // Grey failure: a plane that keeps losing packets silently while the QP's
+  // other planes deliver is "lossy". Each plane's silent-loss rate (loss
+  // episodes, see plane_loss, per packet sent on it) is measured over
+  // windows of plane_window packets sent on it (smoothed, 1/16 per window);
+  // a plane at or above plane_lossy_ppm that loses at least
+  // plane_lossy_ratio times the rate of the QP's best plane is lossy until
+  // its rate is under half of plane_lossy_ppm (or under twice the best
+  // plane's). On a lossy plane a loss does not retire its EV
+  // (plane_lossy_keep_evs), and the plane keeps 1/plane_lossy_div of its
+  // active EVs (its share of the spray falls by as much; 1 = keep its share:
+  // on a network-bound fabric its capacity is worth more than its losses).
+  // Its active EVs keep measuring it, over windows 1/plane_lossy_div as
+  // long. 0 = off.
+  uint32_t plane_lossy_ppm = 10'000;
+  uint32_t plane_lossy_ratio = 4;
+  uint32_t plane_lossy_div = 1;
+  uint32_t plane_window = 256;
+  // On a lossy plane a silent loss does not retire its EV (every EV of the
+  // plane loses alike), unless the EV loses again far sooner than the
+  // plane's rate says; the plane-suspicion rule still applies.
+  bool plane_lossy_keep_evs = true;
+};
+
+struct PortConfig {
+  uint8_t port = 0;  // 1-based plane port
+  Mac mac{};
+  IpAddr ip;  // this port's address (its version decides the QP's IP version)
+  bool up = true;
+};
+
+struct EngineConfig {
+  CodecConfig codec;
+  std::vector<PortConfig> ports;
+  DeviceAttr device;
+  uint64_t seed = 1;
+  // Secret behind memory keys and QP numbers (core/ids.hpp): 0 draws it
+  // from getrandom(2), so no two processes share keys; any other value
+  // derives it from this seed (reproducible simulations and tests).
+  uint64_t id_seed = 0;
+  uint32_t max_qps = 4096;
+  uint32_t max_cqs = 4096;
+  uint32_t max_mrs = 65536;  // at most 65536: a key holds a 16-bit index
+  // EV set the engine builds for AUTO profiles (and QPs without a profile).
+  uint32_t auto_evs_per_port = 64;
+  uint32_t auto_active_per_port = 32;
+  PathParams paths;
+  bool tseth = true;            // timestamp every data packet (TSETH)
+  uint32_t sack_bytes = 16384;  // coalesce SACKs up to this many new bytes
+  Time sack_delay = 20'000;     // ...or this long after the first unacked packet
+  // Payload bytes a QP may send in one round-robin turn before the next QP
+  // with something to send gets its turn (0: one packet per turn). With
+  // hundreds of busy QPs, one packet per turn switches to another QP's
+  // (cold) state at every packet; a larger turn makes a newly busy QP wait
+  // longer behind the others (performance.md, "256 QPs: a quantum per turn").
+  uint32_t tx_quantum = 16384;
+  Time min_reorder = 10'000;  // floor of the RACK reordering window
+  Time min_rto = 50'000;      // floor for the tail-loss probe timer
+  // EV probes of ASSUMED_BAD EVs, all QPs together: at most this many per
+  // second (a token bucket of probe_burst). Each QP probes its own EVs, so
+  // hundreds of QPs with a plane's EVs retired would otherwise send hundreds
+  // of thousands of probes a second, whose answers crowd out the SACKs
+  // (0: no limit).
+  uint32_t probe_rate = 50'000;
+  uint32_t probe_burst = 512;
+  uint32_t ev_event_capacity = 4096;
+  bool report_all_ev_events = false;  // also SKIP, promotions, probe failures
+  // Congestion control of QPs without a CC profile (id 0).
+  CcProfile default_cc;
+  // Floor of NSCC's target queueing delay when a profile leaves it to the
+  // engine (target_delay 0: the learned base RTT, the smallest RTT seen). On
+  // a software host that minimum is a round trip in which neither engine
+  // thread had to wake up; most round trips carry one or two wake-ups
+  // without any queue, which a target of a few microseconds reads as
+  // congestion (quick adapt). A floor above the host's wake-up delay keeps
+  // one QP's window open on CPU-bound hosts, but lets shaped bottlenecks
+  // queue more: performance.md, "NSCC on software hosts", measures both.
+  Time cc_min_target = kNsccMinTarget;
+};
+
+}  // namespace v1
+}  // namespace mrc

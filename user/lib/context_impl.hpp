@@ -1,0 +1,192 @@
+// libmrc's Context::Impl: the state of one open device, shared by the API
+// methods (context.cc), the engine loop (engine_loop.cc) and, through the
+// TX sink (tx_sink.hpp), the transmit path.
+//
+//   application threads --post rings (lock-free)--> engine thread --> engine
+//   engine thread --CQ rings (lock-free)--> application threads (poll_cq)
+//   control calls (create/modify/destroy/reg_mr) take the engine lock, which
+//   the engine thread holds for one batch at a time.
+//
+// With Progress::kApplication the polling application thread runs the same
+// passes (step_locked) itself, and the engine thread only stands in when no
+// application thread has done so for progress_idle_us (app_until).
+#pragma once
+
+#include <time.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loader/attach.hpp"
+#include "loader/mrc_xdp.hpp"
+#include "codec/packet.hpp"
+#include "core/engine.hpp"
+#include "ctl/client.hpp"
+#include "lib/mpmc.hpp"
+#include "lib/tx_sink.hpp"
+#include "mrc/mrc.hpp"
+#include "util/clock.hpp"
+#include "util/unique_fd.hpp"
+#include "xdp/device.hpp"
+#include "xdp/live_tx.hpp"
+
+namespace mrc {
+namespace lib {
+
+using mrc::mono_ns;  // util/clock.hpp
+
+// Wakes the thread asleep on the eventfd fd.
+inline void wake(int fd) {
+  uint64_t one = 1;
+  (void)!write(fd, &one, sizeof one);
+}
+
+// A posted send: the work request with its scatter list copied.
+struct PostedSend {
+  core::SendWr wr;
+  std::array<Sge, core::kMaxSge> sg;
+};
+
+// A QP's post rings, application threads to the engine thread.
+struct QpRings {
+  explicit QpRings(uint32_t qpn, size_t sq, size_t rq) : qpn(qpn), sq(sq), rq(rq) {}
+  uint32_t qpn;
+  MpmcQueue<PostedSend> sq;
+  MpmcQueue<uint64_t> rq;
+  std::atomic<bool> queued{false};
+  std::atomic<bool> alive{true};
+  uint32_t send_cq = 0, recv_cq = 0;
+};
+
+// A CQ's completion ring, the engine thread to application threads.
+struct CqRing {
+  explicit CqRing(uint32_t h, size_t n) : handle(h), ring(n) {}
+  uint32_t handle;
+  MpmcQueue<Wc> ring;
+  std::atomic<bool> armed{false};
+  std::atomic<bool> overflow{false};
+  CompChannel* channel = nullptr;
+  Cq* cq = nullptr;
+};
+
+// A completion channel's fired CQs.
+struct ChannelState {
+  MpmcQueue<Cq*> fired{4096};
+};
+
+// The engine loop's scratch space, made once: an iteration allocates and
+// clears nothing.
+struct LoopScratch {
+  std::array<xdp::RxFrame, kBurst> rx;
+  std::array<core::RxFrame, kBurst> in;
+  std::array<Wc, kBurst> wc;
+  std::array<core::EvEvent, 64> evs;
+  std::array<uint32_t, 16> errs;
+  std::array<codec::FrameSeg, kBurst> segs;  // multi-buffer packets' further buffers
+};
+
+}  // namespace lib
+
+struct Context::Impl {
+  DeviceOptions opts;
+  xdp::Device dev;
+  std::optional<loader::MrcXdp> prog;  // our own copy of mrc_xdp (no mrcd)
+  std::vector<loader::MrcXdpAttachment> attachments;
+  loader::XdpMaps pinned;  // mrcd's maps
+  loader::XdpMaps* maps = nullptr;
+  std::unique_ptr<core::Engine> eng;
+  std::vector<PortInfo> ports;      // index = port - 1
+  std::vector<uint16_t> tx_socket;  // per port index: the socket that sends
+  xdp::LiveTx live;                 // the live-frames TX backend, if in use
+  std::string tx_note;              // why kAuto fell back to AF_XDP
+  uint32_t max_path_mtu = 0;        // QPs' path_mtu is clamped to it (0: no clamp)
+  // Plane port numbers: ours (1-based, in interface order) unless mrcd owns
+  // the device, then mrcd's. idx[port] = index in `ports`, -1 if absent.
+  lib::PortIndex idx;
+  std::unique_ptr<ctl::Client> ctl;       // mrcd's state (profiles, EV policy, ports)
+  std::unique_ptr<ctl::EngineSync> sync;  // keeps the engine in step with it
+  lib::MpmcQueue<core::EvEvent> app_events{16384};
+  mutable std::mutex mu;
+  std::thread thr;
+  std::atomic<bool> stop{false};
+  std::atomic<int> sleepers{0};  // threads asleep on the sockets (post wakes them)
+  // kApplication: an application thread drives progress until this time
+  // (its last pass or the end of its sleep, plus progress_idle_us).
+  std::atomic<core::Time> app_until{0};
+  // kApplication: the engine thread sleeps on this timer while it stands
+  // aside. Application threads push it out (at most every half
+  // progress_idle_us, one timerfd_settime), so a thread that keeps polling
+  // never wakes the engine thread; it fires progress_idle_us after the last
+  // pass (or sleep) that armed it. idle_armed: its current expiry.
+  UniqueFd idle_tfd;
+  std::atomic<core::Time> idle_armed{0};
+  std::atomic<uint64_t> stand_aside_checks{0};
+  std::atomic<core::Time> next_links{0};
+  UniqueFd wake_fd, async_fd;
+  lib::MpmcQueue<lib::QpRings*> ready{65536};
+  std::vector<std::unique_ptr<lib::QpRings>> qps;
+  std::vector<std::unique_ptr<lib::CqRing>> cqs;
+  lib::MpmcQueue<AsyncEvent> async{4096};
+  std::vector<std::unique_ptr<lib::ChannelState>> channels;
+  std::map<uint64_t, QpHintAttr> hints;  // QP hints by id (under mu)
+  uint64_t next_hint = 1;
+
+  std::unique_ptr<lib::LoopScratch> scratch;
+  std::unique_ptr<lib::DeviceTxSink> sink;
+  bool tx_deferred = false;         // the last pass left its transmit to the next
+  Context::ProgressStats pstats{};  // (under mu)
+
+  bool app_mode() const { return opts.progress == Progress::kApplication; }
+
+  // ---- opening the device (context.cc, Context::open's stages) ----------
+  // 1. The XDP program: mrcd's pinned copy (true), else our own (false).
+  Result<bool> open_program();
+  // 2. AF_XDP sockets on every queue of every plane interface, one UMEM.
+  Status open_sockets();
+  // 3. Ports: the engine's (into ec.ports) and the XDP maps' entries.
+  Status open_ports(bool have_mrcd, core::EngineConfig& ec);
+  // 4. The TX backend: live frames or the sockets' TX rings; max_path_mtu.
+  Status open_tx_backend();
+  // 5. The engine, mrcd's sync, the wake-up descriptors and the thread.
+  Status start(const core::EngineConfig& ec);
+
+  // ---- the engine loop (engine_loop.cc) ---------------------------------
+  // The engine thread's body, until stop.
+  void run();
+  // kApplication: the engine thread stands aside while an application
+  // thread drives progress (until app_until, now < until).
+  void stand_aside(core::Time now, core::Time until);
+  // One pass of the engine (the caller holds mu): link events when a
+  // millisecond has passed, then iteration().
+  bool step_locked(bool may_defer_tx = false);
+  // A pass from an application thread (kApplication); false without one
+  // when another thread holds the engine.
+  bool app_step();
+  // One pass: posts, receive, completions, transmit.
+  bool iteration(bool may_defer_tx = false);
+  // Sleeps until a socket has input, a post or a stop wakes it, the
+  // engine's next timer, or max_wait (ns), whichever comes first.
+  void sleep_on_io(core::Time max_wait, bool app);
+  void arm_idle(core::Time now, core::Time until, bool force = false);
+  void drain_posts();
+  void error_completion(uint32_t cq, uint32_t qpn, uint64_t wr_id, WcOpcode op);
+  void deliver(lib::CqRing& c, const Wc* wc, size_t n);
+  bool deliver_all();
+  void push_async(const AsyncEvent& ev);
+  void link_events_locked();
+
+  // Wakes a thread asleep on the sockets after a post.
+  void kick_engine() {
+    if (sleepers.load(std::memory_order_seq_cst)) lib::wake(wake_fd.get());
+  }
+};
+
+}  // namespace mrc

@@ -1,0 +1,82 @@
+// libmrc's transmit path: the core::TxSink the engine writes its frames
+// into, over the AF_XDP sockets' TX rings or XDP live frames (xdp::LiveTx,
+// Documentation/xdp-tx.md), with the fallback between them.
+//
+// AF_XDP: frames are reserved per port in bursts of kBurst from the TX ring
+// of the port's sending socket, and the committed ones are submitted a
+// burst at a time. Live frames: slots are reserved per port in small bursts;
+// committed frames are staged (in send order) and go out every live_submit
+// frames as one BPF_PROG_TEST_RUN. At the end of an iteration (finish())
+// fewer than live_min staged frames are copied to the AF_XDP TX rings
+// instead: a live submit has a fixed cost (the kernel builds a page pool per
+// call, ~10-15 us) that a handful of ACKs should not pay.
+//
+// Used by the engine loop alone (engine_loop.cc), under the engine lock.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "mrc/mrc.hpp"
+#include "xdp/device.hpp"
+#include "xdp/live_tx.hpp"
+
+namespace mrc::lib {
+
+// Frames the engine loop receives, completes and sends per burst.
+constexpr size_t kBurst = 64;
+// Live-frames slots reserved per port at a time (what an iteration does not
+// use goes back at its end).
+constexpr uint32_t kLiveReserve = 16;
+
+// Plane port number -> index in the device's ports, -1 if absent.
+using PortIndex = std::array<int, core::kMaxPorts + 1>;
+
+class DeviceTxSink final : public core::TxSink {
+ public:
+  // dev, idx and tx_socket (per port index: the socket that sends) outlive
+  // the sink and do not change under it. live: the live-frames backend, or
+  // nullptr for the AF_XDP TX rings alone; o: its live_tx_* options.
+  DeviceTxSink(xdp::Device& dev, const PortIndex& idx, const std::vector<uint16_t>& tx_socket,
+               size_t nports, xdp::LiveTx* live, const DeviceOptions& o);
+
+  uint8_t* alloc(uint8_t port, uint32_t* cap) override;
+  void commit(uint8_t port, uint32_t len) override;
+  // The end of a transmit: unused reservations back, what is staged out.
+  void finish();
+
+ private:
+  struct PortTx {
+    std::array<xdp::TxFrame, kBurst> frames;
+    uint32_t reserved = 0, used = 0;
+    std::array<xdp::TxFrame, kBurst> out;
+    uint32_t committed = 0;
+  };
+  struct LivePort {
+    std::array<xdp::LiveTxFrame, kLiveReserve> frames;
+    uint32_t reserved = 0, used = 0;
+  };
+
+  xdp::XskSocket& socket(size_t i) { return dev_.sockets()[tx_socket_[i]]; }
+  xdp::TxFrame* xsk_alloc(size_t i);
+  void flush_port(size_t i);
+  uint8_t* live_alloc(uint16_t i, uint32_t* cap);
+  void live_commit(size_t i, uint32_t len);
+  void live_send();
+  void live_to_xsk();
+
+  xdp::Device& dev_;
+  const PortIndex& idx_;
+  const std::vector<uint16_t>& tx_socket_;
+  std::vector<PortTx> ports_;
+  std::vector<LivePort> lports_;
+  std::vector<xdp::LiveTxFrame> staged_;  // capacity live_submit, made once
+  uint32_t nstaged_ = 0;
+  xdp::LiveTx* live_ = nullptr;
+  uint32_t live_submit_ = kBurst, live_min_ = 0;
+};
+
+}  // namespace mrc::lib
