@@ -40,12 +40,12 @@
 
 using namespace mrc;
 using namespace mrc::xdp;
-using mrc::xsktest::TestProg;
-using mrc::xsktest::Topology;
 using mrc::bench::die;
 using mrc::bench::must;
 using mrc::bench::now_ns;
 using mrc::bench::pin;
+using mrc::xsktest::TestProg;
+using mrc::xsktest::Topology;
 
 namespace {
 
@@ -64,8 +64,6 @@ struct Options {
 };
 
 uint64_t thread_cpu_ns() { return bench::clock_ns(CLOCK_THREAD_CPUTIME_ID); }
-
-
 
 struct Mode {
   std::string name;

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "loader/log.hpp"
 #include "bpf_test_env.hpp"
+#include "loader/log.hpp"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -15,19 +15,19 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bpf_test_env.hpp"
 #include "loader/attach.hpp"
 #include "loader/log.hpp"
 #include "loader/mrc_xdp.hpp"
-#include "bpf_test_env.hpp"
 #include "xdp_rows.hpp"
 
 namespace mrc::testing {
 namespace {
 
+using codec::Packet;
 using loader::MrcXdp;
 using loader::MrcXdpAttachment;
 using loader::XdpMode;
-using codec::Packet;
 
 // A bpffs instance mounted on a fresh directory (private mount namespace).
 class PrivateBpffs {

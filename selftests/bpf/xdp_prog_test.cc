@@ -15,10 +15,10 @@
 #include <optional>
 #include <string>
 
-#include "loader/mrc_xdp.hpp"
 #include "bpf_test_env.hpp"
 #include "codec/bytes.hpp"
 #include "codec/icrc.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "mrc_crc32_table.h"
 #include "xdp_rows.hpp"
 

@@ -57,7 +57,7 @@ class TestProg {
     if (bpf_map_update_elem(bpf_map__fd(skel_->maps.if_base), &k, &key_base, 0) != 0)
       return make_error(errno, "if_base update");
     auto a = xdp::AttachedXdpProg::attach(ifindex, prog_fd < 0 ? redirect_fd() : prog_fd,
-                                        XDP_FLAGS_DRV_MODE, ifname);
+                                          XDP_FLAGS_DRV_MODE, ifname);
     if (!a) return std::move(a).error();
     attachments_.push_back(std::move(*a));
     return ok_status();

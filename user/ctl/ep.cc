@@ -1,6 +1,5 @@
 #include "ctl/ep.hpp"
 
-
 #include <algorithm>
 #include <set>
 

@@ -30,7 +30,7 @@
 namespace mrc::ctl {
 
 using Time = uint64_t;  // ns, CLOCK_MONOTONIC
-using mrc::mono_ns;  // util/clock.hpp
+using mrc::mono_ns;     // util/clock.hpp
 
 // One request as the transport sends it.
 struct EpWire {

@@ -147,7 +147,8 @@ Result<size_t> PinnedStore::pop_reports(std::span<mrc_ctl_ev_report> out) {
 }
 
 Status PinnedStore::put_qp(const mrc_ctl_qp_key& k, const mrc_ctl_qp_report& v) {
-  if (bpf_map_update_elem(fds_[kQps].get(), &k, &v, BPF_ANY)) return Error(errno, "updating mrc_ctl_qps");
+  if (bpf_map_update_elem(fds_[kQps].get(), &k, &v, BPF_ANY))
+    return Error(errno, "updating mrc_ctl_qps");
   return ok_status();
 }
 
@@ -181,12 +182,14 @@ Result<QpList> PinnedStore::list_qps() const {
 }
 
 Status PinnedStore::put_evstat(const mrc_ctl_evstat_key& k, const mrc_ctl_evstat& v) {
-  if (bpf_map_update_elem(fds_[kEvStat].get(), &k, &v, BPF_ANY)) return Error(errno, "updating mrc_ctl_evstat");
+  if (bpf_map_update_elem(fds_[kEvStat].get(), &k, &v, BPF_ANY))
+    return Error(errno, "updating mrc_ctl_evstat");
   return ok_status();
 }
 
 Status PinnedStore::del_evstat(const mrc_ctl_evstat_key& k) {
-  if (bpf_map_delete_elem(fds_[kEvStat].get(), &k)) return Error(errno, "deleting from mrc_ctl_evstat");
+  if (bpf_map_delete_elem(fds_[kEvStat].get(), &k))
+    return Error(errno, "deleting from mrc_ctl_evstat");
   return ok_status();
 }
 

@@ -25,13 +25,13 @@
 #include <thread>
 #include <vector>
 
-#include "loader/attach.hpp"
-#include "loader/mrc_xdp.hpp"
 #include "codec/packet.hpp"
 #include "core/engine.hpp"
 #include "ctl/client.hpp"
 #include "lib/mpmc.hpp"
 #include "lib/tx_sink.hpp"
+#include "loader/attach.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "mrc/mrc.hpp"
 #include "util/clock.hpp"
 #include "util/unique_fd.hpp"

@@ -115,7 +115,8 @@ Result<codec::Mac> resolve_next_hop(int ifindex, const codec::IpAddr& dst, int t
   while (true) {
     auto m = lookup_neigh(*nl, ifindex, *hop);
     if (m) return m;
-    if (m.error().code != EAGAIN && m.error().code != ENOENT) return std::move(m).error().wrap("neighbour " + to_string(*hop));
+    if (m.error().code != EAGAIN && m.error().code != ENOENT)
+      return std::move(m).error().wrap("neighbour " + to_string(*hop));
     if (!nudged) {
       nudge(ifindex, *hop);
       nudged = true;

@@ -69,7 +69,7 @@ MrcXdpAttachment::~MrcXdpAttachment() {
 }
 
 Result<MrcXdpAttachment> MrcXdpAttachment::attach(const MrcXdp& prog, const std::string& ifname,
-                                            const AttachOptions& opts) {
+                                                  const AttachOptions& opts) {
   install_library_logging();
   const std::string ctx = "attaching mrc_xdp to " + ifname;
   if (!prog.loaded()) return Error(EINVAL, ctx + ": the program is not loaded");
@@ -176,8 +176,8 @@ Status MrcXdpAttachment::detach() {
 }
 
 Result<std::vector<MrcXdpAttachment>> attach_all(const MrcXdp& prog,
-                                              const std::vector<std::string>& ifnames,
-                                              const AttachOptions& opts) {
+                                                 const std::vector<std::string>& ifnames,
+                                                 const AttachOptions& opts) {
   std::vector<MrcXdpAttachment> out;
   out.reserve(ifnames.size());
   for (const auto& n : ifnames) {

@@ -51,7 +51,7 @@ class MrcXdpAttachment {
   ~MrcXdpAttachment();
 
   static Result<MrcXdpAttachment> attach(const MrcXdp& prog, const std::string& ifname,
-                                      const AttachOptions& opts = {});
+                                         const AttachOptions& opts = {});
 
   const AttachInfo& info() const { return info_; }
   bool attached() const { return attached_; }
@@ -75,8 +75,8 @@ class MrcXdpAttachment {
 // Attaches to every interface in `ifnames`; on the first failure detaches the
 // ones already done and returns the error.
 Result<std::vector<MrcXdpAttachment>> attach_all(const MrcXdp& prog,
-                                              const std::vector<std::string>& ifnames,
-                                              const AttachOptions& opts = {});
+                                                 const std::vector<std::string>& ifnames,
+                                                 const AttachOptions& opts = {});
 
 // What runs on an interface now: true if any XDP program is attached (any
 // mode); `prog_id` receives its id. For tests and diagnostics.

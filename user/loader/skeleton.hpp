@@ -26,13 +26,13 @@ namespace mrc::loader {
 template <class S>
 struct SkeletonOps;  // kName, open(), load(), destroy()
 
-#define MRC_LOADER_SKELETON_OPS(name)             \
-  template <>                                     \
-  struct SkeletonOps<::name> {                    \
-    static constexpr const char* kName = #name;   \
-    static ::name* open();                        \
-    static int load(::name* s);                   \
-    static void destroy(::name* s);               \
+#define MRC_LOADER_SKELETON_OPS(name)           \
+  template <>                                   \
+  struct SkeletonOps<::name> {                  \
+    static constexpr const char* kName = #name; \
+    static ::name* open();                      \
+    static int load(::name* s);                 \
+    static void destroy(::name* s);             \
   }
 MRC_LOADER_SKELETON_OPS(mrc_xdp);
 MRC_LOADER_SKELETON_OPS(mrc_tx);
@@ -60,7 +60,9 @@ class Skeleton {
   // Opens the object embedded in the skeleton: nothing in the kernel yet.
   static Result<Skeleton> open() {
     S* s = Ops::open();
-    if (!s) return Error(errno ? errno : EINVAL, std::string("opening the ") + Ops::kName + " BPF object");
+    if (!s)
+      return Error(errno ? errno : EINVAL,
+                   std::string("opening the ") + Ops::kName + " BPF object");
     return Skeleton(s);
   }
   // Loads programs and maps into the kernel (creating or reusing pinned maps

@@ -7,9 +7,9 @@
 
 namespace mrc::loader {
 
-#define MRC_LOADER_SKELETON_OPS_DEF(name)                                    \
-  ::name* SkeletonOps<::name>::open() { return name##__open(); }             \
-  int SkeletonOps<::name>::load(::name* s) { return name##__load(s); }       \
+#define MRC_LOADER_SKELETON_OPS_DEF(name)                              \
+  ::name* SkeletonOps<::name>::open() { return name##__open(); }       \
+  int SkeletonOps<::name>::load(::name* s) { return name##__load(s); } \
   void SkeletonOps<::name>::destroy(::name* s) { name##__destroy(s); }
 MRC_LOADER_SKELETON_OPS_DEF(mrc_xdp)
 MRC_LOADER_SKELETON_OPS_DEF(mrc_tx)

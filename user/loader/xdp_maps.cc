@@ -138,19 +138,22 @@ Result<mrc_qp_info> XdpMaps::qp(uint32_t qpn) const {
 
 Status XdpMaps::set_xsk(uint32_t port, uint32_t queue, int xsk_fd) {
   if (port >= MRC_MAX_PORTS || queue >= MRC_XSK_QUEUES_PER_PORT)
-    return make_error(EINVAL, "port " + std::to_string(port) + " rx queue " + std::to_string(queue) +
-                                  ": out of range of mrc_xsks (" + std::to_string(MRC_MAX_PORTS) + " ports x " +
+    return make_error(EINVAL, "port " + std::to_string(port) + " rx queue " +
+                                  std::to_string(queue) + ": out of range of mrc_xsks (" +
+                                  std::to_string(MRC_MAX_PORTS) + " ports x " +
                                   std::to_string(MRC_XSK_QUEUES_PER_PORT) + " queues)");
   uint32_t key = MRC_XSK_KEY(port, queue);
   uint32_t v = uint32_t(xsk_fd);
-  return update(xsks_.get(), kMapXsks, &key, &v, "port " + std::to_string(port) + " rx queue " + std::to_string(queue));
+  return update(xsks_.get(), kMapXsks, &key, &v,
+                "port " + std::to_string(port) + " rx queue " + std::to_string(queue));
 }
 
 Status XdpMaps::del_xsk(uint32_t port, uint32_t queue) {
   if (port >= MRC_MAX_PORTS || queue >= MRC_XSK_QUEUES_PER_PORT)
     return make_error(EINVAL, "port/queue out of range of mrc_xsks");
   uint32_t key = MRC_XSK_KEY(port, queue);
-  return remove(xsks_.get(), kMapXsks, &key, "port " + std::to_string(port) + " rx queue " + std::to_string(queue));
+  return remove(xsks_.get(), kMapXsks, &key,
+                "port " + std::to_string(port) + " rx queue " + std::to_string(queue));
 }
 
 Result<mrc_xdp_stats> XdpMaps::stats(uint32_t port) const {

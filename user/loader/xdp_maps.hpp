@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "util/unique_fd.hpp"
 #include "mrc/result.hpp"
 #include "mrc/uapi/maps.h"
+#include "util/unique_fd.hpp"
 
 struct bpf_object;
 

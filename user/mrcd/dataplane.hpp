@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "codec/packet.hpp"
 #include "loader/attach.hpp"
 #include "loader/mrc_xdp.hpp"
-#include "codec/packet.hpp"
 #include "mrc/result.hpp"
-#include "util/unique_fd.hpp"
 #include "mrcd/config.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::mrcd {
 

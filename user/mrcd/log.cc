@@ -17,13 +17,13 @@ void set_log_level(const std::string& name) {
   for (int i = 0; i < 4; i++)
     if (name == names[i]) g_level = Level(i);
   loader::LogLevel bl = g_level >= Level::kDebug  ? loader::LogLevel::kDebug
-                     : g_level >= Level::kInfo ? loader::LogLevel::kInfo
-                                               : loader::LogLevel::kWarn;
+                        : g_level >= Level::kInfo ? loader::LogLevel::kInfo
+                                                  : loader::LogLevel::kWarn;
   loader::set_log_hook(
       [](loader::LogLevel l, std::string_view src, std::string_view msg) {
         Level ml = l == loader::LogLevel::kWarn   ? Level::kWarn
                    : l == loader::LogLevel::kInfo ? Level::kInfo
-                                               : Level::kDebug;
+                                                  : Level::kDebug;
         logf(ml, "%.*s: %.*s", int(src.size()), src.data(), int(msg.size()), msg.data());
       },
       bl);

@@ -66,7 +66,8 @@ class Prober : public ctl::EpTransport {
   Config cfg_;
   Dataplane& dp_;
   std::vector<Sock> socks_;
-  std::vector<UniqueFd> sinks_;  // UDP sockets on the MRC port: no ICMP unreachable for passed responses
+  std::vector<UniqueFd>
+      sinks_;  // UDP sockets on the MRC port: no ICMP unreachable for passed responses
   xdp::netlink::Socket nl_;  // rtnetlink: routes and neighbours
   std::deque<Waiting> waiting_;
   std::map<uint16_t, Sent> sent_;

@@ -10,7 +10,7 @@
 namespace mrc::xdp {
 
 Result<AttachedXdpProg> AttachedXdpProg::attach(int ifindex, int prog_fd, uint32_t flags,
-                                            const std::string& what) {
+                                                const std::string& what) {
   const uint32_t mode = flags & XDP_FLAGS_MODES;
   const int err = bpf_xdp_attach(ifindex, prog_fd, mode | XDP_FLAGS_UPDATE_IF_NOEXIST, nullptr);
   if (err)

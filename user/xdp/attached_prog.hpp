@@ -18,7 +18,7 @@ class AttachedXdpProg {
   // flags: XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, ...; XDP_FLAGS_UPDATE_IF_NOEXIST
   // is always added so an existing program is never replaced silently.
   static Result<AttachedXdpProg> attach(int ifindex, int prog_fd, uint32_t flags,
-                                      const std::string& what);
+                                        const std::string& what);
 
   AttachedXdpProg() = default;
   AttachedXdpProg(AttachedXdpProg&& o) noexcept;

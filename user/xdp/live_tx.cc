@@ -22,12 +22,12 @@
 #include <utility>
 
 #include "loader/mrc_tx.hpp"
-#include "util/mmap_area.hpp"
 #include "util/clock.hpp"
+#include "util/mmap_area.hpp"
 #include "util/unique_fd.hpp"
+#include "xdp/attached_prog.hpp"
 #include "xdp/iface.hpp"
 #include "xdp/netns.hpp"
-#include "xdp/attached_prog.hpp"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -295,7 +295,7 @@ Result<LiveTx> LiveTx::create(const LiveTxConfig& cfg) {
         return;
       }
       auto at = AttachedXdpProg::attach(1, s.prog_fd, XDP_FLAGS_SKB_MODE,
-                                      "lo of a private namespace (dispatcher keepalive)");
+                                        "lo of a private namespace (dispatcher keepalive)");
       if (!at) {
         err = std::move(at).error();
         return;
@@ -446,9 +446,7 @@ bool LiveTx::dispatcher_pinned() const { return static_cast<bool>(s_->keepalive)
 const std::vector<std::string>& LiveTx::notes() const { return s_->notes; }
 const Error* LiveTx::last_error() const { return s_->last_error ? &*s_->last_error : nullptr; }
 int LiveTx::prog_fd() const { return s_->prog_fd; }
-int LiveTx::map_fd(const char* name) const {
-  return s_->tx.map_fd(name);
-}
+int LiveTx::map_fd(const char* name) const { return s_->tx.map_fd(name); }
 
 mrc_tx_port_fb LiveTx::feedback(uint16_t port) const {
   mrc_tx_port_fb fb{};

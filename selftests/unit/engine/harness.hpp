@@ -68,15 +68,16 @@ inline void trim_frame(std::vector<uint8_t>& f, uint8_t dscp) {
   }
 }
 
-
 class Host {
  public:
-  Host(int idx, int planes, codec::IpVersion v, uint64_t seed, core::EngineConfig base = {}) : idx_(idx) {
+  Host(int idx, int planes, codec::IpVersion v, uint64_t seed, core::EngineConfig base = {})
+      : idx_(idx) {
     core::EngineConfig c = base;
     c.seed = seed;
     if (!c.id_seed) c.id_seed = seed;  // reproducible QPNs and keys
     c.ports.clear();
-    for (int p = 1; p <= planes; p++) c.ports.push_back({uint8_t(p), host_mac(idx, p), host_ip(idx, p, v), true});
+    for (int p = 1; p <= planes; p++)
+      c.ports.push_back({uint8_t(p), host_mac(idx, p), host_ip(idx, p, v), true});
     eng = std::make_unique<core::Engine>(c);
     pd = *eng->create_pd();
     scq = *eng->create_cq(65536);
@@ -110,7 +111,8 @@ class Pair {
   using Options = PairOptions;
 
   explicit Pair(Options o = Options()) : o_(o) {
-    for (int h = 0; h < 2; h++) hosts.push_back(std::make_unique<Host>(h, o.planes, o.ver, o.seed * 2 + h, o.cfg));
+    for (int h = 0; h < 2; h++)
+      hosts.push_back(std::make_unique<Host>(h, o.planes, o.ver, o.seed * 2 + h, o.cfg));
   }
 
   Host& h(int i) { return *hosts[i]; }
@@ -153,7 +155,8 @@ class Pair {
     a.path_mtu = o_.mtu;
     a.dest_qp_num = remote_qpn;
     a.rq_psn = rq_psn;
-    for (int p = 1; p <= o_.planes; p++) a.av[size_t(p)] = {host_ip(1 - i, p, o_.ver), host_mac(1 - i, p), true};
+    for (int p = 1; p <= o_.planes; p++)
+      a.av[size_t(p)] = {host_ip(1 - i, p, o_.ver), host_mac(1 - i, p), true};
     a.max_wimm_dest = o_.max_wimm_dest;
     a.mpr_dest = o_.mpr_dest;
     a.cap_flags = o_.cap_flags;
@@ -161,9 +164,10 @@ class Pair {
     return a;
   }
   mrc::Status to_rtr(int i, uint32_t qpn, uint32_t remote_qpn, uint32_t rq_psn) {
-    return e(i).modify_qp(qpn, rtr_attr(i, remote_qpn, rq_psn),
-                          core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn | core::kQpRqPsn,
-                          core::kMrcMaxWimmDest | core::kMrcMprDest | core::kMrcCap);
+    return e(i).modify_qp(
+        qpn, rtr_attr(i, remote_qpn, rq_psn),
+        core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn | core::kQpRqPsn,
+        core::kMrcMaxWimmDest | core::kMrcMprDest | core::kMrcCap);
   }
   mrc::Status to_rts(int i, uint32_t qpn, uint32_t sq_psn) {
     core::QpAttr a;
@@ -174,8 +178,9 @@ class Pair {
     a.timeout = o_.timeout;
     a.retry_linear = o_.retry_linear;
     a.retry_exp = o_.retry_exp;
-    return e(i).modify_qp(qpn, a, core::kQpState | core::kQpSqPsn,
-                          core::kMrcMaxWimm | core::kMrcMpr | core::kMrcRetryCnt | core::kMrcTimeout);
+    return e(i).modify_qp(
+        qpn, a, core::kQpState | core::kQpSqPsn,
+        core::kMrcMaxWimm | core::kMrcMpr | core::kMrcRetryCnt | core::kMrcTimeout);
   }
 
   // The wire hook sees every frame (from host, on plane port) before delivery.
@@ -279,7 +284,7 @@ class Pair {
   std::vector<std::unique_ptr<Host>> hosts;
   std::multimap<Time, WireFrame> flight;
   uint64_t frames_sent = 0, frames_delivered = 0, frames_dropped = 0;
-  size_t rx_burst = 1;          // frames per rx() call, as a driver's burst
+  size_t rx_burst = 1;  // frames per rx() call, as a driver's burst
   // Bytes per receive buffer (rx_burst 1 only): a larger frame reaches the
   // engine as a multi-buffer frame (RxFrame::more), as multi-buffer AF_XDP
   // delivers it. 0: whole frames.
@@ -318,8 +323,10 @@ class Pair {
         p.frames_dropped++;
         return;
       }
-      if (h.dup) p.flight.emplace(depart + p.o_.latency + h.extra_delay + 1, WireFrame{1 - from, port, f});
-      p.flight.emplace(depart + p.o_.latency + h.extra_delay, WireFrame{1 - from, port, std::move(f)});
+      if (h.dup)
+        p.flight.emplace(depart + p.o_.latency + h.extra_delay + 1, WireFrame{1 - from, port, f});
+      p.flight.emplace(depart + p.o_.latency + h.extra_delay,
+                       WireFrame{1 - from, port, std::move(f)});
     }
     Pair& p;
     int from;
