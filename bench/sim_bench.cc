@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "codec/packet.hpp"
-#include "lib/packet_factory.hpp"
 #include "sim/network.hpp"
+#include "support/packet_factory.hpp"
 
 namespace {
 

@@ -29,13 +29,13 @@ struct Opts {
   double gbps = 10;
   uint32_t msg = 256 * 1024, depth = 16, mtu = 4096;
   uint64_t seed = 1;
-  double loss = 0.01;       // figure 2: end-to-end loss on one plane
-  double latency_us = 2;    // per link (three links a way)
-  double jitter_us = 0;     // host downlinks: extra delay, uniform (a busy receiver)
+  double loss = 0.01;     // figure 2: end-to-end loss on one plane
+  double latency_us = 2;  // per link (three links a way)
+  double jitter_us = 0;   // host downlinks: extra delay, uniform (a busy receiver)
   uint32_t cc_base_us = 0, cc_target_us = 0;  // NSCC (0: learned / derived)
-  uint32_t queue_kb = 1024;  // per link queue (a shaper's buffer)
-  uint32_t timeout = 10;     // QP ACK timeout exponent (1.024 us x 2^timeout)
-  uint32_t lossy_ms = 60;    // figure 2: how long the loss lasts
+  uint32_t queue_kb = 1024;                   // per link queue (a shaper's buffer)
+  uint32_t timeout = 10;                      // QP ACK timeout exponent (1.024 us x 2^timeout)
+  uint32_t lossy_ms = 60;                     // figure 2: how long the loss lasts
   bool json = false;
 };
 
@@ -74,26 +74,30 @@ class Stream {
       QpAttr a;
       a.qp_state = QpState::kInit;
       a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
-      ok(e.modify_qp(qp_[h], a, kQpState | kQpPkeyIndex | kQpAccessFlags, kMrcHint | kMrcEvProfileId | kMrcCcProfileId));
+      ok(e.modify_qp(qp_[h], a, kQpState | kQpPkeyIndex | kQpAccessFlags,
+                     kMrcHint | kMrcEvProfileId | kMrcCcProfileId));
       a.qp_state = QpState::kRtr;
       a.path_mtu = o.mtu;
       a.dest_qp_num = qp_[1 - h];
       a.av = c_->av_of(1 - h);
       a.mpr_dest = 16;
       a.max_wimm_dest = 64;
-      ok(e.modify_qp(qp_[h], a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn, kMrcMaxWimmDest | kMrcMprDest));
+      ok(e.modify_qp(qp_[h], a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn,
+                     kMrcMaxWimmDest | kMrcMprDest));
       a.qp_state = QpState::kRts;
       a.mpr = 16;
       a.max_wimm = 64;
       a.timeout = uint8_t(o.timeout);
       a.retry_linear = 7;
       a.retry_exp = 25;
-      ok(e.modify_qp(qp_[h], a, kQpState | kQpSqPsn, kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout));
+      ok(e.modify_qp(qp_[h], a, kQpState | kQpSqPsn,
+                     kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout));
     }
     src_.resize(size_t(o.msg) * o.depth);
     dst_.resize(src_.size());
     smr_ = *c_->engine(0).reg_mr(pd_[0], src_.data(), src_.size(), kAccessLocalWrite);
-    dmr_ = *c_->engine(1).reg_mr(pd_[1], dst_.data(), dst_.size(), kAccessLocalWrite | kAccessRemoteWrite);
+    dmr_ = *c_->engine(1).reg_mr(pd_[1], dst_.data(), dst_.size(),
+                                 kAccessLocalWrite | kAccessRemoteWrite);
     for (uint32_t s = 0; s < o.depth; s++) post(s);
     c_->kick(0);
   }
@@ -109,7 +113,12 @@ class Stream {
     while (c_->now() < t) {
       Time next = std::min(t, c_->now() + bin);
       uint64_t before = bytes_done;
-      c_->run_until([&] { poll(); return false; }, next);
+      c_->run_until(
+          [&] {
+            poll();
+            return false;
+          },
+          next);
       c_->net().run_until(next);
       poll();
       if (bins) bins->push_back(double(bytes_done - before) * 8 / double(next - (next - bin)));
@@ -149,8 +158,8 @@ class Stream {
     if (!n.ok()) return;
     for (size_t i = 0; i < *n; i++) {
       uint32_t slot = uint32_t(wc[i].wr_id);
-      if (wc[i].status != kWcSuccess ||
-          std::memcmp(src_.data() + size_t(slot) * o_.msg, dst_.data() + size_t(slot) * o_.msg, o_.msg))
+      if (wc[i].status != kWcSuccess || std::memcmp(src_.data() + size_t(slot) * o_.msg,
+                                                    dst_.data() + size_t(slot) * o_.msg, o_.msg))
         corrupt = true;
       completions.push_back(c_->now());
       bytes_done += o_.msg;
@@ -185,24 +194,44 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     auto val = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--planes") o.planes = uint32_t(std::stoul(val()));
-    else if (a == "--paths") o.paths = uint32_t(std::stoul(val()));
-    else if (a == "--gbps") o.gbps = std::stod(val());
-    else if (a == "--msg") o.msg = uint32_t(std::stoul(val()));
-    else if (a == "--depth") o.depth = uint32_t(std::stoul(val()));
-    else if (a == "--mtu") o.mtu = uint32_t(std::stoul(val()));
-    else if (a == "--seed") o.seed = std::stoull(val());
-    else if (a == "--loss") o.loss = std::stod(val()) / 100;
-    else if (a == "--latency-us") o.latency_us = std::stod(val());
-    else if (a == "--jitter-us") o.jitter_us = std::stod(val());
-    else if (a == "--cc-base-us") o.cc_base_us = uint32_t(std::stoul(val()));
-    else if (a == "--cc-target-us") o.cc_target_us = uint32_t(std::stoul(val()));
-    else if (a == "--queue-kb") o.queue_kb = uint32_t(std::stoul(val()));
-    else if (a == "--timeout") o.timeout = uint32_t(std::stoul(val()));
-    else if (a == "--lossy-ms") o.lossy_ms = uint32_t(std::stoul(val()));
-    else if (a == "--json") o.json = true;
+    if (a == "--planes")
+      o.planes = uint32_t(std::stoul(val()));
+    else if (a == "--paths")
+      o.paths = uint32_t(std::stoul(val()));
+    else if (a == "--gbps")
+      o.gbps = std::stod(val());
+    else if (a == "--msg")
+      o.msg = uint32_t(std::stoul(val()));
+    else if (a == "--depth")
+      o.depth = uint32_t(std::stoul(val()));
+    else if (a == "--mtu")
+      o.mtu = uint32_t(std::stoul(val()));
+    else if (a == "--seed")
+      o.seed = std::stoull(val());
+    else if (a == "--loss")
+      o.loss = std::stod(val()) / 100;
+    else if (a == "--latency-us")
+      o.latency_us = std::stod(val());
+    else if (a == "--jitter-us")
+      o.jitter_us = std::stod(val());
+    else if (a == "--cc-base-us")
+      o.cc_base_us = uint32_t(std::stoul(val()));
+    else if (a == "--cc-target-us")
+      o.cc_target_us = uint32_t(std::stoul(val()));
+    else if (a == "--queue-kb")
+      o.queue_kb = uint32_t(std::stoul(val()));
+    else if (a == "--timeout")
+      o.timeout = uint32_t(std::stoul(val()));
+    else if (a == "--lossy-ms")
+      o.lossy_ms = uint32_t(std::stoul(val()));
+    else if (a == "--json")
+      o.json = true;
     else {
-      std::fprintf(stderr, "usage: %s [--planes N] [--paths M] [--gbps G] [--msg B] [--depth D] [--mtu B] [--seed S] [--loss PCT] [--latency-us US] [--jitter-us US] [--cc-base-us US] [--cc-target-us US] [--queue-kb KB] [--timeout EXP] [--lossy-ms MS] [--json]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--planes N] [--paths M] [--gbps G] [--msg B] [--depth D] [--mtu B] "
+                   "[--seed S] [--loss PCT] [--latency-us US] [--jitter-us US] [--cc-base-us US] "
+                   "[--cc-target-us US] [--queue-kb KB] [--timeout EXP] [--lossy-ms MS] [--json]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -227,16 +256,19 @@ int main(int argc, char** argv) {
       for (Time t = fault + 250 * kUs; t <= fault + 12 * kMs; t += 250 * kUs) {
         s.run_to(t, 250 * kUs, &bins);
         auto st = *s.c().engine(0).qp_stats(s.qpn());
-        std::fprintf(stderr, "t+%5.2f ms: done %llu KB cwnd %llu inflight %llu srtt %llu us rtx %llu (sack %llu) tlp %llu to %llu bad %llu\n",
-                     double(t - fault) / 1e6, (unsigned long long)(s.bytes_done >> 10), (unsigned long long)st.cwnd_bytes,
-                     (unsigned long long)st.inflight_bytes, (unsigned long long)(st.srtt_ns / 1000),
-                     (unsigned long long)st.tx_rtx_pkts, (unsigned long long)st.rtx_sack, (unsigned long long)st.tlp_probes,
+        std::fprintf(stderr,
+                     "t+%5.2f ms: done %llu KB cwnd %llu inflight %llu srtt %llu us rtx %llu (sack "
+                     "%llu) tlp %llu to %llu bad %llu\n",
+                     double(t - fault) / 1e6, (unsigned long long)(s.bytes_done >> 10),
+                     (unsigned long long)st.cwnd_bytes, (unsigned long long)st.inflight_bytes,
+                     (unsigned long long)(st.srtt_ns / 1000), (unsigned long long)st.tx_rtx_pkts,
+                     (unsigned long long)st.rtx_sack, (unsigned long long)st.tlp_probes,
                      (unsigned long long)st.timeouts, (unsigned long long)st.ev_assumed_bad);
         size_t n = s.c().engine(0).poll_ev_events(drain);
         for (size_t i = 0; i < n; i++)
-          std::fprintf(stderr, "    ev %05x port %u %u->%u reason %u at +%.3f ms\n", drain[i].ev, drain[i].port,
-                       unsigned(drain[i].from), unsigned(drain[i].to), unsigned(drain[i].reason),
-                       double(drain[i].time - fault) / 1e6);
+          std::fprintf(stderr, "    ev %05x port %u %u->%u reason %u at +%.3f ms\n", drain[i].ev,
+                       drain[i].port, unsigned(drain[i].from), unsigned(drain[i].to),
+                       unsigned(drain[i].reason), double(drain[i].time - fault) / 1e6);
       }
     }
     s.run_to(fault + 40 * kMs, bin, &bins);
@@ -257,13 +289,20 @@ int main(int argc, char** argv) {
     if (s.corrupt) std::fprintf(stderr, "figure 1: data verification FAILED\n");
     if (getenv("SIMDBG")) {
       auto st = *s.c().engine(0).qp_stats(s.qpn());
-      std::fprintf(stderr, "fig1: timeouts %llu tlp %llu rtx %llu sack %llu nack %llu to %llu suspects %llu bad %llu spurious %llu\n",
-                   (unsigned long long)st.timeouts, (unsigned long long)st.tlp_probes, (unsigned long long)st.tx_rtx_pkts,
-                   (unsigned long long)st.rtx_sack, (unsigned long long)st.rtx_nack, (unsigned long long)st.rtx_timeout,
-                   (unsigned long long)st.plane_suspects, (unsigned long long)st.ev_assumed_bad, (unsigned long long)st.spurious_rtx);
+      std::fprintf(stderr,
+                   "fig1: timeouts %llu tlp %llu rtx %llu sack %llu nack %llu to %llu suspects "
+                   "%llu bad %llu spurious %llu\n",
+                   (unsigned long long)st.timeouts, (unsigned long long)st.tlp_probes,
+                   (unsigned long long)st.tx_rtx_pkts, (unsigned long long)st.rtx_sack,
+                   (unsigned long long)st.rtx_nack, (unsigned long long)st.rtx_timeout,
+                   (unsigned long long)st.plane_suspects, (unsigned long long)st.ev_assumed_bad,
+                   (unsigned long long)st.spurious_rtx);
       Time prev = 0;
       for (Time t : s.completions) {
-        if (t >= fault && prev && t - std::max(prev, fault) > 200 * kUs) std::fprintf(stderr, "  gap %.1f us at %.3f ms\n", double(t - std::max(prev, fault)) / 1e3, double(std::max(prev, fault) - fault) / 1e6);
+        if (t >= fault && prev && t - std::max(prev, fault) > 200 * kUs)
+          std::fprintf(stderr, "  gap %.1f us at %.3f ms\n",
+                       double(t - std::max(prev, fault)) / 1e3,
+                       double(std::max(prev, fault) - fault) / 1e6);
         prev = t;
       }
     }
@@ -285,11 +324,15 @@ int main(int argc, char** argv) {
     if (getenv("SIMDBG")) {
       size_t empty = 0;
       for (size_t i = pre; i < bins.size(); i++) empty += bins[i] == 0;
-      std::fprintf(stderr, "fig2: timeouts %llu tlp %llu rtx %llu sack %llu nack %llu to %llu suspects %llu bad %llu spurious %llu srtt %llu us; empty 100us bins %zu of %zu\n",
-                   (unsigned long long)st.timeouts, (unsigned long long)st.tlp_probes, (unsigned long long)st.tx_rtx_pkts,
-                   (unsigned long long)st.rtx_sack, (unsigned long long)st.rtx_nack, (unsigned long long)st.rtx_timeout,
-                   (unsigned long long)st.plane_suspects, (unsigned long long)st.ev_assumed_bad, (unsigned long long)st.spurious_rtx,
-                   (unsigned long long)(st.srtt_ns / 1000), empty, bins.size() - pre);
+      std::fprintf(stderr,
+                   "fig2: timeouts %llu tlp %llu rtx %llu sack %llu nack %llu to %llu suspects "
+                   "%llu bad %llu spurious %llu srtt %llu us; empty 100us bins %zu of %zu\n",
+                   (unsigned long long)st.timeouts, (unsigned long long)st.tlp_probes,
+                   (unsigned long long)st.tx_rtx_pkts, (unsigned long long)st.rtx_sack,
+                   (unsigned long long)st.rtx_nack, (unsigned long long)st.rtx_timeout,
+                   (unsigned long long)st.plane_suspects, (unsigned long long)st.ev_assumed_bad,
+                   (unsigned long long)st.spurious_rtx, (unsigned long long)(st.srtt_ns / 1000),
+                   empty, bins.size() - pre);
     }
     f2_bad = st.ev_assumed_bad;
     f2_readmit = st.ev_readmitted;
@@ -323,7 +366,8 @@ int main(int argc, char** argv) {
     while (s.c().engine(0).poll_ev_events(drain)) {
     }
     const Time fault = s.c().now();
-    s.c().net().update(sim::LinkSel::path(int32_t(plane), int32_t(path)), [](sim::LinkParams& p, sim::Tier) { p.loss = 0.2; });
+    s.c().net().update(sim::LinkSel::path(int32_t(plane), int32_t(path)),
+                       [](sim::LinkParams& p, sim::Tier) { p.loss = 0.2; });
     s.run_to(fault + 20 * kMs, bin, nullptr);
     EvEvent ev[1024];
     size_t n = s.c().engine(0).poll_ev_events(ev);
@@ -340,24 +384,36 @@ int main(int argc, char** argv) {
   const double f3_med = f3_us.empty() ? -1 : f3_us[f3_us.size() / 2];
   const double f3_max = f3_us.empty() ? -1 : f3_us.back();
   if (o.json) {
-    std::printf("{\"planes\":%u,\"paths\":%u,\"gbps\":%.1f,\"nominal_gbps\":%.1f,"
-                "\"blackhole\":{\"before_gbps\":%.2f,\"after_gbps\":%.2f,\"min_bin_gbps\":%.2f,\"longest_gap_us\":%.1f,\"recover_us\":%.0f},"
-                "\"loss1pct\":{\"clean_gbps\":%.2f,\"lossy_gbps\":%.2f,\"fraction\":%.3f,\"evs_assumed_bad\":%llu,\"readmitted\":%llu},"
-                "\"path20pct\":{\"evs_on_path\":%u,\"demoted\":%zu,\"median_us\":%.1f,\"max_us\":%.1f}}\n",
-                o.planes, o.paths, o.gbps, nominal, f1_before, f1_after, f1_min_bin, f1_gap_us, f1_recover_us, f2_clean,
-                f2_lossy, f2_lossy / f2_clean, (unsigned long long)f2_bad, (unsigned long long)f2_readmit, f3_evs,
-                f3_us.size(), f3_med, f3_max);
+    std::printf(
+        "{\"planes\":%u,\"paths\":%u,\"gbps\":%.1f,\"nominal_gbps\":%.1f,"
+        "\"blackhole\":{\"before_gbps\":%.2f,\"after_gbps\":%.2f,\"min_bin_gbps\":%.2f,\"longest_"
+        "gap_us\":%.1f,\"recover_us\":%.0f},"
+        "\"loss1pct\":{\"clean_gbps\":%.2f,\"lossy_gbps\":%.2f,\"fraction\":%.3f,\"evs_assumed_"
+        "bad\":%llu,\"readmitted\":%llu},"
+        "\"path20pct\":{\"evs_on_path\":%u,\"demoted\":%zu,\"median_us\":%.1f,\"max_us\":%.1f}}\n",
+        o.planes, o.paths, o.gbps, nominal, f1_before, f1_after, f1_min_bin, f1_gap_us,
+        f1_recover_us, f2_clean, f2_lossy, f2_lossy / f2_clean, (unsigned long long)f2_bad,
+        (unsigned long long)f2_readmit, f3_evs, f3_us.size(), f3_med, f3_max);
   } else {
-    std::printf("fabric: %u planes x %u paths, %.1f Gbit/s links (nominal %.0f Gbit/s), %u KiB messages, MTU %u\n",
-                o.planes, o.paths, o.gbps, nominal, o.msg / 1024, o.mtu);
-    std::printf("1. plane blackholed mid-transfer: goodput %.2f -> %.2f Gbit/s; lowest 100us bin %.2f Gbit/s;\n"
-                "   longest gap between completions %.1f us; back at 3/4 of pre-fault goodput after %.0f us\n",
-                f1_before, f1_after, f1_min_bin, f1_gap_us, f1_recover_us);
-    std::printf("2. %.1f%% random loss on one plane: goodput %.2f of lossless (%.2f vs %.2f Gbit/s); "
-                "%llu EVs assumed bad, %llu readmitted\n",
-                o.loss * 100, f2_lossy / f2_clean, f2_lossy, f2_clean, (unsigned long long)f2_bad, (unsigned long long)f2_readmit);
-    std::printf("3. 20%% loss on one path: %u active EVs hash onto it, %zu left the active set; after %.1f us (median), %.1f us (max)\n",
-                f3_evs, f3_us.size(), f3_med, f3_max);
+    std::printf(
+        "fabric: %u planes x %u paths, %.1f Gbit/s links (nominal %.0f Gbit/s), %u KiB messages, "
+        "MTU %u\n",
+        o.planes, o.paths, o.gbps, nominal, o.msg / 1024, o.mtu);
+    std::printf(
+        "1. plane blackholed mid-transfer: goodput %.2f -> %.2f Gbit/s; lowest 100us bin %.2f "
+        "Gbit/s;\n"
+        "   longest gap between completions %.1f us; back at 3/4 of pre-fault goodput after %.0f "
+        "us\n",
+        f1_before, f1_after, f1_min_bin, f1_gap_us, f1_recover_us);
+    std::printf(
+        "2. %.1f%% random loss on one plane: goodput %.2f of lossless (%.2f vs %.2f Gbit/s); "
+        "%llu EVs assumed bad, %llu readmitted\n",
+        o.loss * 100, f2_lossy / f2_clean, f2_lossy, f2_clean, (unsigned long long)f2_bad,
+        (unsigned long long)f2_readmit);
+    std::printf(
+        "3. 20%% loss on one path: %u active EVs hash onto it, %zu left the active set; after %.1f "
+        "us (median), %.1f us (max)\n",
+        f3_evs, f3_us.size(), f3_med, f3_max);
   }
   return 0;
 }

@@ -419,7 +419,8 @@ int client(const Opts& o) {
     std::vector<double> us;
     const uint64_t deadline = t0 + uint64_t(o.timeout * 1e9);
     // --duration: as many round trips as fit (at most --iters when given)
-    const uint64_t stop = o.duration > 0 ? std::min(deadline, t0 + uint64_t(o.duration * 1e9)) : deadline;
+    const uint64_t stop =
+        o.duration > 0 ? std::min(deadline, t0 + uint64_t(o.duration * 1e9)) : deadline;
     const uint32_t iters = o.duration > 0 && !o.iters_set ? UINT32_MAX : o.iters;
     if (o.duration <= 0) us.reserve(o.iters);
     for (uint32_t i = 0; i < iters && now_ns() < stop; i++) {
@@ -578,7 +579,8 @@ int main(int argc, char** argv) {
   if (o.sample_ms == 0 || o.msg_size == 0) return usage();
   if (o.role == "client" && o.connect_addr.empty()) return usage();
   if (!o.sports.empty()) {
-    const size_t flows = o.pingpong ? 1 : (o.mode == "tcp-multi" ? size_t(std::max(1, o.flows)) : 1);
+    const size_t flows =
+        o.pingpong ? 1 : (o.mode == "tcp-multi" ? size_t(std::max(1, o.flows)) : 1);
     if (o.sports.size() != flows) {
       std::fprintf(stderr, "tcp_peer: --sport needs one port per flow (%zu)\n", flows);
       return 2;

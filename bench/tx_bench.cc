@@ -31,21 +31,21 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "netns/afxdp/netns_fixture.hpp"
-#include "netns/afxdp/test_frames.hpp"
-#include "netns/afxdp/test_prog.hpp"
+#include "support/netns_fixture.hpp"
+#include "support/test_frames.hpp"
+#include "support/test_prog.hpp"
 #include "xdp/device.hpp"
 #include "xdp/live_tx.hpp"
 #include "xdp/netns.hpp"
 
 using namespace mrc;
 using namespace mrc::xdp;
-using mrc::xsktest::TestProg;
-using mrc::xsktest::Topology;
 using mrc::bench::die;
 using mrc::bench::must;
 using mrc::bench::now_ns;
 using mrc::bench::pin;
+using mrc::xsktest::TestProg;
+using mrc::xsktest::Topology;
 
 namespace {
 
@@ -64,8 +64,6 @@ struct Options {
 };
 
 uint64_t thread_cpu_ns() { return bench::clock_ns(CLOCK_THREAD_CPUTIME_ID); }
-
-
 
 struct Mode {
   std::string name;

@@ -32,20 +32,20 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "netns/afxdp/netns_fixture.hpp"
-#include "netns/afxdp/test_frames.hpp"
-#include "netns/afxdp/test_prog.hpp"
+#include "support/netns_fixture.hpp"
+#include "support/test_frames.hpp"
+#include "support/test_prog.hpp"
 #include "xdp/device.hpp"
 #include "xdp/netns.hpp"
 
 using namespace mrc;
 using namespace mrc::xdp;
-using mrc::xsktest::TestProg;
-using mrc::xsktest::Topology;
 using mrc::bench::die;
 using mrc::bench::must;
 using mrc::bench::now_ns;
 using mrc::bench::pin;
+using mrc::xsktest::TestProg;
+using mrc::xsktest::Topology;
 
 namespace {
 
@@ -72,9 +72,6 @@ uint64_t thread_cpu_ns(pid_t tid) {
   std::fclose(f);
   return ns;
 }
-
-
-
 
 // The variants of a TX->RX run.
 struct Variant {

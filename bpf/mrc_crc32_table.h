@@ -15,6 +15,8 @@
  * 0xff that stand for the IB local routing header in the ICRC. */
 #define MRC_ICRC_SEED 0xdebb20e3u
 
+/* Generated layout, six entries a line: */
+/* clang-format off */
 static const __u32 mrc_crc32_tbl[4][256] = {
 	{
 		0x00000000, 0x77073096, 0xee0e612c, 0x990951ba, 0x076dc419, 0x706af48f,
@@ -197,5 +199,6 @@ static const __u32 mrc_crc32_tbl[4][256] = {
 		0xccb0a91f, 0x740cce7a, 0x66b96194, 0xde0506f1,
 	},
 };
+/* clang-format on */
 
 #endif /* MRC_BPF_CRC32_TABLE_H */

@@ -51,11 +51,11 @@ struct mrc_frag6_hdr {
 
 /* What the parser learned about an MRC packet; all offsets from ctx->data. */
 struct mrc_pkt {
-	__u32 l3;	/* IP header */
-	__u32 ip_len;	/* 20 or 40 */
-	__u32 bth;	/* BTH */
-	__u32 xlen;	/* header stack after the BTH */
-	__u32 after;	/* bytes after the header stack (payload + pad + ICRC) */
+	__u32 l3;     /* IP header */
+	__u32 ip_len; /* 20 or 40 */
+	__u32 bth;    /* BTH */
+	__u32 xlen;   /* header stack after the BTH */
+	__u32 after;  /* bytes after the header stack (payload + pad + ICRC) */
 	__u32 dqpn;
 	__u32 psn;
 	__u32 flow_label; /* IPv6 */
@@ -64,9 +64,9 @@ struct mrc_pkt {
 	__u8 dscp;
 	__u8 ecn;
 	__u8 opcode;
-	__u8 kind;	/* MRC_META_KIND_* */
+	__u8 kind; /* MRC_META_KIND_* */
 	__u8 ts;
-	__u8 pad;	/* BTH PadCnt (data) */
+	__u8 pad; /* BTH PadCnt (data) */
 };
 
 /* DSCP classes in force (an all-zero triple in mrc_cfg means the defaults). */
@@ -81,10 +81,10 @@ struct mrc_dscp {
  * (32-bit stack slots). mrc_clamp() restores them with a mask the compiler
  * cannot drop; the masks are wider than any offset the parser accepts.
  */
-#define MRC_L3_MASK 0x1f     /* l3 <= 18 */
-#define MRC_IPLEN_MASK 0x3f  /* ip_len <= 40 */
-#define MRC_BTH_MASK 0x7f    /* bth <= 66 */
-#define MRC_FRAME_MASK 0xff  /* replies <= 118 bytes */
+#define MRC_L3_MASK 0x1f    /* l3 <= 18 */
+#define MRC_IPLEN_MASK 0x3f /* ip_len <= 40 */
+#define MRC_BTH_MASK 0x7f   /* bth <= 66 */
+#define MRC_FRAME_MASK 0xff /* replies <= 118 bytes */
 
 static __always_inline __u32 mrc_clamp(__u32 v, __u32 mask)
 {
@@ -256,7 +256,8 @@ static __always_inline int mrc_trim_nack(struct xdp_md *ctx, struct mrc_xdp_stat
 
 	if (p->ts) {
 		/* TSETH follows the METH */
-		struct mrc_tseth *ts = data + bth_off + sizeof(struct mrc_bth) + sizeof(struct mrc_meth);
+		struct mrc_tseth *ts =
+		    data + bth_off + sizeof(struct mrc_bth) + sizeof(struct mrc_meth);
 
 		if ((void *)(ts + 1) > data_end)
 			return drop(&st->drop_tx_error);
@@ -275,8 +276,8 @@ static __always_inline int mrc_trim_nack(struct xdp_md *ctx, struct mrc_xdp_stat
 	neth = data + bth_off + sizeof(struct mrc_bth);
 	if ((void *)(neth + 1) > data_end)
 		return drop(&st->drop_tx_error);
-	neth->hdr = bpf_htons(MRC_XH_TYPE_NACK << MRC_XH_TYPE_SHIFT |
-			      MRC_XH_NEXT_NONE << MRC_XH_NEXT_SHIFT);
+	neth->hdr = bpf_htons(MRC_XH_TYPE_NACK << MRC_XH_TYPE_SHIFT | MRC_XH_NEXT_NONE
+									  << MRC_XH_NEXT_SHIFT);
 	neth->reason = p->dscp == dscp->lasthop ? MRC_NACK_TRIMMED_LASTHOP : MRC_NACK_TRIMMED;
 	neth->vendor_info = 0;
 	neth->entropy = bpf_htonl(entropy);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-3-Clause) */
 /*
  * Maps of mrc_xdp.bpf.c. Keys and values are the types of
- * include/mrc/uapi/maps.h, so user space (user/bpf/) and bpftool see the same
+ * include/mrc/uapi/maps.h, so user space (user/loader/) and bpftool see the same
  * BTF. Names are at most 15 characters (BPF_OBJ_NAME_LEN) and start with
  * "mrc_" so `bpftool map list` is easy to grep. Documentation/xdp.md
  * describes every map and field.

@@ -13,6 +13,33 @@ if(CMAKE_MATCH_1 LESS 11)
   message(FATAL_ERROR "clang >= 11 is needed to build BPF programs (found ${CMAKE_MATCH_1})")
 endif()
 
+# __TARGET_ARCH_<arch> (bpf_tracing.h's PT_REGS_* and the like) names the
+# architecture the programs will run on: the build host's, from
+# CMAKE_SYSTEM_PROCESSOR (a cross build sets that to the target's).
+string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" _bpf_proc)
+if(_bpf_proc MATCHES "^(x86_64|amd64|i[3-6]86|x86)$")
+  set(BPF_TARGET_ARCH x86)
+elseif(_bpf_proc MATCHES "^(aarch64|arm64)")
+  set(BPF_TARGET_ARCH arm64)
+elseif(_bpf_proc MATCHES "^arm")
+  set(BPF_TARGET_ARCH arm)
+elseif(_bpf_proc MATCHES "^(ppc64|ppc64le|powerpc64|powerpc64le)$")
+  set(BPF_TARGET_ARCH powerpc)
+elseif(_bpf_proc MATCHES "^s390")
+  set(BPF_TARGET_ARCH s390)
+elseif(_bpf_proc MATCHES "^riscv")
+  set(BPF_TARGET_ARCH riscv)
+elseif(_bpf_proc MATCHES "^(loongarch64|loongarch)")
+  set(BPF_TARGET_ARCH loongarch)
+elseif(_bpf_proc MATCHES "^mips")
+  set(BPF_TARGET_ARCH mips)
+else()
+  message(FATAL_ERROR "BPF programs: no __TARGET_ARCH_ for CMAKE_SYSTEM_PROCESSOR "
+    "\"${CMAKE_SYSTEM_PROCESSOR}\" (cmake/BpfObject.cmake knows x86, arm64, arm, powerpc, "
+    "s390, riscv, loongarch, mips)")
+endif()
+message(STATUS "BPF programs built for __TARGET_ARCH_${BPF_TARGET_ARCH}")
+
 # Multiarch include dir for <asm/types.h> when compiling with -target bpf.
 execute_process(COMMAND ${CMAKE_C_COMPILER} -print-multiarch OUTPUT_VARIABLE _multiarch OUTPUT_STRIP_TRAILING_WHITESPACE)
 set(BPF_EXTRA_INCLUDES -I/usr/include/${_multiarch})
@@ -24,7 +51,7 @@ function(mrc_bpf_object name src)
   set(skel ${out_dir}/${name}.skel.h)
   add_custom_command(OUTPUT ${obj}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
-    COMMAND ${BPF_CLANG} -target bpf -g -O2 -Wall -Werror -D__TARGET_ARCH_x86
+    COMMAND ${BPF_CLANG} -target bpf -g -O2 -Wall -Werror -D__TARGET_ARCH_${BPF_TARGET_ARCH}
             -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/bpf ${BPF_EXTRA_INCLUDES}
             -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
     DEPENDS ${src} ${B_DEPENDS}

@@ -15,7 +15,7 @@ function(mrc_add_test)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   mrc_target_warnings(${T_NAME})
-  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} mrc_test_support GTest::gtest GTest::gtest_main GTest::gmock Threads::Threads)
   if(T_DISCOVER)
     gtest_discover_tests(${T_NAME} EXTRA_ARGS ${T_ARGS}
       PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77

@@ -20,7 +20,7 @@
 #include "mrc/mrc.h"
 
 #define MAX_WIMM 64 /* WRITE_WITH_IMMs in flight */
-#define MPR 8       /* send window, units of 128 packets */
+#define MPR 8	    /* send window, units of 128 packets */
 
 static void die(const char *what)
 {
@@ -29,10 +29,7 @@ static void die(const char *what)
 }
 
 /* The bytes of message i (the server checks them). */
-static uint8_t pattern(uint32_t i, size_t j)
-{
-	return (uint8_t)(i * 31u + j * 7u + 1u);
-}
+static uint8_t pattern(uint32_t i, size_t j) { return (uint8_t)(i * 31u + j * 7u + 1u); }
 
 int main(int argc, char **argv)
 {
@@ -51,7 +48,9 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (optind + 2 != argc || count == 0 || count > MAX_WIMM || size == 0) {
-		fprintf(stderr, "usage: write_imm_client [-p PORT] [-n 1..%d] [-s BYTES] SERVER_ADDR IF[,IF...]\n",
+		fprintf(stderr,
+			"usage: write_imm_client [-p PORT] [-n 1..%d] [-s BYTES] SERVER_ADDR "
+			"IF[,IF...]\n",
 			MAX_WIMM);
 		return 2;
 	}
@@ -60,7 +59,8 @@ int main(int argc, char **argv)
 	/* 1. The device, a context, a PD; the messages in one registered buffer. */
 	const char *ifs[MRC_MAX_PORTS];
 	int nifs = 0;
-	for (char *s = strtok(argv[optind + 1], ","); s && nifs < MRC_MAX_PORTS; s = strtok(NULL, ","))
+	for (char *s = strtok(argv[optind + 1], ","); s && nifs < MRC_MAX_PORTS;
+	     s = strtok(NULL, ","))
 		ifs[nifs++] = s;
 	struct mrc_device *dev = mrc_open_device(ifs, nifs, NULL);
 	if (!dev)
@@ -77,11 +77,11 @@ int main(int argc, char **argv)
 	struct mrc_mr *mr = mrc_reg_mr(pd, buf, len, MRC_ACCESS_LOCAL_WRITE);
 	struct mrc_cq *cq = mrc_create_cq(ctx, MAX_WIMM, NULL, NULL, 0);
 	struct mrc_qp_init_attr init = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.pd = pd,
-		.cap = {.max_send_wr = MAX_WIMM, .max_recv_wr = 0, .max_send_sge = 1},
-		.send_ops_flags = MRC_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .pd = pd,
+	    .cap = {.max_send_wr = MAX_WIMM, .max_recv_wr = 0, .max_send_sge = 1},
+	    .send_ops_flags = MRC_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
 	};
 	struct mrc_qp *qp = mr && cq ? mrc_create_qp(ctx, &init) : NULL;
 	if (!qp)
@@ -89,22 +89,24 @@ int main(int argc, char **argv)
 
 	/* 2. RESET -> INIT. */
 	struct mrc_ibv_qp_attr va = {
-		.qp_state = MRC_QPS_INIT,
-		.qp_access_flags = MRC_ACCESS_LOCAL_WRITE,
+	    .qp_state = MRC_QPS_INIT,
+	    .qp_access_flags = MRC_ACCESS_LOCAL_WRITE,
 	};
 	struct mrc_qp_attr ma = {.qp_hint = NULL};
-	if (mrc_modify_qp(qp, &va, MRC_IBV_QP_STATE | MRC_IBV_QP_PKEY_INDEX | MRC_IBV_QP_ACCESS_FLAGS, &ma,
+	if (mrc_modify_qp(qp, &va,
+			  MRC_IBV_QP_STATE | MRC_IBV_QP_PKEY_INDEX | MRC_IBV_QP_ACCESS_FLAGS, &ma,
 			  MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID))
 		die("modify to INIT");
 
 	/* 3. Swap endpoints: ours has no buffer to offer, the server's does. */
-	struct mrc_endpoint me = {.psn = mrc_random_psn(), .max_wimm_dest = MAX_WIMM, .mpr_dest = MPR, .mtu = 4096};
+	struct mrc_endpoint me = {
+	    .psn = mrc_random_psn(), .max_wimm_dest = MAX_WIMM, .mpr_dest = MPR, .mtu = 4096};
 	mrc_get_qpn(qp, &me.qpn);
 	me.num_gids = (uint32_t)mrc_num_ports(dev);
 	for (uint8_t p = 1; p <= me.num_gids; p++) {
 		struct mrc_port_attr pa;
 		if (mrc_query_port(dev, p, &pa) || mrc_query_gid(dev, p, 0, &me.gid[p - 1]))
-			die("port/GID"); /* GID 0 is the port's IPv4 address */
+			die("port/GID");		 /* GID 0 is the port's IPv4 address */
 		uint32_t fit = (pa.mtu - 128) / 64 * 64; /* MRC headers take at most 92 bytes */
 		if (fit < me.mtu)
 			me.mtu = fit;
@@ -121,24 +123,25 @@ int main(int argc, char **argv)
 
 	/* 4. INIT -> RTR (the server's GID on every plane) -> RTS. */
 	va = (struct mrc_ibv_qp_attr){
-		.qp_state = MRC_QPS_RTR,
-		.path_mtu = peer.mtu < me.mtu ? peer.mtu : me.mtu,
-		.dest_qp_num = peer.qpn,
-		.rq_psn = peer.psn,
+	    .qp_state = MRC_QPS_RTR,
+	    .path_mtu = peer.mtu < me.mtu ? peer.mtu : me.mtu,
+	    .dest_qp_num = peer.qpn,
+	    .rq_psn = peer.psn,
 	};
 	memcpy(va.ah_attr.dgid, peer.gid, sizeof peer.gid);
 	va.ah_attr.peer_max_wimm_dest = peer.max_wimm_dest;
 	ma = (struct mrc_qp_attr){.wimm.max_wimm_dest = MAX_WIMM, .mpr.mpr_dest = MPR};
 	if (mrc_modify_qp(qp, &va,
-			  MRC_IBV_QP_STATE | MRC_IBV_QP_AV | MRC_IBV_QP_PATH_MTU | MRC_IBV_QP_DEST_QPN | MRC_IBV_QP_RQ_PSN,
+			  MRC_IBV_QP_STATE | MRC_IBV_QP_AV | MRC_IBV_QP_PATH_MTU |
+			      MRC_IBV_QP_DEST_QPN | MRC_IBV_QP_RQ_PSN,
 			  &ma, MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST))
 		die("modify to RTR");
 	va = (struct mrc_ibv_qp_attr){.qp_state = MRC_QPS_RTS, .sq_psn = me.psn};
 	ma = (struct mrc_qp_attr){
-		.wimm.max_wimm = MAX_WIMM,
-		.mpr.mpr = peer.mpr_dest < MPR ? peer.mpr_dest : MPR,
-		.timeout = 14,                              /* ACK timeout 1.024 us x 2^14 = 16.8 ms */
-		.retry = {.linear_cnt = 7, .exp_cnt = 7},
+	    .wimm.max_wimm = MAX_WIMM,
+	    .mpr.mpr = peer.mpr_dest < MPR ? peer.mpr_dest : MPR,
+	    .timeout = 14, /* ACK timeout 1.024 us x 2^14 = 16.8 ms */
+	    .retry = {.linear_cnt = 7, .exp_cnt = 7},
 	};
 	if (mrc_modify_qp(qp, &va, MRC_IBV_QP_STATE | MRC_IBV_QP_SQ_PSN, &ma,
 			  MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_TIMEOUT | MRC_QP_RETRY_CNT))
@@ -146,15 +149,16 @@ int main(int argc, char **argv)
 
 	/* 5. Every message as an RDMA WRITE with immediate, each signaled. */
 	for (uint32_t i = 0; i < count; i++) {
-		struct mrc_sge sge = {.addr = (uintptr_t)(buf + (size_t)i * size), .length = size, .lkey = mr->lkey};
+		struct mrc_sge sge = {
+		    .addr = (uintptr_t)(buf + (size_t)i * size), .length = size, .lkey = mr->lkey};
 		struct mrc_send_wr wr = {
-			.wr_id = i,
-			.sg_list = &sge,
-			.num_sge = 1,
-			.opcode = MRC_WR_RDMA_WRITE_WITH_IMM,
-			.send_flags = MRC_SEND_SIGNALED,
-			.imm_data = htonl(0x1000 + i),
-			.wr.rdma = {.remote_addr = peer.addr + (uint64_t)i * size, .rkey = peer.rkey},
+		    .wr_id = i,
+		    .sg_list = &sge,
+		    .num_sge = 1,
+		    .opcode = MRC_WR_RDMA_WRITE_WITH_IMM,
+		    .send_flags = MRC_SEND_SIGNALED,
+		    .imm_data = htonl(0x1000 + i),
+		    .wr.rdma = {.remote_addr = peer.addr + (uint64_t)i * size, .rkey = peer.rkey},
 		};
 		struct mrc_send_wr *bad;
 		if (mrc_post_send(qp, &wr, &bad))
@@ -175,18 +179,19 @@ int main(int argc, char **argv)
 		if (n == 0)
 			continue;
 		if (wc.status != MRC_WC_SUCCESS) {
-			fprintf(stderr, "client: message %llu failed: %s\n", (unsigned long long)wc.wr_id,
-				mrc_wc_status_str(wc.status));
+			fprintf(stderr, "client: message %llu failed: %s\n",
+				(unsigned long long)wc.wr_id, mrc_wc_status_str(wc.status));
 			return 1;
 		}
 		done++;
 	}
-	printf("client: wrote %u messages of %u bytes with immediates 0x%08x..0x%08x\n", count, size, 0x1000u,
-	       0x1000u + count - 1);
+	printf("client: wrote %u messages of %u bytes with immediates 0x%08x..0x%08x\n", count,
+	       size, 0x1000u, 0x1000u + count - 1);
 
 	/* 7. Tell the server we are done and print its verdict. */
 	char line[64];
-	if (mrc_exchange_send_line(fd, "done") || mrc_exchange_recv_line(fd, line, sizeof line, 30000) < 0)
+	if (mrc_exchange_send_line(fd, "done") ||
+	    mrc_exchange_recv_line(fd, line, sizeof line, 30000) < 0)
 		die("talking to the server");
 	printf("client: server says: %s\n", line);
 	close(fd);

@@ -21,7 +21,7 @@
 #include "mrc/mrc.h"
 
 #define MAX_WIMM 64 /* WRITE_WITH_IMMs in flight we accept */
-#define MPR 8       /* receive window, units of 128 packets */
+#define MPR 8	    /* receive window, units of 128 packets */
 
 static void die(const char *what)
 {
@@ -30,10 +30,7 @@ static void die(const char *what)
 }
 
 /* The bytes the client writes as message i (the client has the same). */
-static uint8_t pattern(uint32_t i, size_t j)
-{
-	return (uint8_t)(i * 31u + j * 7u + 1u);
-}
+static uint8_t pattern(uint32_t i, size_t j) { return (uint8_t)(i * 31u + j * 7u + 1u); }
 
 int main(int argc, char **argv)
 {
@@ -52,7 +49,9 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (optind + 1 != argc || count == 0 || count > MAX_WIMM || size == 0) {
-		fprintf(stderr, "usage: write_imm_server [-p PORT] [-n 1..%d] [-s BYTES] IF[,IF...]\n", MAX_WIMM);
+		fprintf(stderr,
+			"usage: write_imm_server [-p PORT] [-n 1..%d] [-s BYTES] IF[,IF...]\n",
+			MAX_WIMM);
 		return 2;
 	}
 
@@ -72,15 +71,16 @@ int main(int argc, char **argv)
 	/* 2. A buffer the client may write, a CQ and a QP. */
 	size_t len = (size_t)count * size;
 	uint8_t *buf = calloc(1, len);
-	struct mrc_mr *mr = mrc_reg_mr(pd, buf, len, MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
+	struct mrc_mr *mr =
+	    mrc_reg_mr(pd, buf, len, MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
 	struct mrc_cq *cq = mrc_create_cq(ctx, 2 * MAX_WIMM, NULL, NULL, 0);
 	if (!buf || !mr || !cq)
 		die("buffer/MR/CQ");
 	struct mrc_qp_init_attr init = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.pd = pd,
-		.cap = {.max_send_wr = 1, .max_recv_wr = MAX_WIMM, .max_send_sge = 1},
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .pd = pd,
+	    .cap = {.max_send_wr = 1, .max_recv_wr = MAX_WIMM, .max_send_sge = 1},
 	};
 	struct mrc_qp *qp = mrc_create_qp(ctx, &init);
 	if (!qp)
@@ -88,11 +88,12 @@ int main(int argc, char **argv)
 
 	/* 3. RESET -> INIT (no QP hint, automatic EVs, default congestion control). */
 	struct mrc_ibv_qp_attr va = {
-		.qp_state = MRC_QPS_INIT,
-		.qp_access_flags = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE,
+	    .qp_state = MRC_QPS_INIT,
+	    .qp_access_flags = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE,
 	};
 	struct mrc_qp_attr ma = {.qp_hint = NULL};
-	if (mrc_modify_qp(qp, &va, MRC_IBV_QP_STATE | MRC_IBV_QP_PKEY_INDEX | MRC_IBV_QP_ACCESS_FLAGS, &ma,
+	if (mrc_modify_qp(qp, &va,
+			  MRC_IBV_QP_STATE | MRC_IBV_QP_PKEY_INDEX | MRC_IBV_QP_ACCESS_FLAGS, &ma,
 			  MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID))
 		die("modify to INIT");
 
@@ -105,14 +106,19 @@ int main(int argc, char **argv)
 	}
 
 	/* 5. Our endpoint: QPN, first PSN, a GID per plane, the buffer and its rkey. */
-	struct mrc_endpoint me = {.psn = mrc_random_psn(), .addr = (uintptr_t)buf, .len = len, .rkey = mr->rkey,
-				  .max_wimm_dest = MAX_WIMM, .mpr_dest = MPR, .mtu = 4096};
+	struct mrc_endpoint me = {.psn = mrc_random_psn(),
+				  .addr = (uintptr_t)buf,
+				  .len = len,
+				  .rkey = mr->rkey,
+				  .max_wimm_dest = MAX_WIMM,
+				  .mpr_dest = MPR,
+				  .mtu = 4096};
 	mrc_get_qpn(qp, &me.qpn);
 	me.num_gids = (uint32_t)mrc_num_ports(dev);
 	for (uint8_t p = 1; p <= me.num_gids; p++) {
 		struct mrc_port_attr pa;
 		if (mrc_query_port(dev, p, &pa) || mrc_query_gid(dev, p, 0, &me.gid[p - 1]))
-			die("port/GID"); /* GID 0 is the port's IPv4 address */
+			die("port/GID");		 /* GID 0 is the port's IPv4 address */
 		uint32_t fit = (pa.mtu - 128) / 64 * 64; /* MRC headers take at most 92 bytes */
 		if (fit < me.mtu)
 			me.mtu = fit;
@@ -127,16 +133,17 @@ int main(int argc, char **argv)
 
 	/* 6. INIT -> RTR: the client's GIDs form the address vector. */
 	va = (struct mrc_ibv_qp_attr){
-		.qp_state = MRC_QPS_RTR,
-		.path_mtu = peer.mtu < me.mtu ? peer.mtu : me.mtu,
-		.dest_qp_num = peer.qpn,
-		.rq_psn = peer.psn,
+	    .qp_state = MRC_QPS_RTR,
+	    .path_mtu = peer.mtu < me.mtu ? peer.mtu : me.mtu,
+	    .dest_qp_num = peer.qpn,
+	    .rq_psn = peer.psn,
 	};
 	memcpy(va.ah_attr.dgid, peer.gid, sizeof peer.gid);
 	va.ah_attr.peer_max_wimm_dest = peer.max_wimm_dest;
 	ma = (struct mrc_qp_attr){.wimm.max_wimm_dest = MAX_WIMM, .mpr.mpr_dest = MPR};
 	if (mrc_modify_qp(qp, &va,
-			  MRC_IBV_QP_STATE | MRC_IBV_QP_AV | MRC_IBV_QP_PATH_MTU | MRC_IBV_QP_DEST_QPN | MRC_IBV_QP_RQ_PSN,
+			  MRC_IBV_QP_STATE | MRC_IBV_QP_AV | MRC_IBV_QP_PATH_MTU |
+			      MRC_IBV_QP_DEST_QPN | MRC_IBV_QP_RQ_PSN,
 			  &ma, MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST))
 		die("modify to RTR");
 
@@ -155,14 +162,16 @@ int main(int argc, char **argv)
 		if (n == 0)
 			continue; /* a real program would block on a completion channel */
 		if (wc.status != MRC_WC_SUCCESS) {
-			fprintf(stderr, "server: receive failed: %s\n", mrc_wc_status_str(wc.status));
+			fprintf(stderr, "server: receive failed: %s\n",
+				mrc_wc_status_str(wc.status));
 			return 1;
 		}
 		uint32_t imm = ntohl(wc.imm_data), i = imm - 0x1000;
 		int ok = i < count && wc.byte_len == size;
 		for (size_t j = 0; ok && j < size; j++)
 			ok = buf[(size_t)i * size + j] == pattern(i, j);
-		printf("server: immediate 0x%08x, %u bytes: %s\n", imm, wc.byte_len, ok ? "verified" : "MISMATCH");
+		printf("server: immediate 0x%08x, %u bytes: %s\n", imm, wc.byte_len,
+		       ok ? "verified" : "MISMATCH");
 		verified += (uint32_t)ok;
 		got++;
 	}

@@ -197,13 +197,27 @@ bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) 
   i.imm = imm;
   return i;
 }
-bpf_insn mov_imm(uint8_t dst, int32_t imm) { return insn(BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, imm); }
-bpf_insn mov_reg(uint8_t dst, uint8_t src) { return insn(BPF_ALU64 | BPF_MOV | BPF_X, dst, src, 0, 0); }
-bpf_insn add_imm(uint8_t dst, int32_t imm) { return insn(BPF_ALU64 | BPF_ADD | BPF_K, dst, 0, 0, imm); }
-bpf_insn ldx_w(uint8_t dst, uint8_t src, int16_t off) { return insn(BPF_LDX | BPF_MEM | BPF_W, dst, src, off, 0); }
-bpf_insn st_w(uint8_t dst, int16_t off, int32_t imm) { return insn(BPF_ST | BPF_MEM | BPF_W, dst, 0, off, imm); }
-bpf_insn jne_imm(uint8_t dst, int32_t imm, int16_t off) { return insn(BPF_JMP | BPF_JNE | BPF_K, dst, 0, off, imm); }
-bpf_insn jgt_reg(uint8_t dst, uint8_t src, int16_t off) { return insn(BPF_JMP | BPF_JGT | BPF_X, dst, src, off, 0); }
+bpf_insn mov_imm(uint8_t dst, int32_t imm) {
+  return insn(BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, imm);
+}
+bpf_insn mov_reg(uint8_t dst, uint8_t src) {
+  return insn(BPF_ALU64 | BPF_MOV | BPF_X, dst, src, 0, 0);
+}
+bpf_insn add_imm(uint8_t dst, int32_t imm) {
+  return insn(BPF_ALU64 | BPF_ADD | BPF_K, dst, 0, 0, imm);
+}
+bpf_insn ldx_w(uint8_t dst, uint8_t src, int16_t off) {
+  return insn(BPF_LDX | BPF_MEM | BPF_W, dst, src, off, 0);
+}
+bpf_insn st_w(uint8_t dst, int16_t off, int32_t imm) {
+  return insn(BPF_ST | BPF_MEM | BPF_W, dst, 0, off, imm);
+}
+bpf_insn jne_imm(uint8_t dst, int32_t imm, int16_t off) {
+  return insn(BPF_JMP | BPF_JNE | BPF_K, dst, 0, off, imm);
+}
+bpf_insn jgt_reg(uint8_t dst, uint8_t src, int16_t off) {
+  return insn(BPF_JMP | BPF_JGT | BPF_X, dst, src, off, 0);
+}
 bpf_insn call(int32_t helper) { return insn(BPF_JMP | BPF_CALL, 0, 0, 0, helper); }
 bpf_insn exit_insn() { return insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }
 std::array<bpf_insn, 2> ld_map_fd(uint8_t dst, int fd) {
@@ -213,7 +227,8 @@ std::array<bpf_insn, 2> ld_map_fd(uint8_t dst, int fd) {
 constexpr uint32_t kMetaLen = sizeof(mrc_xdp_meta);
 static_assert(kMetaLen % 4 == 0, "XDP metadata must be a multiple of 4 bytes");
 
-Fd load(bpf_prog_type type, const std::vector<bpf_insn>& insns, uint32_t prog_flags, std::string* why) {
+Fd load(bpf_prog_type type, const std::vector<bpf_insn>& insns, uint32_t prog_flags,
+        std::string* why) {
   std::vector<char> log(64 * 1024);
   LIBBPF_OPTS(bpf_prog_load_opts, opts, .prog_flags = prog_flags, .log_level = 1,
               .log_size = static_cast<uint32_t>(log.size()), .log_buf = log.data());
@@ -227,7 +242,9 @@ Fd load(bpf_prog_type type, const std::vector<bpf_insn>& insns, uint32_t prog_fl
 }
 
 // return VERDICT
-std::vector<bpf_insn> verdict_prog(int verdict) { return {mov_imm(BPF_REG_0, verdict), exit_insn()}; }
+std::vector<bpf_insn> verdict_prog(int verdict) {
+  return {mov_imm(BPF_REG_0, verdict), exit_insn()};
+}
 
 // Reserves kMetaLen bytes of metadata, stores MRC_XDP_META_MAGIC at the
 // offset of mrc_xdp_meta::magic, redirects to XSKMAP[rx_queue_index] (or
@@ -334,7 +351,8 @@ Outcome check_btf() {
   const unsigned n = btf__type_cnt(b);
   const bool has_xdp_md = btf__find_by_name_kind(b, "xdp_md", BTF_KIND_STRUCT) > 0;
   btf__free(b);
-  return yes("vmlinux BTF, " + std::to_string(n) + " types" + (has_xdp_md ? ", struct xdp_md" : ""));
+  return yes("vmlinux BTF, " + std::to_string(n) + " types" +
+             (has_xdp_md ? ", struct xdp_md" : ""));
 }
 
 Outcome check_test_run() {
@@ -370,10 +388,11 @@ Outcome check_test_run_meta() {
   if (!fd.ok()) return no(why);
   const uint8_t mac[6] = {0x02, 0, 0, 0, 0, 1};
   auto in = make_frame(mac, mac, 0x20);
-  LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in.data(), .data_size_in = static_cast<uint32_t>(in.size()),
-              .repeat = 1);
+  LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in.data(),
+              .data_size_in = static_cast<uint32_t>(in.size()), .repeat = 1);
   if (bpf_prog_test_run_opts(fd.get(), &o)) return no(err("BPF_PROG_TEST_RUN", errno));
-  if (o.retval != XDP_PASS) return no("bpf_xdp_adjust_meta(-" + std::to_string(kMetaLen) + ") failed in test_run");
+  if (o.retval != XDP_PASS)
+    return no("bpf_xdp_adjust_meta(-" + std::to_string(kMetaLen) + ") failed in test_run");
   return yes(std::to_string(kMetaLen) + " bytes (sizeof mrc_xdp_meta) reserved in test_run");
 }
 
@@ -383,9 +402,11 @@ Outcome check_live_frames() {
   if (!p.ok()) return no(why);
   const uint8_t mac[6] = {0x02, 0, 0, 0, 0, 1};
   auto in = make_frame(mac, mac, 0x30);
-  LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in.data(), .data_size_in = static_cast<uint32_t>(in.size()),
-              .repeat = 4, .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
-  if (bpf_prog_test_run_opts(p.get(), &o)) return no(err("BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES", errno));
+  LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in.data(),
+              .data_size_in = static_cast<uint32_t>(in.size()), .repeat = 4,
+              .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+  if (bpf_prog_test_run_opts(p.get(), &o))
+    return no(err("BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES", errno));
   return yes("BPF_F_TEST_XDP_LIVE_FRAMES (xdp-trafficgen)");
 }
 
@@ -402,11 +423,16 @@ Outcome check_helpers() {
     const char* name;
   };
   const H hs[] = {
-      {BPF_FUNC_xdp_adjust_meta, "xdp_adjust_meta"}, {BPF_FUNC_xdp_adjust_head, "xdp_adjust_head"},
-      {BPF_FUNC_xdp_adjust_tail, "xdp_adjust_tail"}, {BPF_FUNC_redirect_map, "redirect_map"},
-      {BPF_FUNC_ktime_get_ns, "ktime_get_ns"},       {BPF_FUNC_csum_diff, "csum_diff"},
-      {BPF_FUNC_fib_lookup, "fib_lookup"},           {BPF_FUNC_loop, "loop"},
-      {BPF_FUNC_xdp_load_bytes, "xdp_load_bytes"},   {BPF_FUNC_xdp_get_buff_len, "xdp_get_buff_len"},
+      {BPF_FUNC_xdp_adjust_meta, "xdp_adjust_meta"},
+      {BPF_FUNC_xdp_adjust_head, "xdp_adjust_head"},
+      {BPF_FUNC_xdp_adjust_tail, "xdp_adjust_tail"},
+      {BPF_FUNC_redirect_map, "redirect_map"},
+      {BPF_FUNC_ktime_get_ns, "ktime_get_ns"},
+      {BPF_FUNC_csum_diff, "csum_diff"},
+      {BPF_FUNC_fib_lookup, "fib_lookup"},
+      {BPF_FUNC_loop, "loop"},
+      {BPF_FUNC_xdp_load_bytes, "xdp_load_bytes"},
+      {BPF_FUNC_xdp_get_buff_len, "xdp_get_buff_len"},
   };
   std::string have, missing;
   for (const H& h : hs) {
@@ -414,7 +440,8 @@ Outcome check_helpers() {
     std::string& s = r == 1 ? have : missing;
     s += (s.empty() ? "" : " ") + std::string(h.name);
   }
-  return missing.empty() ? yes("all of: " + have) : no("missing: " + missing + (have.empty() ? "" : "; present: " + have));
+  return missing.empty() ? yes("all of: " + have)
+                         : no("missing: " + missing + (have.empty() ? "" : "; present: " + have));
 }
 
 Outcome check_map_types() {
@@ -423,9 +450,12 @@ Outcome check_map_types() {
     const char* name;
   };
   const M ms[] = {
-      {BPF_MAP_TYPE_XSKMAP, "xskmap"},   {BPF_MAP_TYPE_HASH, "hash"},
-      {BPF_MAP_TYPE_PERCPU_ARRAY, "percpu_array"}, {BPF_MAP_TYPE_DEVMAP, "devmap"},
-      {BPF_MAP_TYPE_DEVMAP_HASH, "devmap_hash"},   {BPF_MAP_TYPE_RINGBUF, "ringbuf"},
+      {BPF_MAP_TYPE_XSKMAP, "xskmap"},
+      {BPF_MAP_TYPE_HASH, "hash"},
+      {BPF_MAP_TYPE_PERCPU_ARRAY, "percpu_array"},
+      {BPF_MAP_TYPE_DEVMAP, "devmap"},
+      {BPF_MAP_TYPE_DEVMAP_HASH, "devmap_hash"},
+      {BPF_MAP_TYPE_RINGBUF, "ringbuf"},
       {BPF_MAP_TYPE_LRU_HASH, "lru_hash"},
   };
   std::string have, missing;
@@ -434,7 +464,8 @@ Outcome check_map_types() {
     std::string& s = r == 1 ? have : missing;
     s += (s.empty() ? "" : " ") + std::string(m.name);
   }
-  return missing.empty() ? yes("all of: " + have) : no("missing: " + missing + (have.empty() ? "" : "; present: " + have));
+  return missing.empty() ? yes("all of: " + have)
+                         : no("missing: " + missing + (have.empty() ? "" : "; present: " + have));
 }
 
 Outcome check_xsk_socket() {
@@ -451,7 +482,8 @@ Outcome check_xdp_native(const char* ifname) {
   std::string why;
   Fd p = load(BPF_PROG_TYPE_XDP, verdict_prog(XDP_PASS), 0, &why);
   if (!p.ok()) return no(why);
-  if (bpf_xdp_attach(ifindex, p.get(), XDP_FLAGS_DRV_MODE, nullptr)) return no(err("attach in driver mode", errno));
+  if (bpf_xdp_attach(ifindex, p.get(), XDP_FLAGS_DRV_MODE, nullptr))
+    return no(err("attach in driver mode", errno));
   XdpAttachment a(ifindex, XDP_FLAGS_DRV_MODE);
   LIBBPF_OPTS(bpf_xdp_query_opts, q);
   if (bpf_xdp_query(ifindex, 0, &q)) return no(err("bpf_xdp_query", errno));
@@ -470,7 +502,8 @@ Outcome check_tc_bpf(const char* ifname) {
   if (r && r != -EEXIST) return no(err("clsact qdisc", -r));
   LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = p.get());
   r = bpf_tc_attach(&hook, &opts);
-  Outcome o = r ? no(err("cls_bpf attach (direct action)", -r)) : yes("clsact + cls_bpf direct-action");
+  Outcome o =
+      r ? no(err("cls_bpf attach (direct action)", -r)) : yes("clsact + cls_bpf direct-action");
   hook.attach_point = static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS);
   bpf_tc_hook_destroy(&hook);
   return o;
@@ -478,7 +511,8 @@ Outcome check_tc_bpf(const char* ifname) {
 
 // Receives over AF_XDP what PEER sends to IFNAME (with metadata), and sends
 // over AF_XDP from IFNAME to PEER. Fills both outcomes.
-void check_xsk_traffic(const char* ifname, const char* peer, Outcome* bind_o, Outcome* rx_o, Outcome* tx_o) {
+void check_xsk_traffic(const char* ifname, const char* peer, Outcome* bind_o, Outcome* rx_o,
+                       Outcome* tx_o) {
   *bind_o = *rx_o = *tx_o = na("not reached");
   const int ifindex = static_cast<int>(if_nametoindex(ifname));
   const int peer_index = static_cast<int>(if_nametoindex(peer));
@@ -530,11 +564,13 @@ void check_xsk_traffic(const char* ifname, const char* peer, Outcome* bind_o, Ou
           for (uint32_t i = 0; i < n; ++i) {
             const xdp_desc* d = xsk_ring_cons__rx_desc(x.rx(), idx + i);
             const uint8_t* data = static_cast<uint8_t*>(xsk_umem__get_data(x.umem(), d->addr));
-            if (d->len != frame.size() || std::memcmp(data, frame.data(), frame.size()) != 0) continue;
+            if (d->len != frame.size() || std::memcmp(data, frame.data(), frame.size()) != 0)
+              continue;
             mrc_xdp_meta meta{};
             std::memcpy(&meta, data - kMetaLen, kMetaLen);
             *rx_o = meta.magic == MRC_XDP_META_MAGIC
-                        ? yes("frame received byte for byte, " + std::to_string(kMetaLen) + "-byte metadata intact")
+                        ? yes("frame received byte for byte, " + std::to_string(kMetaLen) +
+                              "-byte metadata intact")
                         : no("frame received, but the metadata did not survive the copy");
             found = true;
           }
@@ -564,8 +600,8 @@ void check_xsk_traffic(const char* ifname, const char* peer, Outcome* bind_o, Ou
   d->len = static_cast<uint32_t>(frame.size());
   d->options = 0;
   xsk_ring_prod__submit(x.tx(), 1);
-  if (::sendto(x.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0 && errno != EAGAIN && errno != EBUSY &&
-      errno != ENOBUFS) {
+  if (::sendto(x.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0 && errno != EAGAIN &&
+      errno != EBUSY && errno != ENOBUFS) {
     *tx_o = no(err("sendto (TX kick)", errno));
     return;
   }
@@ -576,7 +612,8 @@ void check_xsk_traffic(const char* ifname, const char* peer, Outcome* bind_o, Ou
     pollfd pfd{rx.get(), POLLIN, 0};
     if (::poll(&pfd, 1, 100) <= 0) continue;
     const ssize_t n = ::recv(rx.get(), buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n == static_cast<ssize_t>(frame.size()) && std::memcmp(buf.data(), frame.data(), frame.size()) == 0) {
+    if (n == static_cast<ssize_t>(frame.size()) &&
+        std::memcmp(buf.data(), frame.data(), frame.size()) == 0) {
       uint32_t cidx = 0;
       const bool completed = xsk_ring_cons__peek(x.comp(), 1, &cidx) == 1;
       if (completed) xsk_ring_cons__release(x.comp(), 1);

@@ -46,7 +46,7 @@ extern "C" {
 /* ------------------------------------------------------------------------
  * Versions (MAJOR << 24 | MINOR << 16 | SUBMINOR, as OCP mrc_api_ver.h)
  */
-#define MRC_API_VER(major, minor, sub) \
+#define MRC_API_VER(major, minor, sub)                                                             \
 	((uint32_t)(major) << 24 | (uint32_t)(minor) << 16 | (uint32_t)(sub))
 #define MRC_API_VER_LATEST MRC_API_VER(0xFF, 0xFF, 0xFFFF)
 #define MRC_API_CURRENT_VERSION MRC_API_VER(1, 0, 1)
@@ -56,7 +56,7 @@ extern "C" {
 
 #define MRC_MAX_VENDOR_CFG_SIZE 128
 #define MRC_MAX_PORTS 16 /* plane interfaces per device */
-#define MRC_MAX_SGE 16   /* scatter/gather entries per work request */
+#define MRC_MAX_SGE 16	 /* scatter/gather entries per work request */
 
 /* Bit 31 of the attribute masks (an int enumerator, as mask types are int). */
 #define MRC_MASK_BIT31 (-2147483647 - 1)
@@ -105,12 +105,12 @@ enum mrc_device_flags {
 
 /* Options of mrc_open_device; a zeroed struct (or NULL) means defaults. */
 struct mrc_device_opts {
-	uint32_t flags;        /* enum mrc_device_flags */
+	uint32_t flags;	       /* enum mrc_device_flags */
 	uint16_t udp_port;     /* 0: 4791 */
 	uint32_t queues;       /* rx queues per interface with a socket; 0: all */
 	uint32_t frame_size;   /* UMEM frame size: 0 (4096), 2048 or 4096 */
 	uint32_t umem_frames;  /* 0: 16384 */
-	int engine_cpu;        /* with MRC_DEVICE_PIN_CPU */
+	int engine_cpu;	       /* with MRC_DEVICE_PIN_CPU */
 	const char *pin_dir;   /* mrcd's bpffs directory; NULL: /sys/fs/bpf/mrc */
 	uint32_t frame_chunks; /* UMEM frames one packet may fill: 0 or 1
 				* single-buffer; 2..17 multi-buffer AF_XDP
@@ -139,11 +139,11 @@ enum mrc_device_cap {
 struct mrc_device_attr {
 	uint32_t mrc_protocol_version; /* bitmap of enum mrc_protocol_version */
 	struct {
-		uint16_t max_wimm;      /* as requester */
+		uint16_t max_wimm;	/* as requester */
 		uint16_t max_wimm_dest; /* as responder */
 	} wimm_attr;
 	struct {
-		uint8_t max_mpr;        /* units of 128 PSNs */
+		uint8_t max_mpr;	/* units of 128 PSNs */
 		uint8_t mpr_resolution; /* units of 128 PSNs */
 	} mpr_attr;
 	struct {
@@ -176,14 +176,14 @@ enum mrc_port_state {
 
 struct mrc_port_attr {
 	enum mrc_port_state state; /* carrier and admin state */
-	uint32_t mtu;              /* interface MTU (IP bytes) */
-	int gid_tbl_len;           /* addresses usable as GIDs */
+	uint32_t mtu;		   /* interface MTU (IP bytes) */
+	int gid_tbl_len;	   /* addresses usable as GIDs */
 	int ifindex;
 	char ifname[16];
 	uint8_t mac[6];
-	uint32_t num_queues;  /* AF_XDP sockets on the interface */
-	char xdp_mode[16];    /* "native", "generic", ... */
-	char xsk_mode[16];    /* "copy" or "zero-copy" */
+	uint32_t num_queues; /* AF_XDP sockets on the interface */
+	char xdp_mode[16];   /* "native", "generic", ... */
+	char xsk_mode[16];   /* "copy" or "zero-copy" */
 };
 
 /* Number of ports (plane interfaces) of the device, or -1. */
@@ -274,8 +274,8 @@ enum mrc_wc_status {
 const char *mrc_wc_status_str(enum mrc_wc_status status);
 
 enum mrc_wc_opcode {
-	MRC_WC_RDMA_WRITE = 1,            /* a WRITE or WRITE_WITH_IMM we sent */
-	MRC_WC_RECV_RDMA_WITH_IMM = 129,  /* a WRITE_WITH_IMM we received */
+	MRC_WC_RDMA_WRITE = 1,		 /* a WRITE or WRITE_WITH_IMM we sent */
+	MRC_WC_RECV_RDMA_WITH_IMM = 129, /* a WRITE_WITH_IMM we received */
 };
 
 enum mrc_wc_flags {
@@ -346,10 +346,10 @@ int mrc_modify_qp_hint(struct mrc_qp_hint *qp_hint, struct mrc_qp_hint_attr *qp_
 
 /* The verbs limits of a QP (struct ibv_qp_cap). */
 struct mrc_ibv_qp_cap {
-	uint32_t max_send_wr;     /* 1..65536 */
-	uint32_t max_recv_wr;     /* 0..65536 */
-	uint32_t max_send_sge;    /* 1..MRC_MAX_SGE */
-	uint32_t max_recv_sge;    /* 0..MRC_MAX_SGE (WRITE_WITH_IMM places nothing) */
+	uint32_t max_send_wr;	  /* 1..65536 */
+	uint32_t max_recv_wr;	  /* 0..65536 */
+	uint32_t max_send_sge;	  /* 1..MRC_MAX_SGE */
+	uint32_t max_recv_sge;	  /* 0..MRC_MAX_SGE (WRITE_WITH_IMM places nothing) */
 	uint32_t max_inline_data; /* 0: no inline data */
 };
 
@@ -458,11 +458,11 @@ enum mrc_qp_cap {
 
 struct mrc_qp_attr {
 	struct {
-		uint8_t mpr;      /* as requester, units of 128 PSNs */
+		uint8_t mpr;	  /* as requester, units of 128 PSNs */
 		uint8_t mpr_dest; /* as responder */
 	} mpr;
 	struct {
-		uint16_t max_wimm;      /* WRITE_WITH_IMMs in flight as requester */
+		uint16_t max_wimm;	/* WRITE_WITH_IMMs in flight as requester */
 		uint16_t max_wimm_dest; /* as responder */
 	} wimm;
 	uint8_t timeout; /* ACK timeout 1.024 us x 2^timeout, 0..24 */
@@ -475,7 +475,7 @@ struct mrc_qp_attr {
 		uint8_t exp_cnt;    /* 0..25, 25 = infinite */
 	} retry;
 	struct mrc_qp_hint *qp_hint; /* NULL: none */
-	uint32_t cap;                /* enum mrc_qp_cap */
+	uint32_t cap;		     /* enum mrc_qp_cap */
 	uint8_t vendor_cfg[MRC_MAX_VENDOR_CFG_SIZE];
 };
 
@@ -516,7 +516,7 @@ struct mrc_send_wr {
 	int num_sge;
 	enum mrc_wr_opcode opcode;
 	unsigned int send_flags; /* enum mrc_send_flags */
-	uint32_t imm_data;       /* network byte order, as in verbs */
+	uint32_t imm_data;	 /* network byte order, as in verbs */
 	union {
 		struct {
 			uint64_t remote_addr;
@@ -548,8 +548,8 @@ int mrc_post_recv(struct mrc_qp *qp, struct mrc_recv_wr *wr, struct mrc_recv_wr 
  */
 
 enum mrc_event_type {
-	MRC_EVENT_CQ_ERR = 0,      /* IBV_EVENT_CQ_ERR */
-	MRC_EVENT_QP_FATAL = 1,    /* IBV_EVENT_QP_FATAL: the QP went to ERR */
+	MRC_EVENT_CQ_ERR = 0,	   /* IBV_EVENT_CQ_ERR */
+	MRC_EVENT_QP_FATAL = 1,	   /* IBV_EVENT_QP_FATAL: the QP went to ERR */
 	MRC_EVENT_PORT_ACTIVE = 9, /* IBV_EVENT_PORT_ACTIVE */
 	MRC_EVENT_PORT_ERR = 10,   /* IBV_EVENT_PORT_ERR */
 };
@@ -579,12 +579,12 @@ void mrc_ack_async_event(struct mrc_async_event *event);
 struct mrc_endpoint {
 	uint32_t qpn;
 	uint32_t psn;
-	uint64_t addr;        /* a buffer the peer may write */
+	uint64_t addr; /* a buffer the peer may write */
 	uint64_t len;
 	uint32_t rkey;
 	uint16_t max_wimm_dest;
 	uint8_t mpr_dest;
-	uint32_t mtu;         /* path MTU (bytes) the sender wants; 0: none */
+	uint32_t mtu; /* path MTU (bytes) the sender wants; 0: none */
 	uint32_t num_gids;
 	union mrc_gid gid[MRC_MAX_PORTS]; /* gid[port - 1] */
 };

@@ -78,24 +78,24 @@ struct DeviceOptions {
   // PortInfo::max_path_mtu. The interfaces' MTU must carry such packets
   // (native XDP on them then needs the multi-buffer-aware mrc_xdp).
   uint32_t frame_chunks = 1;
-  bool busy_poll = false;      // SO_PREFER_BUSY_POLL sockets, spinning engine thread
+  bool busy_poll = false;  // SO_PREFER_BUSY_POLL sockets, spinning engine thread
   // The engine thread's idle passes before it sleeps: 0 = 64 passes (a few
   // microseconds); N = keep polling (yielding the CPU between passes) for N
   // microseconds, so a burst that arrives within them needs no wakeup.
   uint32_t idle_spin_us = 0;
-  int engine_cpu = -1;         // pin the engine thread to this CPU (-1: no pinning)
+  int engine_cpu = -1;  // pin the engine thread to this CPU (-1: no pinning)
   Progress progress = Progress::kThread;
   uint32_t progress_idle_us = 1000;  // kApplication: the engine thread's fallback delay
-  bool force_generic = false;  // attach XDP in generic (SKB) mode
+  bool force_generic = false;        // attach XDP in generic (SKB) mode
   DscpClasses dscp;
   EngineConfig engine;  // protocol tunables (ports/addresses are filled in)
   // TX backend. Live frames are limited to the kernel's largest test-run
   // frame (Documentation/xdp-tx.md, "Limits"): QPs' path_mtu is then clamped
   // to PortInfo::max_path_mtu. The receive side is AF_XDP either way.
   TxBackend tx = TxBackend::kXsk;
-  uint32_t live_tx_slots = 1024;   // LiveTx frame slots (4 KiB each), power of two
-  uint32_t live_tx_submit = 64;    // frames per BPF_PROG_TEST_RUN (at most; the end
-                                   // of an engine iteration submits the rest)
+  uint32_t live_tx_slots = 1024;  // LiveTx frame slots (4 KiB each), power of two
+  uint32_t live_tx_submit = 64;   // frames per BPF_PROG_TEST_RUN (at most; the end
+                                  // of an engine iteration submits the rest)
   // An engine iteration that ends with fewer frames than this sends them
   // through AF_XDP instead (copied): a live submit has a fixed cost (the
   // kernel builds a page pool per call; xdp-tx.md measures it). 0 = always live.
@@ -220,9 +220,9 @@ struct MemoryRegion {
 enum class AsyncEventType : uint8_t { kQpFatal, kPortActive, kPortError, kCqError };
 struct AsyncEvent {
   AsyncEventType type;
-  uint32_t qpn = 0;   // kQpFatal
-  uint8_t port = 0;   // kPort*
-  uint32_t cq = 0;    // kCqError
+  uint32_t qpn = 0;  // kQpFatal
+  uint8_t port = 0;  // kPort*
+  uint32_t cq = 0;   // kCqError
 };
 
 class Context {
@@ -263,7 +263,8 @@ class Context {
   // QPs use it) the caller keeps it.
   Status destroy_cq(std::unique_ptr<Cq>&& cq);
 
-  Result<std::unique_ptr<Qp>> create_qp(const QpInitAttr& init, const Cq& send_cq, const Cq& recv_cq);
+  Result<std::unique_ptr<Qp>> create_qp(const QpInitAttr& init, const Cq& send_cq,
+                                        const Cq& recv_cq);
   Status destroy_qp(std::unique_ptr<Qp>&& qp);
 
   // QP hints: ids from 1; ENOMEM beyond DeviceAttr::max_qp_hint, EINVAL for
@@ -295,7 +296,8 @@ class Context {
   static std::vector<std::string> xdp_stats_names();
   // AF_XDP health, summed over the device's sockets.
   struct XskStats {
-    uint64_t rx_frames, tx_frames, tx_completed, tx_kicks, tx_kick_again, tx_kick_busy, tx_kick_errors, pool_empty;
+    uint64_t rx_frames, tx_frames, tx_completed, tx_kicks, tx_kick_again, tx_kick_busy,
+        tx_kick_errors, pool_empty;
     uint64_t rx_dropped, rx_invalid, tx_invalid, rx_ring_full, fill_empty, tx_ring_empty;
   };
   XskStats xsk_stats() const;

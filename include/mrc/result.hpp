@@ -42,8 +42,8 @@ inline Error errno_error(int neg_or_pos, std::string ctx) {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(const T& v) : v_(v) {}  // NOLINT(google-explicit-constructor)
-  Result(T&& v) : v_(std::move(v)) {}  // NOLINT(google-explicit-constructor)
+  Result(const T& v) : v_(v) {}          // NOLINT(google-explicit-constructor)
+  Result(T&& v) : v_(std::move(v)) {}    // NOLINT(google-explicit-constructor)
   Result(Error e) : v_(std::move(e)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -84,8 +84,8 @@ inline Status ok_status() { return {}; }
 }  // namespace mrc
 
 // Propagates an error from an expression returning Result<...>.
-#define MRC_TRY(expr)                                     \
-  do {                                                    \
-    auto mrc_try_r_ = (expr);                             \
+#define MRC_TRY(expr)                                           \
+  do {                                                          \
+    auto mrc_try_r_ = (expr);                                   \
     if (!mrc_try_r_.ok()) return std::move(mrc_try_r_).error(); \
   } while (0)

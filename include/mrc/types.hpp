@@ -282,7 +282,7 @@ enum class EvState : uint8_t { kGood, kSkip, kAssumedBad, kDenied };
 struct EvEntry {
   uint32_t ev = 0;
   uint8_t port = 0;
-  bool denied = false;  // controller decision, shared by every QP of the profile
+  bool denied = false;            // controller decision, shared by every QP of the profile
   std::array<uint8_t, 16> sid{};  // SRv6 formats: the uSID container (the IPv6 destination)
 };
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "bpf/log.hpp"
 #include "bpf_test_env.hpp"
+#include "loader/log.hpp"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     std::printf("SKIP: %s\n", s.error().message().c_str());
     return 77;
   }
-  mrc::bpf::set_log_hook(nullptr, mrc::bpf::LogLevel::kWarn);
+  mrc::loader::set_log_hook(nullptr, mrc::loader::LogLevel::kWarn);
   int rc = RUN_ALL_TESTS();
   const auto* ut = ::testing::UnitTest::GetInstance();
   if (rc == 0 && ut->skipped_test_count() > 0 && ut->successful_test_count() == 0) return 77;

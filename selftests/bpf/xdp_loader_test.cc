@@ -1,4 +1,4 @@
-// Tests of the mrc_bpf loader: pinned maps read back by bpftool and by
+// Tests of the mrc_loader library: pinned maps read back by bpftool and by
 // XdpMaps::open_pinned, maps reused across loads, and attaching mrc_xdp to a
 // veth pair inside the test's private network namespace (native and generic),
 // with the reported mode and a clean detach.
@@ -15,19 +15,19 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bpf/attach.hpp"
-#include "bpf/log.hpp"
-#include "bpf/mrc_xdp.hpp"
 #include "bpf_test_env.hpp"
+#include "loader/attach.hpp"
+#include "loader/log.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "xdp_rows.hpp"
 
 namespace mrc::testing {
 namespace {
 
-using bpf::MrcXdp;
-using bpf::XdpAttachment;
-using bpf::XdpMode;
 using codec::Packet;
+using loader::MrcXdp;
+using loader::MrcXdpAttachment;
+using loader::XdpMode;
 
 // A bpffs instance mounted on a fresh directory (private mount namespace).
 class PrivateBpffs {
@@ -83,7 +83,7 @@ TEST(XdpPin, BpftoolPrintsCounterNames) {
   PrivateBpffs fs;
   ASSERT_TRUE(fs.ok()) << fs.error();
   const std::string pin = fs.dir() + "/mrc";
-  bpf::LoadOptions lo;
+  loader::LoadOptions lo;
   lo.pin_dir = pin;
   auto prog = MrcXdp::open_and_load(lo);
   ASSERT_TRUE(prog) << prog.error().message();
@@ -123,7 +123,7 @@ TEST(XdpPin, ReopenAndReuseAcrossLoads) {
   PrivateBpffs fs;
   ASSERT_TRUE(fs.ok()) << fs.error();
   const std::string pin = fs.dir() + "/mrc";
-  bpf::LoadOptions lo;
+  loader::LoadOptions lo;
   lo.pin_dir = pin;
   {
     auto prog = MrcXdp::open_and_load(lo);
@@ -132,7 +132,7 @@ TEST(XdpPin, ReopenAndReuseAcrossLoads) {
     send_bad_opcode(*prog, 3);
   }  // program gone, pins stay
 
-  auto maps = bpf::XdpMaps::open_pinned(pin);
+  auto maps = loader::XdpMaps::open_pinned(pin);
   ASSERT_TRUE(maps) << maps.error().message();
   auto s = maps->stats(0);
   ASSERT_TRUE(s);
@@ -151,11 +151,11 @@ TEST(XdpPin, ReopenAndReuseAcrossLoads) {
   EXPECT_TRUE(prog2->maps().qp(0x42));
 
   ASSERT_TRUE(prog2->unpin_maps(pin));
-  EXPECT_FALSE(bpf::XdpMaps::open_pinned(pin));
+  EXPECT_FALSE(loader::XdpMaps::open_pinned(pin));
 }
 
 TEST(XdpPin, ErrorsCarryContext) {
-  auto m = bpf::XdpMaps::open_pinned("/nonexistent-mrc-pin-dir");
+  auto m = loader::XdpMaps::open_pinned("/nonexistent-mrc-pin-dir");
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().code, ENOENT);
   EXPECT_NE(m.error().message().find("/nonexistent-mrc-pin-dir/mrc_xsks"), std::string::npos);
@@ -205,10 +205,10 @@ TEST(XdpAttach, NativeOnVethThenDetach) {
   ASSERT_TRUE(v.status) << v.status.error().message();
   auto prog = MrcXdp::open_and_load();
   ASSERT_TRUE(prog);
-  bpf::AttachOptions o;
+  loader::AttachOptions o;
   o.allow_generic = false;
   {
-    auto a = XdpAttachment::attach(*prog, v.a, o);
+    auto a = MrcXdpAttachment::attach(*prog, v.a, o);
     ASSERT_TRUE(a) << a.error().message();
     EXPECT_EQ(a->info().mode, XdpMode::kNative) << a->info().describe();
     EXPECT_EQ(a->info().ifname, v.a);
@@ -225,17 +225,17 @@ TEST(XdpAttach, NativeOnVethThenDetach) {
     // explicit detach, then the destructor has nothing left to do
     ASSERT_TRUE(a->detach());
     EXPECT_FALSE(a->attached());
-    auto any = bpf::xdp_attached(v.a);
+    auto any = loader::xdp_attached(v.a);
     ASSERT_TRUE(any);
     EXPECT_FALSE(*any);
   }
   // the destructor detaches
   {
-    auto a = XdpAttachment::attach(*prog, v.a, o);
+    auto a = MrcXdpAttachment::attach(*prog, v.a, o);
     ASSERT_TRUE(a) << a.error().message();
-    EXPECT_TRUE(*bpf::xdp_attached(v.a));
+    EXPECT_TRUE(*loader::xdp_attached(v.a));
   }
-  EXPECT_FALSE(*bpf::xdp_attached(v.a));
+  EXPECT_FALSE(*loader::xdp_attached(v.a));
   EXPECT_EQ(attached_id(v.a, XdpMode::kNative), 0u);
 }
 
@@ -244,17 +244,17 @@ TEST(XdpAttach, GenericOnVethThenDetach) {
   ASSERT_TRUE(v.status) << v.status.error().message();
   auto prog = MrcXdp::open_and_load();
   ASSERT_TRUE(prog);
-  bpf::AttachOptions o;
+  loader::AttachOptions o;
   o.generic_only = true;
   {
-    auto a = XdpAttachment::attach(*prog, v.a, o);
+    auto a = MrcXdpAttachment::attach(*prog, v.a, o);
     ASSERT_TRUE(a) << a.error().message();
     EXPECT_EQ(a->info().mode, XdpMode::kGeneric) << a->info().describe();
     EXPECT_NE(attached_id(v.a, XdpMode::kGeneric), 0u);
     EXPECT_EQ(attached_id(v.a, XdpMode::kNative), 0u);
     std::printf("reported: %s\n", a->info().describe().c_str());
   }
-  EXPECT_FALSE(*bpf::xdp_attached(v.a));
+  EXPECT_FALSE(*loader::xdp_attached(v.a));
 }
 
 TEST(XdpAttach, AllInterfacesKeepAndErrors) {
@@ -263,32 +263,32 @@ TEST(XdpAttach, AllInterfacesKeepAndErrors) {
   auto prog = MrcXdp::open_and_load();
   ASSERT_TRUE(prog);
   {
-    auto all = bpf::attach_all(*prog, {v.a, v.b});
+    auto all = loader::attach_all(*prog, {v.a, v.b});
     ASSERT_TRUE(all) << all.error().message();
     ASSERT_EQ(all->size(), 2u);
-    for (const auto& a : *all) EXPECT_TRUE(*bpf::xdp_attached(a.info().ifname));
+    for (const auto& a : *all) EXPECT_TRUE(*loader::xdp_attached(a.info().ifname));
     (*all)[1].keep();  // stays after the vector goes
   }
-  EXPECT_FALSE(*bpf::xdp_attached(v.a));
-  EXPECT_TRUE(*bpf::xdp_attached(v.b));
+  EXPECT_FALSE(*loader::xdp_attached(v.a));
+  EXPECT_TRUE(*loader::xdp_attached(v.b));
   ASSERT_EQ(bpf_xdp_detach(int(if_nametoindex(v.b.c_str())), 0, nullptr), 0);
-  EXPECT_FALSE(*bpf::xdp_attached(v.b));
+  EXPECT_FALSE(*loader::xdp_attached(v.b));
 
   // a missing interface fails with context, and attach_all undoes the others
-  auto bad = bpf::attach_all(*prog, {v.a, "nosuchmrc0"});
+  auto bad = loader::attach_all(*prog, {v.a, "nosuchmrc0"});
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("attaching mrc_xdp to nosuchmrc0"), std::string::npos)
       << bad.error().message();
-  EXPECT_FALSE(*bpf::xdp_attached(v.a));
+  EXPECT_FALSE(*loader::xdp_attached(v.a));
 
   // another program already on the interface in native mode: reported, not replaced
-  bpf::AttachOptions native;
+  loader::AttachOptions native;
   native.allow_generic = false;
-  auto first = XdpAttachment::attach(*prog, v.a, native);
+  auto first = MrcXdpAttachment::attach(*prog, v.a, native);
   ASSERT_TRUE(first) << first.error().message();
   auto prog2 = MrcXdp::open_and_load();
   ASSERT_TRUE(prog2);
-  auto second = XdpAttachment::attach(*prog2, v.a, native);
+  auto second = MrcXdpAttachment::attach(*prog2, v.a, native);
   if (first->info().dispatcher) {
     // with a working dispatcher, libxdp chains both programs
     EXPECT_TRUE(second) << second.error().message();
@@ -302,13 +302,13 @@ TEST(XdpAttach, AllInterfacesKeepAndErrors) {
 // The log hook receives libbpf/libxdp output.
 TEST(XdpLog, HookReceivesLibraryMessages) {
   std::vector<std::string> got;
-  bpf::set_log_hook(
-      [&got](bpf::LogLevel, std::string_view src, std::string_view msg) {
+  loader::set_log_hook(
+      [&got](loader::LogLevel, std::string_view src, std::string_view msg) {
         got.push_back(std::string(src) + ": " + std::string(msg));
       },
-      bpf::LogLevel::kDebug);
+      loader::LogLevel::kDebug);
   auto prog = MrcXdp::open_and_load();
-  bpf::set_log_hook(nullptr, bpf::LogLevel::kWarn);
+  loader::set_log_hook(nullptr, loader::LogLevel::kWarn);
   ASSERT_TRUE(prog);
   bool libbpf_seen = false;
   for (const auto& s : got) libbpf_seen |= s.rfind("libbpf: ", 0) == 0;

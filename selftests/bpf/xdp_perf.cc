@@ -17,9 +17,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "bpf/log.hpp"
-#include "bpf/mrc_xdp.hpp"
 #include "bpf_test_env.hpp"
+#include "loader/log.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "xdp_rows.hpp"
 
 using namespace mrc;
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     std::printf("SKIP: %s\n", s.error().message().c_str());
     return 77;
   }
-  auto prog = bpf::MrcXdp::open_and_load();
+  auto prog = loader::MrcXdp::open_and_load();
   if (!prog) {
     std::fprintf(stderr, "%s\n", prog.error().message().c_str());
     return 1;
@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto& m = prog->maps();
-  if (!m.set_port(ifindex, {1, 0}) || !m.set_qp(0x123, {0xabcdef, 0}) || !m.set_xsk(1, 0, xsk.fd())) {
+  if (!m.set_port(ifindex, {1, 0}) || !m.set_qp(0x123, {0xabcdef, 0}) ||
+      !m.set_xsk(1, 0, xsk.fd())) {
     std::fprintf(stderr, "map setup failed\n");
     return 1;
   }

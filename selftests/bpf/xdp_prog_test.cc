@@ -15,12 +15,12 @@
 #include <optional>
 #include <string>
 
-#include "bpf/mrc_xdp.hpp"
 #include "bpf_test_env.hpp"
 #include "codec/bytes.hpp"
 #include "codec/ev.hpp"
 #include "codec/icrc.hpp"
 #include "codec/srv6.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "mrc_crc32_table.h"
 #include "xdp_rows.hpp"
 
@@ -28,8 +28,8 @@ namespace mrc::testing {
 namespace {
 
 using namespace mrc::codec;
-using bpf::MrcXdp;
-using bpf::XdpMaps;
+using loader::MrcXdp;
+using loader::XdpMaps;
 
 constexpr uint32_t kPort = 3;
 constexpr uint32_t kLocalQpn = 0x000123;  // make_packet()'s DestQP
@@ -72,7 +72,7 @@ struct Env {
   // The state every row starts from.
   void reset() {
     XdpMaps& m = prog.maps();
-    mrc_xdp_cfg cfg = bpf::default_xdp_cfg();
+    mrc_xdp_cfg cfg = loader::default_xdp_cfg();
     cfg.port_up_mask = kPortUpMask;
     ASSERT_TRUE(m.set_cfg(cfg));
     ASSERT_TRUE(m.set_port(ifindex, {kPort, 0}));
@@ -653,8 +653,8 @@ TEST_P(XdpRows, Run) {
   EXPECT_EQ(run->action, row.action);
 
   // counters: every field moves by exactly what the row says
-  for (size_t i = 0; i < bpf::kStatsFields; i++) {
-    const std::string name = bpf::kStatsFieldNames[i];
+  for (size_t i = 0; i < loader::kStatsFields; i++) {
+    const std::string name = loader::kStatsFieldNames[i];
     uint64_t want = 0;
     if (name == "rx_packets")
       want = 1;
@@ -662,7 +662,7 @@ TEST_P(XdpRows, Run) {
       want = row.in.size();
     else if (auto it = row.deltas.find(name); it != row.deltas.end())
       want = it->second;
-    EXPECT_EQ(bpf::stats_field(*after, i) - bpf::stats_field(*before, i), want) << name;
+    EXPECT_EQ(loader::stats_field(*after, i) - loader::stats_field(*before, i), want) << name;
   }
 
   const Frame& out = run->out;

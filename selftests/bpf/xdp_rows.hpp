@@ -1,5 +1,5 @@
 // Frame builders for the mrc_xdp fixture tables: MRC packets from the codec
-// (selftests/lib/packet_factory.hpp), their trimmed and malformed variants,
+// (selftests/support/packet_factory.hpp), their trimmed and malformed variants,
 // other traffic, and the replies mrc_xdp must produce (built with the codec).
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codec/packet.hpp"
-#include "lib/packet_factory.hpp"
+#include "support/packet_factory.hpp"
 
 namespace mrc::testing {
 

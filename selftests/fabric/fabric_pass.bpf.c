@@ -13,7 +13,4 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 SEC("xdp.frags")
-int fabric_pass(struct xdp_md *ctx)
-{
-	return XDP_PASS;
-}
+int fabric_pass(struct xdp_md *ctx) { return XDP_PASS; }

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "codec/ip.hpp"
 #include "codec/packet.hpp"
 #include "fabric_util.hpp"
 
@@ -55,15 +56,9 @@ bool parse_mac(const std::string& s, codec::Mac& m) {
 }
 
 bool parse_ip(const std::string& s, codec::IpAddr& a) {
-  if (inet_pton(AF_INET, s.c_str(), a.b.data()) == 1) {
-    a.ver = IpVersion::kV4;
-    return true;
-  }
-  if (inet_pton(AF_INET6, s.c_str(), a.b.data()) == 1) {
-    a.ver = IpVersion::kV6;
-    return true;
-  }
-  return false;
+  auto ip = codec::parse_ip(s);  // codec/ip.hpp
+  if (ip) a = *ip;
+  return static_cast<bool>(ip);
 }
 
 const std::map<std::string, uint8_t> kOpcodes = {

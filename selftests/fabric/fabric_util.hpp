@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mrc/result.hpp"
-#include "mrc/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::fabric {
 

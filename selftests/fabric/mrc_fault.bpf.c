@@ -50,14 +50,14 @@ struct {
 #define MAX_BURST_NS 1000000000ull
 
 struct pkt {
-	__u32 l3;	/* offset of the IP header */
-	__u32 l4;	/* offset of the L4 header */
+	__u32 l3; /* offset of the IP header */
+	__u32 l4; /* offset of the L4 header */
 	__u8 v6;
 	__u8 proto;
-	__u8 tos;	/* IPv4 TOS / IPv6 traffic class */
+	__u8 tos; /* IPv4 TOS / IPv6 traffic class */
 	__u16 sport, dport;
-	__u8 mrc;	/* UDP to the MRC port with a BTH */
-	__u8 mrc_data;	/* a WRITE packet */
+	__u8 mrc;	   /* UDP to the MRC port with a BTH */
+	__u8 mrc_data;	   /* a WRITE packet */
 	__u32 mrc_hdr_end; /* end of the headers a trim keeps */
 };
 
@@ -68,7 +68,8 @@ static __always_inline void count(struct mrc_fault_stats *st, int i)
 }
 
 /* Parses Eth/IP/L4 (and the BTH of MRC packets) through bpf_skb_load_bytes. */
-static __always_inline int parse(struct __sk_buff *skb, const struct mrc_fault_cfg *cfg, struct pkt *p)
+static __always_inline int parse(struct __sk_buff *skb, const struct mrc_fault_cfg *cfg,
+				 struct pkt *p)
 {
 	__u16 proto = bpf_ntohs(skb->protocol);
 	__u8 b[4];
@@ -106,7 +107,8 @@ static __always_inline int parse(struct __sk_buff *skb, const struct mrc_fault_c
 		return 0;
 	p->sport = (b[0] << 8) | b[1];
 	p->dport = (b[2] << 8) | b[3];
-	if (p->proto == IPPROTO_UDP && p->dport == (cfg->mrc_port ? cfg->mrc_port : MRC_UDP_PORT_DEFAULT)) {
+	if (p->proto == IPPROTO_UDP &&
+	    p->dport == (cfg->mrc_port ? cfg->mrc_port : MRC_UDP_PORT_DEFAULT)) {
 		struct mrc_bth bth;
 		__u32 len;
 		__u8 op;
@@ -117,7 +119,8 @@ static __always_inline int parse(struct __sk_buff *skb, const struct mrc_fault_c
 		op = bth.opcode;
 		if (op >= MRC_OP_WRITE_FIRST && op <= MRC_OP_WRITE_ONLY_IMM) {
 			p->mrc_data = 1;
-			len = sizeof(struct mrc_bth) + sizeof(struct mrc_meth) + sizeof(struct mrc_reth);
+			len = sizeof(struct mrc_bth) + sizeof(struct mrc_meth) +
+			      sizeof(struct mrc_reth);
 			if (bpf_ntohl(bth.flags_psn) & MRC_BTH_F_TS)
 				len += sizeof(struct mrc_tseth);
 			if (op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM)
@@ -159,7 +162,8 @@ static __always_inline int chance(__u32 ppm)
 }
 
 /* Takes len bytes from a bucket; returns 1 when the packet is beyond the rate. */
-static __always_inline int over_rate(__u64 *tokens, __u64 *last, __u64 rate, __u32 burst, __u64 now, __u32 len)
+static __always_inline int over_rate(__u64 *tokens, __u64 *last, __u64 rate, __u32 burst, __u64 now,
+				     __u32 len)
 {
 	__u64 dt = now - *last;
 	__u64 t;
@@ -180,7 +184,8 @@ static __always_inline int over_rate(__u64 *tokens, __u64 *last, __u64 rate, __u
 
 /* Cuts an MRC data packet after its headers, fixes the IP and UDP lengths
  * (and the IPv4 checksum), sets the trimmed DSCP. */
-static __always_inline int trim(struct __sk_buff *skb, const struct mrc_fault_cfg *cfg, const struct pkt *p)
+static __always_inline int trim(struct __sk_buff *skb, const struct mrc_fault_cfg *cfg,
+				const struct pkt *p)
 {
 	__u32 end = p->mrc_hdr_end;
 	__be16 zero = 0, ulen;
@@ -250,7 +255,8 @@ static __always_inline int mark_ce(struct __sk_buff *skb, const struct pkt *p)
 
 /* Flips the last payload byte: the one before the ICRC of an MRC packet,
  * else the frame's last byte. No checksum is fixed: the receiver must see it. */
-static __always_inline int corrupt(struct __sk_buff *skb, const struct mrc_fault_cfg *cfg, const struct pkt *p)
+static __always_inline int corrupt(struct __sk_buff *skb, const struct mrc_fault_cfg *cfg,
+				   const struct pkt *p)
 {
 	__u32 tail = p->mrc ? MRC_ICRC_LEN + 1 : 1;
 	__u32 off;
@@ -303,11 +309,12 @@ static __always_inline int fault(struct __sk_buff *skb, int ingress)
 			bpf_spin_lock(&tb->lock);
 			/* MRC control packets ride the control class: never trimmed */
 			if ((cfg->flags & MRC_FAULT_F_TRIM) && !(p.mrc && !p.mrc_data))
-				trim_over = over_rate(&tb->trim_tokens, &tb->trim_last_ns, cfg->trim_rate,
-						      cfg->trim_burst, now, skb->len);
+				trim_over =
+				    over_rate(&tb->trim_tokens, &tb->trim_last_ns, cfg->trim_rate,
+					      cfg->trim_burst, now, skb->len);
 			if (cfg->flags & MRC_FAULT_F_ECN)
-				ecn_over = over_rate(&tb->ecn_tokens, &tb->ecn_last_ns, cfg->ecn_rate,
-						     cfg->ecn_burst, now, skb->len);
+				ecn_over = over_rate(&tb->ecn_tokens, &tb->ecn_last_ns,
+						     cfg->ecn_rate, cfg->ecn_burst, now, skb->len);
 			bpf_spin_unlock(&tb->lock);
 		}
 		if (trim_over) {
@@ -327,7 +334,8 @@ static __always_inline int fault(struct __sk_buff *skb, int ingress)
 		if (ecn_over && mark_ce(skb, &p) > 0)
 			count(st, MRC_FAULT_ST_MARKED);
 	}
-	if ((cfg->flags & MRC_FAULT_F_CORRUPT) && chance(cfg->corrupt_ppm) && corrupt(skb, cfg, &p) > 0)
+	if ((cfg->flags & MRC_FAULT_F_CORRUPT) && chance(cfg->corrupt_ppm) &&
+	    corrupt(skb, cfg, &p) > 0)
 		count(st, MRC_FAULT_ST_CORRUPTED);
 	if ((cfg->flags & MRC_FAULT_F_DUP) && chance(cfg->dup_ppm)) {
 		__u32 mark = skb->mark;
@@ -342,13 +350,7 @@ static __always_inline int fault(struct __sk_buff *skb, int ingress)
 }
 
 SEC("tc")
-int mrc_fault_egress(struct __sk_buff *skb)
-{
-	return fault(skb, 0);
-}
+int mrc_fault_egress(struct __sk_buff *skb) { return fault(skb, 0); }
 
 SEC("tc")
-int mrc_fault_ingress(struct __sk_buff *skb)
-{
-	return fault(skb, 1);
-}
+int mrc_fault_ingress(struct __sk_buff *skb) { return fault(skb, 1); }

@@ -25,21 +25,21 @@
 
 struct mrc_fault_cfg {
 	__u32 flags;
-	__u32 loss_ppm;	   /* parts per million */
+	__u32 loss_ppm; /* parts per million */
 	__u32 corrupt_ppm;
 	__u32 dup_ppm;
-	__u64 trim_rate;   /* bytes per second */
-	__u64 ecn_rate;	   /* bytes per second */
-	__u32 trim_burst;  /* bytes (token bucket depth) */
+	__u64 trim_rate;  /* bytes per second */
+	__u64 ecn_rate;	  /* bytes per second */
+	__u32 trim_burst; /* bytes (token bucket depth) */
 	__u32 ecn_burst;
 	/* Which packets the faults apply to; the rest pass untouched. */
 	__u8 match_ipver;  /* 0 = IPv4 and IPv6, 4, 6 */
 	__u8 match_proto;  /* 0 = any, else an IP protocol (1 = ICMP and ICMPv6) */
 	__u16 match_sport; /* host order, 0 = any (UDP and TCP only) */
 	__u16 match_dport;
-	__u16 mrc_port;	   /* UDP destination port of MRC packets, 0 = 4791 */
-	__u8 trim_dscp;	   /* DSCP of trimmed headers */
-	__u8 corrupt_xor;  /* XOR mask applied to the corrupted byte, 0 = 0xff */
+	__u16 mrc_port;	  /* UDP destination port of MRC packets, 0 = 4791 */
+	__u8 trim_dscp;	  /* DSCP of trimmed headers */
+	__u8 corrupt_xor; /* XOR mask applied to the corrupted byte, 0 = 0xff */
 	/* Non-zero: match when (sport & mask) == match_sport (a set of source
 	 * ports, e.g. a share of MRC's entropy values); match_sport 0 is then
 	 * a value, not "any".
@@ -59,14 +59,14 @@ struct mrc_fault_tb {
 };
 
 enum mrc_fault_stat {
-	MRC_FAULT_ST_SEEN = 0,	      /* every packet the program ran on */
-	MRC_FAULT_ST_UNMATCHED,	      /* outside the match: passed untouched */
-	MRC_FAULT_ST_PASSED,	      /* matched and let through (maybe altered) */
-	MRC_FAULT_ST_DROPPED,	      /* random loss */
+	MRC_FAULT_ST_SEEN = 0,	/* every packet the program ran on */
+	MRC_FAULT_ST_UNMATCHED, /* outside the match: passed untouched */
+	MRC_FAULT_ST_PASSED,	/* matched and let through (maybe altered) */
+	MRC_FAULT_ST_DROPPED,	/* random loss */
 	MRC_FAULT_ST_BLACKHOLED,
 	MRC_FAULT_ST_TRIMMED,
 	MRC_FAULT_ST_OVERRATE_DROPPED, /* beyond trim_rate but not trimmable */
-	MRC_FAULT_ST_MARKED,	      /* set to ECN-CE */
+	MRC_FAULT_ST_MARKED,	       /* set to ECN-CE */
 	MRC_FAULT_ST_CORRUPTED,
 	MRC_FAULT_ST_DUPLICATED,
 	MRC_FAULT_ST_MAX,

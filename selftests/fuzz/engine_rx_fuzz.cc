@@ -95,7 +95,6 @@ const uint8_t kNackReasons[] = {
 // request, remote access, remote operational, invalid RD request).
 const uint8_t kSyndromes[] = {0x00, 0x1f, 0x20, 0x60, 0x61, 0x62, 0x63, 0x64};
 
-
 const uint8_t* pattern() {
   static std::vector<uint8_t> p = [] {
     std::vector<uint8_t> v(70000);

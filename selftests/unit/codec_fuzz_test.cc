@@ -12,7 +12,7 @@
 #include <string>
 
 #include "codec/packet.hpp"
-#include "lib/packet_factory.hpp"
+#include "support/packet_factory.hpp"
 
 namespace mrc::codec {
 namespace {
@@ -41,17 +41,27 @@ TEST(CodecFuzz, RandomMutationsNeverCrashOrOverread) {
       // whatever the compiler's evaluation order.
       const uint64_t kind = rng() % 6, r1 = rng(), r2 = rng(), r3 = rng();
       switch (kind) {
-        case 0: if (!work.empty()) work[r1 % work.size()] ^= uint8_t(1u << (r2 % 8)); break;
-        case 1: if (!work.empty()) work[r1 % work.size()] = uint8_t(r2); break;
-        case 2: work.resize(r1 % (work.size() + 1)); break;
-        case 3: work.resize(work.size() + r1 % 16, uint8_t(r2)); break;
+        case 0:
+          if (!work.empty()) work[r1 % work.size()] ^= uint8_t(1u << (r2 % 8));
+          break;
+        case 1:
+          if (!work.empty()) work[r1 % work.size()] = uint8_t(r2);
+          break;
+        case 2:
+          work.resize(r1 % (work.size() + 1));
+          break;
+        case 3:
+          work.resize(work.size() + r1 % 16, uint8_t(r2));
+          break;
         case 4:  // length fields: IPv4 total / IPv6 payload / UDP length
           if (work.size() > 60) {
             size_t at = (r1 & 1) ? 16 : (work[12] == 0x86 ? 18 : 38);
             work[at] = uint8_t(r2), work[at + 1] = uint8_t(r3);
           }
           break;
-        case 5: if (work.size() > 50) work[42 + r1 % 8] = uint8_t(r2); break;
+        case 5:
+          if (work.size() > 50) work[42 + r1 % 8] = uint8_t(r2);
+          break;
       }
     }
     auto buf = std::make_unique<uint8_t[]>(work.size() ? work.size() : 1);
@@ -80,12 +90,14 @@ TEST(CodecFuzz, RandomMutationsNeverCrashOrOverread) {
   }
   std::string summary;
   for (size_t k = 0; k < size_t(ParseError::kCount); k++)
-    if (by_error[k]) summary += std::string(to_string(ParseError(k))) + "=" + std::to_string(by_error[k]) + "; ";
+    if (by_error[k])
+      summary += std::string(to_string(ParseError(k))) + "=" + std::to_string(by_error[k]) + "; ";
   std::printf("fuzz: %llu inputs, %llu accepted; %s\n", (unsigned long long)g_runs,
               (unsigned long long)accepted, summary.c_str());
   // The mutations must reach the checks, not just the first one.
   EXPECT_GT(by_error[size_t(ParseError::kBadIcrc)], 0u);
-  EXPECT_GT(by_error[size_t(ParseError::kTruncated)] + by_error[size_t(ParseError::kBadIpLength)], 0u);
+  EXPECT_GT(by_error[size_t(ParseError::kTruncated)] + by_error[size_t(ParseError::kBadIpLength)],
+            0u);
   EXPECT_GT(accepted, 0u);
 }
 
@@ -95,8 +107,10 @@ TEST(CodecFuzz, RandomMutationsNeverCrashOrOverread) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   for (int i = 1; i < argc; i++) {
-    if (!std::strncmp(argv[i], "--runs=", 7)) mrc::codec::g_runs = std::strtoull(argv[i] + 7, nullptr, 10);
-    if (!std::strncmp(argv[i], "--seed=", 7)) mrc::codec::g_seed = std::strtoull(argv[i] + 7, nullptr, 0);
+    if (!std::strncmp(argv[i], "--runs=", 7))
+      mrc::codec::g_runs = std::strtoull(argv[i] + 7, nullptr, 10);
+    if (!std::strncmp(argv[i], "--seed=", 7))
+      mrc::codec::g_seed = std::strtoull(argv[i] + 7, nullptr, 0);
   }
   return RUN_ALL_TESTS();
 }

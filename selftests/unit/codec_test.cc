@@ -10,7 +10,7 @@
 #include "codec/icrc.hpp"
 #include "codec/packet.hpp"
 #include "codec/psn_window.hpp"
-#include "lib/packet_factory.hpp"
+#include "support/packet_factory.hpp"
 
 namespace mrc::codec {
 namespace {
@@ -194,11 +194,11 @@ TEST(Codec, IcrcIsStandardCrc32OfMaskedFields) {
   auto f = build_frame(p);
   std::vector<uint8_t> m(f.size() - 14 - 4 + 8, 0xff);
   std::memcpy(m.data() + 8, f.data() + 14, f.size() - 14 - 4);
-  m[8 + 1] = 0xff;                   // TOS
-  m[8 + 8] = 0xff;                   // TTL
-  m[8 + 10] = m[8 + 11] = 0xff;      // IP checksum
+  m[8 + 1] = 0xff;                       // TOS
+  m[8 + 8] = 0xff;                       // TTL
+  m[8 + 10] = m[8 + 11] = 0xff;          // IP checksum
   m[8 + 20 + 6] = m[8 + 20 + 7] = 0xff;  // UDP checksum
-  m[8 + 28 + 4] = 0xff;              // BTH resv8a
+  m[8 + 28 + 4] = 0xff;                  // BTH resv8a
   uint32_t want = uint32_t(::crc32(0, m.data(), uInt(m.size())));
   EXPECT_EQ(load_le32(f.data() + f.size() - 4), want);
 }
@@ -326,9 +326,13 @@ const Mutation kMutations[] = {
        store_be16(&f[l3 + 10], uint16_t(~s));
      }},
     {"ipv6_length_beyond_frame", MRC_OP_SACK, IpVersion::kV6, ParseError::kBadIpLength,
-     [](auto& f, size_t l3, size_t) { store_be16(&f[l3 + 4], uint16_t(load_be16(&f[l3 + 4]) + 1)); }},
+     [](auto& f, size_t l3, size_t) {
+       store_be16(&f[l3 + 4], uint16_t(load_be16(&f[l3 + 4]) + 1));
+     }},
     {"udp_length", MRC_OP_NACK, IpVersion::kV6, ParseError::kBadUdpLength,
-     [](auto& f, size_t l3, size_t) { store_be16(&f[l3 + 44], uint16_t(load_be16(&f[l3 + 44]) - 4)); }},
+     [](auto& f, size_t l3, size_t) {
+       store_be16(&f[l3 + 44], uint16_t(load_be16(&f[l3 + 44]) - 4));
+     }},
     {"bth_tver", MRC_OP_WRITE_ONLY, IpVersion::kV4, ParseError::kBadTver,
      [](auto& f, size_t, size_t b) { f[b + 1] |= 0x01; }},
     {"bth_reserved", MRC_OP_SACK, IpVersion::kV4, ParseError::kBadReservedBits,

@@ -50,8 +50,8 @@ uint32_t ev_fmt_width(std::span<const EvFmtField> fmt) {
   return w;
 }
 
-int ev_validate(std::span<const EvFmtField> fmt, std::span<const EvField> fields, uint32_t max_width,
-                std::string* why) {
+int ev_validate(std::span<const EvFmtField> fmt, std::span<const EvField> fields,
+                uint32_t max_width, std::string* why) {
   auto fail = [&](int err, std::string msg) {
     if (why) *why = std::move(msg);
     return err;
@@ -81,8 +81,8 @@ int ev_validate(std::span<const EvFmtField> fmt, std::span<const EvField> fields
     if (f.min_val > f.max_val) return fail(EINVAL, at + "min_val exceeds max_val");
   }
   if (total > max_width)
-    return fail(E2BIG, "format width " + std::to_string(total) + " exceeds the device's ev_max_width " +
-                           std::to_string(max_width));
+    return fail(E2BIG, "format width " + std::to_string(total) +
+                           " exceeds the device's ev_max_width " + std::to_string(max_width));
   return 0;
 }
 

@@ -37,8 +37,8 @@ struct EvField {
 // plus: field width <= 32 and <= its format width (EINVAL), min_val <= max_val
 // (EINVAL), and the format's total width <= max_width (E2BIG).
 // Returns 0 or the errno; `why` says which rule and which field.
-int ev_validate(std::span<const EvFmtField> fmt, std::span<const EvField> fields, uint32_t max_width,
-                std::string* why);
+int ev_validate(std::span<const EvFmtField> fmt, std::span<const EvField> fields,
+                uint32_t max_width, std::string* why);
 
 // Bits of compact EV a profile consumes (sum of popcount(mask)).
 uint32_t ev_compact_bits(std::span<const EvField> fields);

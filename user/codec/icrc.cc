@@ -19,18 +19,18 @@ uint32_t icrc_compute(const uint8_t* l3, const uint8_t* end) {
   std::memcpy(hdr + 8, l3, n);
   uint8_t* ip = hdr + 8;
   if (ip_len == 20) {
-    ip[1] = 0xff;                // TOS (DSCP + ECN)
-    ip[8] = 0xff;                // TTL
-    ip[10] = ip[11] = 0xff;      // header checksum
+    ip[1] = 0xff;            // TOS (DSCP + ECN)
+    ip[8] = 0xff;            // TTL
+    ip[10] = ip[11] = 0xff;  // header checksum
   } else {
-    ip[0] |= 0x0f;               // traffic class high nibble
+    ip[0] |= 0x0f;                 // traffic class high nibble
     ip[1] = ip[2] = ip[3] = 0xff;  // traffic class low nibble + flow label
-    ip[7] = 0xff;                // hop limit
+    ip[7] = 0xff;                  // hop limit
   }
   uint8_t* udp = ip + ip_len;
-  udp[6] = udp[7] = 0xff;        // UDP checksum
+  udp[6] = udp[7] = 0xff;  // UDP checksum
   uint8_t* bth = udp + 8;
-  bth[4] = 0xff;                 // resv8a (FECN/BECN)
+  bth[4] = 0xff;  // resv8a (FECN/BECN)
   uint32_t crc = crc32(0, hdr, 8 + n);
   const uint8_t* rest = l3 + n;
   return crc32(crc, rest, size_t(end - rest));

@@ -76,24 +76,42 @@ uint32_t ext_header_len(uint8_t opcode, bool ts) {
 
 std::string_view to_string(ParseError e) {
   switch (e) {
-    case ParseError::kOk: return "ok";
-    case ParseError::kNotMrc: return "not an MRC packet";
-    case ParseError::kTruncated: return "truncated: frame shorter than its headers";
-    case ParseError::kBadIpVersion: return "IP version does not match the ethertype";
-    case ParseError::kBadIpHeaderLen: return "IPv4 options or IPv6 extension headers are not allowed";
-    case ParseError::kBadIpLength: return "IP length disagrees with the frame";
-    case ParseError::kBadIpChecksum: return "IPv4 header checksum mismatch";
-    case ParseError::kIpFragment: return "IP fragment";
-    case ParseError::kBadUdpLength: return "UDP length disagrees with the IP length";
-    case ParseError::kBadTver: return "unsupported BTH transport version";
-    case ParseError::kBadReservedBits: return "reserved bits set";
-    case ParseError::kUnknownOpcode: return "unknown MRC opcode";
-    case ParseError::kBadHeaderStack: return "header stack inconsistent with the opcode";
-    case ParseError::kBadLength: return "payload length inconsistent with the opcode";
-    case ParseError::kBadPad: return "BTH PadCnt inconsistent with the payload";
-    case ParseError::kBadQpn: return "QPN inconsistent with the opcode";
-    case ParseError::kBadIcrc: return "ICRC mismatch";
-    case ParseError::kCount: break;
+    case ParseError::kOk:
+      return "ok";
+    case ParseError::kNotMrc:
+      return "not an MRC packet";
+    case ParseError::kTruncated:
+      return "truncated: frame shorter than its headers";
+    case ParseError::kBadIpVersion:
+      return "IP version does not match the ethertype";
+    case ParseError::kBadIpHeaderLen:
+      return "IPv4 options or IPv6 extension headers are not allowed";
+    case ParseError::kBadIpLength:
+      return "IP length disagrees with the frame";
+    case ParseError::kBadIpChecksum:
+      return "IPv4 header checksum mismatch";
+    case ParseError::kIpFragment:
+      return "IP fragment";
+    case ParseError::kBadUdpLength:
+      return "UDP length disagrees with the IP length";
+    case ParseError::kBadTver:
+      return "unsupported BTH transport version";
+    case ParseError::kBadReservedBits:
+      return "reserved bits set";
+    case ParseError::kUnknownOpcode:
+      return "unknown MRC opcode";
+    case ParseError::kBadHeaderStack:
+      return "header stack inconsistent with the opcode";
+    case ParseError::kBadLength:
+      return "payload length inconsistent with the opcode";
+    case ParseError::kBadPad:
+      return "BTH PadCnt inconsistent with the payload";
+    case ParseError::kBadQpn:
+      return "QPN inconsistent with the opcode";
+    case ParseError::kBadIcrc:
+      return "ICRC mismatch";
+    case ParseError::kCount:
+      break;
   }
   return "unknown parse error";
 }
@@ -440,7 +458,8 @@ ParseError parse(std::span<const uint8_t> frame, const CodecConfig& cfg, Packet&
   const size_t rest = l3_end - off;
   const bool dscp_trim = out.ip.dscp == cfg.dscp.trimmed || out.ip.dscp == cfg.dscp.trimmed_lasthop;
   if (oi->data && (rest == 0 || dscp_trim)) {
-    out.trim = out.ip.dscp == cfg.dscp.trimmed_lasthop ? TrimKind::kTrimmedLastHop : TrimKind::kTrimmed;
+    out.trim =
+        out.ip.dscp == cfg.dscp.trimmed_lasthop ? TrimKind::kTrimmedLastHop : TrimKind::kTrimmed;
     out.payload = nullptr;
     out.payload_len = 0;
     return ParseError::kOk;
@@ -474,7 +493,8 @@ size_t build(const Packet& pk, std::span<uint8_t> out) {
   uint32_t poff = 0;
   size_t n = build_headers(pk, out, &poff);
   if (!n) return 0;
-  if (pk.payload_len && is_data_opcode(pk.bth.opcode)) std::memcpy(out.data() + poff, pk.payload, pk.payload_len);
+  if (pk.payload_len && is_data_opcode(pk.bth.opcode))
+    std::memcpy(out.data() + poff, pk.payload, pk.payload_len);
   seal(out.first(n), pk.eth.has_vlan ? 18 : 14);
   return n;
 }

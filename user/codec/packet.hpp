@@ -45,7 +45,7 @@ struct Eth {
 struct Ip {
   IpAddr src, dst;  // src.ver decides the IP version
   uint8_t dscp = 0, ecn = 0;
-  uint8_t ttl = 64;  // hop limit on IPv6
+  uint8_t ttl = 64;         // hop limit on IPv6
   uint32_t flow_label = 0;  // IPv6 only, 20 bits
   uint16_t id = 0;          // IPv4 only
 };
@@ -199,7 +199,9 @@ struct OpcodeInfo {
 
 // nullptr for an opcode MRC does not define.
 const OpcodeInfo* opcode_info(uint8_t opcode);
-inline bool is_data_opcode(uint8_t op) { return op >= MRC_OP_WRITE_FIRST && op <= MRC_OP_WRITE_ONLY_IMM; }
+inline bool is_data_opcode(uint8_t op) {
+  return op >= MRC_OP_WRITE_FIRST && op <= MRC_OP_WRITE_ONLY_IMM;
+}
 inline bool opcode_has_imm(uint8_t op) {
   return op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM;
 }
@@ -211,22 +213,22 @@ uint32_t ext_header_len(uint8_t opcode, bool ts);
 
 enum class ParseError : uint8_t {
   kOk = 0,
-  kNotMrc,            // not IPv4/IPv6 UDP to the MRC port: not ours, pass it on
-  kTruncated,         // frame shorter than the headers it announces
-  kBadIpVersion,      // ethertype and IP version disagree
-  kBadIpHeaderLen,    // IPv4 IHL != 5 (options are not allowed) or IPv6 ext headers
-  kBadIpLength,       // IP total/payload length disagrees with the frame
-  kBadIpChecksum,     // IPv4 header checksum wrong
-  kIpFragment,        // fragmented IP
-  kBadUdpLength,      // UDP length disagrees with the IP length
-  kBadTver,           // BTH TVer not supported
-  kBadReservedBits,   // reserved bits set where they must be zero
-  kUnknownOpcode,     // opcode outside the MRC table
-  kBadHeaderStack,    // flags inconsistent with opcode (TS on control, wrong XH type)
-  kBadLength,         // payload/pad length inconsistent with opcode
-  kBadPad,            // PadCnt wrong for the payload
-  kBadQpn,            // endpoint op not to QPN 2, or a QP packet to QPN 2
-  kBadIcrc,           // ICRC mismatch
+  kNotMrc,           // not IPv4/IPv6 UDP to the MRC port: not ours, pass it on
+  kTruncated,        // frame shorter than the headers it announces
+  kBadIpVersion,     // ethertype and IP version disagree
+  kBadIpHeaderLen,   // IPv4 IHL != 5 (options are not allowed) or IPv6 ext headers
+  kBadIpLength,      // IP total/payload length disagrees with the frame
+  kBadIpChecksum,    // IPv4 header checksum wrong
+  kIpFragment,       // fragmented IP
+  kBadUdpLength,     // UDP length disagrees with the IP length
+  kBadTver,          // BTH TVer not supported
+  kBadReservedBits,  // reserved bits set where they must be zero
+  kUnknownOpcode,    // opcode outside the MRC table
+  kBadHeaderStack,   // flags inconsistent with opcode (TS on control, wrong XH type)
+  kBadLength,        // payload/pad length inconsistent with opcode
+  kBadPad,           // PadCnt wrong for the payload
+  kBadQpn,           // endpoint op not to QPN 2, or a QP packet to QPN 2
+  kBadIcrc,          // ICRC mismatch
   kCount,
 };
 static_assert(size_t(ParseError::kCount) == kParseErrorKinds,
@@ -272,7 +274,9 @@ void refresh_icrc(std::span<uint8_t> frame, const Packet& layout);
 // ---------------------------------------------------------------------------
 // PSN arithmetic (24 bit, wrap-safe)
 
-inline uint32_t psn_add(uint32_t psn, int64_t d) { return uint32_t(int64_t(psn) + d) & MRC_PSN_MASK; }
+inline uint32_t psn_add(uint32_t psn, int64_t d) {
+  return uint32_t(int64_t(psn) + d) & MRC_PSN_MASK;
+}
 // Signed distance b - a in (-2^23, 2^23].
 inline int32_t psn_diff(uint32_t b, uint32_t a) {
   int32_t d = int32_t((b - a) & MRC_PSN_MASK);

@@ -20,9 +20,12 @@ constexpr uint32_t kIdxMask = (1u << kIdxBits) - 1;
 uint32_t ev_api_state(EvState s) {
   switch (s) {
     case EvState::kGood:
-    case EvState::kSkip: return kEvGood;
-    case EvState::kAssumedBad: return kEvAssumedBad;
-    case EvState::kDenied: return kEvDenied;
+    case EvState::kSkip:
+      return kEvGood;
+    case EvState::kAssumedBad:
+      return kEvAssumedBad;
+    case EvState::kDenied:
+      return kEvDenied;
   }
   return kEvUnknown;
 }
@@ -52,9 +55,11 @@ Result<uint32_t> Engine::create_pd() {
 
 Status Engine::destroy_pd(uint32_t pd) {
   auto it = std::find(pds_.begin(), pds_.end(), pd);
-  if (it == pds_.end()) return Error(EINVAL, "destroy_pd: unknown protection domain " + std::to_string(pd));
+  if (it == pds_.end())
+    return Error(EINVAL, "destroy_pd: unknown protection domain " + std::to_string(pd));
   for (const auto& m : mrs_)
-    if (m && m->valid && m->pd == pd) return Error(EBUSY, "destroy_pd: memory regions still registered");
+    if (m && m->valid && m->pd == pd)
+      return Error(EBUSY, "destroy_pd: memory regions still registered");
   for (const auto& q : qps_)
     if (q && q->pd == pd) return Error(EBUSY, "destroy_pd: QPs still use it");
   pds_.erase(it);
@@ -193,7 +198,8 @@ Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
   if (c.max_send_sge == 0 || c.max_send_sge > kMaxSge)
     return Error(EINVAL, "create_qp: max_send_sge must be 1.." + std::to_string(kMaxSge));
   if (init.protocol_version & ~1u) return Error(EINVAL, "create_qp: unsupported protocol version");
-  if (init.send_ops_flags & ~3ull) return Error(EINVAL, "create_qp: only WRITE and WRITE_WITH_IMM are supported");
+  if (init.send_ops_flags & ~3ull)
+    return Error(EINVAL, "create_qp: only WRITE and WRITE_WITH_IMM are supported");
   size_t idx = 0;
   while (idx < qps_.size() && qps_[idx]) idx++;
   if (idx >= cfg_.max_qps || idx > kIdxMask) return Error(ENOMEM, "create_qp: too many QPs");
@@ -265,9 +271,13 @@ Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
 // The attribute rules of OCP mrc.h on top of the verbs RC state machine.
 Status Engine::check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uint32_t mrc) const {
   auto bad = [&](const std::string& why) {
-    return Error(EINVAL, "modify_qp " + std::to_string(qp.qpn) + " (" + to_string(qp.state) + "): " + why);
+    return Error(EINVAL,
+                 "modify_qp " + std::to_string(qp.qpn) + " (" + to_string(qp.state) + "): " + why);
   };
-  if (ibv & kIbvUnsupported) return bad("attribute not supported by MRC (PORT, TIMEOUT, RETRY_CNT, RNR, RD_ATOMIC, ALT_PATH, PATH_MIG)");
+  if (ibv & kIbvUnsupported)
+    return bad(
+        "attribute not supported by MRC (PORT, TIMEOUT, RETRY_CNT, RNR, RD_ATOMIC, ALT_PATH, "
+        "PATH_MIG)");
   if (mrc & kMrcVendorCfg) return bad("no vendor configuration is defined");
   if ((ibv & kQpCurState) && a.cur_qp_state != qp.state) return bad("cur_qp_state does not match");
   const QpState from = qp.state;
@@ -290,14 +300,16 @@ Status Engine::check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uin
   switch (from) {
     case QpState::kReset:
       if (to != QpState::kInit) return bad("RESET can only go to INIT");
-      MRC_TRY(require(kQpState | kQpPkeyIndex | kQpAccessFlags, kMrcHint | kMrcEvProfileId | kMrcCcProfileId,
-                      "STATE, PKEY_INDEX, ACCESS_FLAGS and MRC HINT, EV_PROFILE_ID, CC_PROFILE_ID"));
+      MRC_TRY(require(
+          kQpState | kQpPkeyIndex | kQpAccessFlags, kMrcHint | kMrcEvProfileId | kMrcCcProfileId,
+          "STATE, PKEY_INDEX, ACCESS_FLAGS and MRC HINT, EV_PROFILE_ID, CC_PROFILE_ID"));
       return only(kQpPkeyIndex | kQpAccessFlags, kMrcHint | kMrcEvProfileId | kMrcCcProfileId);
     case QpState::kInit:
       if (to == QpState::kInit)
         return only(kQpPkeyIndex | kQpAccessFlags, kMrcHint | kMrcEvProfileId | kMrcCcProfileId);
       if (to != QpState::kRtr) return bad("INIT can only go to RTR");
-      MRC_TRY(require(kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn, kMrcMaxWimmDest | kMrcMprDest,
+      MRC_TRY(require(kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn,
+                      kMrcMaxWimmDest | kMrcMprDest,
                       "STATE, AV, PATH_MTU, DEST_QPN, RQ_PSN and MRC MAX_WIMM_DEST, MPR_DEST"));
       return only(kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAccessFlags | kQpPkeyIndex,
                   kMrcMaxWimmDest | kMrcMprDest | kMrcCap);
@@ -305,7 +317,8 @@ Status Engine::check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uin
       if (to != QpState::kRts) return bad("RTR can only go to RTS");
       MRC_TRY(require(kQpState | kQpSqPsn, kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout,
                       "STATE, SQ_PSN and MRC MAX_WIMM, MPR, RETRY_CNT, TIMEOUT"));
-      return only(kQpSqPsn | kQpAccessFlags, kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout | kMrcCap);
+      return only(kQpSqPsn | kQpAccessFlags,
+                  kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout | kMrcCap);
     case QpState::kRts:
       if (to != QpState::kRts) return bad("RTS can only go to RTS, RESET or ERR");
       return only(kQpAccessFlags, kMrcTimeout | kMrcRetryCnt);
@@ -321,7 +334,9 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
   if (!q) return Error(EINVAL, "modify_qp: unknown QP " + std::to_string(qpn));
   MRC_TRY(check_transition(*q, a, ibv, mrc));
   const QpState to = (ibv & kQpState) ? a.qp_state : q->state;
-  auto bad = [&](const std::string& why) { return Error(EINVAL, "modify_qp " + std::to_string(qpn) + ": " + why); };
+  auto bad = [&](const std::string& why) {
+    return Error(EINVAL, "modify_qp " + std::to_string(qpn) + ": " + why);
+  };
   // Value checks before anything changes.
   if ((mrc & kMrcEvProfileId) && a.ev_profile_id && !ev_profiles_.count(a.ev_profile_id))
     return bad("EV profile " + std::to_string(a.ev_profile_id) + " is not installed");
@@ -345,18 +360,22 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
   if ((ibv & kQpPathMtu) && (a.path_mtu < 256 || a.path_mtu > kMaxPathMtu || a.path_mtu % 64))
     return bad("path_mtu must be 256.." + std::to_string(kMaxPathMtu) +
                " bytes and a multiple of 64");
-  if ((ibv & kQpAccessFlags) && (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead)))
+  if ((ibv & kQpAccessFlags) &&
+      (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead)))
     return bad("unknown access flags");
-  if ((mrc & kMrcMpr) && (a.mpr == 0 || a.mpr > cfg_.device.max_mpr)) return bad("mpr must be 1..max_mpr");
+  if ((mrc & kMrcMpr) && (a.mpr == 0 || a.mpr > cfg_.device.max_mpr))
+    return bad("mpr must be 1..max_mpr");
   if ((mrc & kMrcMprDest) && (a.mpr_dest == 0 || a.mpr_dest > cfg_.device.max_mpr))
     return bad("mpr_dest must be 1..max_mpr");
-  if ((mrc & kMrcMaxWimm) && a.max_wimm > cfg_.device.max_wimm) return bad("max_wimm exceeds the device limit");
+  if ((mrc & kMrcMaxWimm) && a.max_wimm > cfg_.device.max_wimm)
+    return bad("max_wimm exceeds the device limit");
   if ((mrc & kMrcMaxWimmDest) && a.max_wimm_dest > cfg_.device.max_wimm_dest)
     return bad("max_wimm_dest exceeds the device limit");
   if ((mrc & kMrcTimeout) && a.timeout > 24) return bad("timeout must be 0..24");
   if ((mrc & kMrcRetryCnt) && (a.retry_linear > 7 || a.retry_exp > 25))
     return bad("retry counts: linear 0..7, exponential 0..25");
-  if ((mrc & kMrcCap) && (a.cap_flags & ~(kQpCapTrimNackDestUnsupported | kQpCapDynamicMpr | kQpCapSvcTimeDestUnsupported)))
+  if ((mrc & kMrcCap) && (a.cap_flags & ~(kQpCapTrimNackDestUnsupported | kQpCapDynamicMpr |
+                                          kQpCapSvcTimeDestUnsupported)))
     return bad("unknown QP capability bits");
   if ((mrc & kMrcCap) && (a.cap_flags & kQpCapDynamicMpr) && !(cfg_.device.cap & kDevCapDynamicMpr))
     return bad("dynamic MPR is not supported by the device");
@@ -367,7 +386,9 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
       any = true;
       bool local = false;
       for (const PortConfig& pc : cfg_.ports) local |= pc.port == p && pc.ip.ver == a.av[p].ip.ver;
-      if (!local) return bad("AV names port " + std::to_string(p) + " which has no address of that IP version");
+      if (!local)
+        return bad("AV names port " + std::to_string(p) +
+                   " which has no address of that IP version");
     }
     if (!any) return bad("AV has no plane address");
   }
@@ -524,10 +545,13 @@ void Engine::build_paths(Qp& q) {
   pp.min_active = prof.ev_min_active;
   Qp* qp = &q;
   q.paths.init(evs, active, q.carried_mask, pp, rng_.next(),
-               [this, qp](uint32_t i, EvState from, EvState to, EvEventReason why) { ev_event(*qp, i, from, to, why); });
+               [this, qp](uint32_t i, EvState from, EvState to, EvEventReason why) {
+                 ev_event(*qp, i, from, to, why);
+               });
   for (uint8_t p = 1; p <= kMaxPorts; p++)
     if (!port_up(p)) q.paths.port_state(p, false);
-  for (size_t p = 1; p <= kMaxPorts; p++) q.rev_ev[p] = (q.qpn * 2654435761u >> 8 & 0x3fff) | 0xc000;
+  for (size_t p = 1; p <= kMaxPorts; p++)
+    q.rev_ev[p] = (q.qpn * 2654435761u >> 8 & 0x3fff) | 0xc000;
 }
 
 uint32_t Engine::port_mask_for(const Qp& q) const {
@@ -601,7 +625,8 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
     push_cqe(q->send_cq, wc);
     return {};
   }
-  if (q->state != QpState::kRts) return Error(EINVAL, std::string("post_send: QP is in ") + to_string(q->state));
+  if (q->state != QpState::kRts)
+    return Error(EINVAL, std::string("post_send: QP is in ") + to_string(q->state));
   if (wr.opcode != WrOpcode::kRdmaWrite && wr.opcode != WrOpcode::kRdmaWriteWithImm)
     return Error(EINVAL, "post_send: only RDMA WRITE and WRITE_WITH_IMM are supported");
   if (wr.num_sge > q->cap.max_send_sge) return Error(EINVAL, "post_send: too many SGEs");
@@ -613,8 +638,10 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
     total += g.length;
     if (!g.length) continue;
     const Mr* m = mr_by_key(g.lkey);
-    if (!m || m->pd != q->pd) return Error(EINVAL, "post_send: SGE " + std::to_string(i) + " has an invalid lkey");
-    if (g.addr < uint64_t(uintptr_t(m->addr)) || g.addr + g.length > uint64_t(uintptr_t(m->addr)) + m->len)
+    if (!m || m->pd != q->pd)
+      return Error(EINVAL, "post_send: SGE " + std::to_string(i) + " has an invalid lkey");
+    if (g.addr < uint64_t(uintptr_t(m->addr)) ||
+        g.addr + g.length > uint64_t(uintptr_t(m->addr)) + m->len)
       return Error(EINVAL, "post_send: SGE " + std::to_string(i) + " is outside its memory region");
   }
   if (total > 0x80000000ull) return Error(EINVAL, "post_send: message longer than 2 GiB");
@@ -628,7 +655,8 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
   w.imm = wr.imm_data;
   w.len = uint32_t(total);
   w.nsge = wr.num_sge;
-  std::copy(wr.sg_list, wr.sg_list + wr.num_sge, q->sq_sge.begin() + long(size_t(q->sq_tail) * q->cap.max_send_sge));
+  std::copy(wr.sg_list, wr.sg_list + wr.num_sge,
+            q->sq_sge.begin() + long(size_t(q->sq_tail) * q->cap.max_send_sge));
   w.npkts = std::max<uint32_t>(1, (w.len + q->attr.path_mtu - 1) / q->attr.path_mtu);
   q->sq_tail = uint32_t((q->sq_tail + 1) % q->sq.size());
   q->sq_count++;
@@ -663,7 +691,8 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
 Status Engine::install_ev_profile(uint64_t id, EvProfile p) {
   rescan_ = true;  // some QP's next deadline may now be sooner
   if (id == 0) return Error(EINVAL, "EV profile id 0 is reserved for AUTO");
-  if (ev_profile_in_use(id)) return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
+  if (ev_profile_in_use(id))
+    return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
   if (p.ev_min_active > p.evs.size() && p.mode != EvMode::kAuto)
     return Error(EINVAL, "ev_min_active exceeds ev_count");
   for (const EvEntry& e : p.evs)
@@ -675,23 +704,28 @@ Status Engine::install_ev_profile(uint64_t id, EvProfile p) {
 
 Status Engine::remove_ev_profile(uint64_t id) {
   rescan_ = true;  // some QP's next deadline may now be sooner
-  if (ev_profile_in_use(id)) return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
-  if (!ev_profiles_.erase(id)) return Error(EINVAL, "EV profile " + std::to_string(id) + " is not installed");
+  if (ev_profile_in_use(id))
+    return Error(EBUSY, "EV profile " + std::to_string(id) + " is used by active QPs");
+  if (!ev_profiles_.erase(id))
+    return Error(EINVAL, "EV profile " + std::to_string(id) + " is not installed");
   return {};
 }
 
 Status Engine::install_cc_profile(uint64_t id, CcProfile p) {
   rescan_ = true;  // some QP's next deadline may now be sooner
   if (id == 0) return Error(EINVAL, "CC profile id 0 is reserved (default)");
-  if (cc_profile_in_use(id)) return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
+  if (cc_profile_in_use(id))
+    return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
   cc_profiles_[id] = p;
   return {};
 }
 
 Status Engine::remove_cc_profile(uint64_t id) {
   rescan_ = true;  // some QP's next deadline may now be sooner
-  if (cc_profile_in_use(id)) return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
-  if (!cc_profiles_.erase(id)) return Error(EINVAL, "CC profile " + std::to_string(id) + " is not installed");
+  if (cc_profile_in_use(id))
+    return Error(EBUSY, "CC profile " + std::to_string(id) + " is used by active QPs");
+  if (!cc_profiles_.erase(id))
+    return Error(EINVAL, "CC profile " + std::to_string(id) + " is not installed");
   return {};
 }
 
@@ -710,13 +744,16 @@ bool Engine::cc_profile_in_use(uint64_t id) const {
 Status Engine::set_ev_denied(uint64_t profile, uint32_t ev, uint8_t port, bool denied) {
   rescan_ = true;  // some QP's next deadline may now be sooner
   auto it = ev_profiles_.find(profile);
-  if (it == ev_profiles_.end()) return Error(EINVAL, "EV profile " + std::to_string(profile) + " is not installed");
+  if (it == ev_profiles_.end())
+    return Error(EINVAL, "EV profile " + std::to_string(profile) + " is not installed");
   bool found = false;
   for (EvEntry& e : it->second.evs)
     if (e.ev == ev && e.port == port) e.denied = denied, found = true;
   if (!found) return Error(ENOENT, "EV not in profile " + std::to_string(profile));
   for (const auto& q : qps_) {
-    if (!q || q->attr.ev_profile_id != profile || q->state == QpState::kReset || q->paths.size() == 0) continue;
+    if (!q || q->attr.ev_profile_id != profile || q->state == QpState::kReset ||
+        q->paths.size() == 0)
+      continue;
     for (uint32_t i = 0; i < q->paths.size(); i++) {
       const auto& e = q->paths.at(i);
       if (e.ev == ev && e.port == port) q->paths.deny(i, denied);
@@ -739,9 +776,14 @@ void Engine::ev_event(Qp& q, uint32_t idx, EvState from, EvState to, EvEventReas
   // reported with from == to and are not retirements.
   if (from != to) {
     switch (to) {
-      case EvState::kSkip: q.stats.ev_skips++; break;
-      case EvState::kAssumedBad: q.stats.ev_assumed_bad++; break;
-      default: break;
+      case EvState::kSkip:
+        q.stats.ev_skips++;
+        break;
+      case EvState::kAssumedBad:
+        q.stats.ev_assumed_bad++;
+        break;
+      default:
+        break;
     }
   }
   if (why == EvEventReason::kProbeOk) q.stats.ev_readmitted++;
@@ -837,13 +879,17 @@ void Engine::set_receive_penalty(uint8_t pen, bool restore) {
 Status Engine::send_ep_request(const EpRequest& r, Time now) {
   rescan_ = true;  // some QP's next deadline may now be sooner
   if (r.op > MRC_EP_OP_EV_PROBE) return Error(EINVAL, "endpoint request: unknown operation");
-  if (r.port == 0 || r.port > kMaxPorts) return Error(EINVAL, "endpoint request: port must be 1..16");
+  if (r.port == 0 || r.port > kMaxPorts)
+    return Error(EINVAL, "endpoint request: port must be 1..16");
   bool have = false;
   for (const PortConfig& pc : cfg_.ports) have |= pc.port == r.port && pc.ip.ver == r.dst.ver;
-  if (!have) return Error(EINVAL, "endpoint request: no local address of that IP version on the port");
+  if (!have)
+    return Error(EINVAL, "endpoint request: no local address of that IP version on the port");
   if (!port_up(r.port)) return Error(EIO, "endpoint request: port is down");
   for (const auto& p : ep_pending_)
-    if (p.req_id == r.req_id) return Error(EINVAL, "endpoint request: req_id " + std::to_string(r.req_id) + " is outstanding");
+    if (p.req_id == r.req_id)
+      return Error(EINVAL,
+                   "endpoint request: req_id " + std::to_string(r.req_id) + " is outstanding");
   Ctrl c;
   c.kind = CtrlKind::kEpRequest;
   c.port = r.port;
@@ -931,9 +977,15 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
       case MRC_OP_SACK:
         on_sack(*q, p, f.port, now);
         break;
-      case MRC_OP_NACK: on_nack(*q, p, now); break;
-      case MRC_OP_ACK: on_aeth(*q, p, now); break;
-      default: stats_.rx_unexpected++; break;
+      case MRC_OP_NACK:
+        on_nack(*q, p, now);
+        break;
+      case MRC_OP_ACK:
+        on_aeth(*q, p, now);
+        break;
+      default:
+        stats_.rx_unexpected++;
+        break;
     }
     // The window may have opened: a QP parked by tx() sends again.
     if (q->state == QpState::kRts && q->has_tx_work()) want_tx(*q);
@@ -946,7 +998,8 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
     Qp* q = qp_by_num(qpn);
     if (!q || !q->sack_due) continue;
     q->sack_due = false;
-    if (q->state == QpState::kRtr || q->state == QpState::kRts) queue_sack(*q, q->last, MRC_MP_NONE, false, false);
+    if (q->state == QpState::kRtr || q->state == QpState::kRts)
+      queue_sack(*q, q->last, MRC_MP_NONE, false, false);
   }
   sack_due_.clear();
 }
@@ -969,7 +1022,8 @@ void Engine::on_ep_request(const codec::Packet& p, uint8_t port, Time rx_ts, Tim
       if (!qp || !qp->win_ready()) continue;
       Qp& q = *qp;
       bool peer = false;
-      for (size_t n = 1; n <= kMaxPorts; n++) peer |= q.attr.av[n].valid && q.attr.av[n].ip == p.ip.src;
+      for (size_t n = 1; n <= kMaxPorts; n++)
+        peer |= q.attr.av[n].valid && q.attr.av[n].ip == p.ip.src;
       if (!peer) continue;
       remote_ports(q, down, now);
     }

@@ -67,8 +67,8 @@ struct EpRequest {
 struct EpResponse {
   uint16_t req_id = 0;
   uint8_t op = 0;
-  uint8_t port = 0;      // local port the response arrived on
-  uint8_t rx_port = 0;   // responder's port the request arrived on
+  uint8_t port = 0;     // local port the response arrived on
+  uint8_t rx_port = 0;  // responder's port the request arrived on
   uint32_t rtt_ns = 0;
   bool adj_svc_time = false;
   uint32_t port_status = 0;
@@ -183,7 +183,8 @@ class Engine {
   void requester_timers(Qp& qp, Time now);
   bool emit_data(Qp& qp, TxSink& sink, Time now, uint32_t& port_full);
   bool emit_probe(Qp& qp, TxSink& sink, Time now, int ev_idx, uint32_t& port_full);
-  bool send_data_pkt(Qp& qp, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now, uint32_t& port_full);
+  bool send_data_pkt(Qp& qp, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now,
+                     uint32_t& port_full);
   Time qp_deadline(const Qp& qp) const;
   Time ack_timeout(const Qp& qp) const;
   static Time ack_timeout_base(const Qp& qp);
@@ -193,7 +194,8 @@ class Engine {
   void on_trimmed(Qp& qp, const codec::Packet& p, uint8_t port, Time now);
   void on_probe(Qp& qp, const codec::Packet& p, uint8_t port, Time now);
   void queue_sack(Qp& qp, const Trigger& trigger, uint8_t verdict, bool probe_resp, bool ecn);
-  void queue_nack(Qp& qp, uint32_t psn, uint8_t reason, uint32_t entropy, uint16_t ts_echo, uint8_t port);
+  void queue_nack(Qp& qp, uint32_t psn, uint8_t reason, uint32_t entropy, uint16_t ts_echo,
+                  uint8_t port);
   void queue_aeth_nak(Qp& qp, uint32_t psn, uint8_t syndrome, uint8_t port);
   void deliver_imm(Qp& qp);
   uint8_t reverse_port(Qp& qp, uint8_t hint);
@@ -219,7 +221,7 @@ class Engine {
   std::map<uint64_t, EvProfile> ev_profiles_;
   std::map<uint64_t, CcProfile> cc_profiles_;
   std::unique_ptr<CtrlQueue> ctrl_;
-  std::vector<uint32_t> active_;  // QPs with work or timers (qpn)
+  std::vector<uint32_t> active_;    // QPs with work or timers (qpn)
   std::vector<uint32_t> sack_due_;  // QPs owing a SACK at the end of this rx() burst
   size_t rr_ = 0;
   // QPs that may have a probe, retransmission or new data to send (qpn;

@@ -81,13 +81,13 @@ enum TxFlag : uint8_t {
 };
 
 struct TxPkt {
-  uint32_t wqe = 0;     // SQ slot
-  uint32_t offset = 0;  // byte offset in the message
-  uint32_t len = 0;     // payload bytes
-  Time sent = 0;        // last transmission
-  uint16_t ev = 0;      // EV index of the last transmission
+  uint32_t wqe = 0;       // SQ slot
+  uint32_t offset = 0;    // byte offset in the message
+  uint32_t len = 0;       // payload bytes
+  Time sent = 0;          // last transmission
+  uint16_t ev = 0;        // EV index of the last transmission
   uint16_t ev_first = 0;  // EV index of the first transmission
-  uint16_t ts = 0;      // TSETH of the last transmission
+  uint16_t ts = 0;        // TSETH of the last transmission
   uint16_t ts_first = 0;  // TSETH of the first transmission
   uint8_t tx_count = 0;
   uint8_t flags = 0;
@@ -146,30 +146,30 @@ struct Engine::Qp {
   uint32_t wimm_out = 0;
   Time last_progress = 0;
   uint32_t retries = 0;
-  Time last_ack = 0;    // last SACK/NACK received
+  Time last_ack = 0;           // last SACK/NACK received
   uint32_t sampled_psn = ~0u;  // trigger and echo of the last SACK (one RTT sample each)
   uint64_t refusal_sent = 0;   // packets sent when a SACKed PSN was first refused (on_refusal)
   uint16_t sampled_ts = 0;
   Time srtt = 0, rttvar = 0, min_rtt = 0;
   Time reo_wnd = 0, reo_extra = 0;
-  Time latest_delivered = 0;  // send time of the latest delivered transmission
-  Time latest_port[kMaxPorts + 1] = {};  // ... per plane
+  Time latest_delivered = 0;                  // send time of the latest delivered transmission
+  Time latest_port[kMaxPorts + 1] = {};       // ... per plane
   uint32_t plane_losses[kMaxPorts + 1] = {};  // silent losses since the last delivery
-  Time plane_heard[kMaxPorts + 1] = {};      // when a delivery on the plane was last reported
+  Time plane_heard[kMaxPorts + 1] = {};       // when a delivery on the plane was last reported
   Time port_srtt[kMaxPorts + 1] = {};  // RTT of each plane (its queues differ from the others')
   Time port_rttvar[kMaxPorts + 1] = {};
-  Time rack_due = kNever;    // a packet's plane RTT will have passed: judge again (RACK timer)
-  uint32_t rtx_hint = 0;     // no lost PSN below this one
+  Time rack_due = kNever;  // a packet's plane RTT will have passed: judge again (RACK timer)
+  uint32_t rtx_hint = 0;   // no lost PSN below this one
   Time last_send = 0;
   bool tlp_pending = false;  // send a tail-loss probe
   bool tlp_outstanding = false;
   Time tlp_sent = 0;
-  uint16_t tlp_ts = 0;       // its PETH timestamp, echoed by the answer
-  int tlp_idx = -1;          // its EV (the answer reflects it)
+  uint16_t tlp_ts = 0;  // its PETH timestamp, echoed by the answer
+  int tlp_idx = -1;     // its EV (the answer reflects it)
   uint8_t tlp_port = 0;
   uint8_t tlp_unanswered = 0;  // probes in a row that got no answer
-  Time probe_check = 0;      // next time EV probes may be due
-  Time armed = kNever;       // time of this QP's live entry in Engine::timer_heap_ (kNever: none)
+  Time probe_check = 0;        // next time EV probes may be due
+  Time armed = kNever;         // time of this QP's live entry in Engine::timer_heap_ (kNever: none)
   std::vector<uint32_t> probe_queue;  // ASSUMED_BAD EVs to probe now
 
   // responder
@@ -178,7 +178,8 @@ struct Engine::Qp {
   uint32_t unacked_bytes = 0;
   Time sack_deadline = kNever;
   bool first_rx = true;
-  bool sack_due = false;  // owes a SACK at the end of the rx() burst  // the last far-ahead SACK reported the oldest PSNs
+  bool sack_due = false;  // owes a SACK at the end of the rx() burst  // the last far-ahead SACK
+                          // reported the oldest PSNs
   Trigger last;
   uint32_t rev_ev[kMaxPorts + 1] = {};
   // SRv6 profiles: each path's uSID container (the data and probe destination).
@@ -188,8 +189,8 @@ struct Engine::Qp {
   uint32_t rq_head = 0, rq_count = 0;
   std::vector<PendImm> imm;
   std::vector<uint32_t> msg_len;  // message length by MSN (messages in the PSN window)
-  uint16_t imm_next = 0;  // RQMSN of the next WriteIMM to complete
-  uint32_t imm_span = 0;  // WriteIMMs known beyond imm_next (outstanding)
+  uint16_t imm_next = 0;          // RQMSN of the next WriteIMM to complete
+  uint32_t imm_span = 0;          // WriteIMMs known beyond imm_next (outstanding)
   // Failed by a WriteIMM without a receive: the cumulative point covers that
   // message, so no SACK may report it (the UNEXP_EVENT NACK says the rest).
   bool acks_stopped = false;

@@ -5,10 +5,10 @@
 
 namespace mrc::core {
 namespace {
-constexpr double kDelayAlpha = 0.0125;   // EWMA gain of the average queueing delay
-constexpr double kRefBdp = 150000.0;     // 100 Gbit/s x 12 us, htsim's scaling reference
-constexpr double kRefRtt = 12000.0;      // ns
-constexpr uint64_t kFastDelay = 1000;    // ns: "no queue" for fast increase
+constexpr double kDelayAlpha = 0.0125;  // EWMA gain of the average queueing delay
+constexpr double kRefBdp = 150000.0;    // 100 Gbit/s x 12 us, htsim's scaling reference
+constexpr double kRefRtt = 12000.0;     // ns
+constexpr uint64_t kFastDelay = 1000;   // ns: "no queue" for fast increase
 }  // namespace
 
 void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_bytes,
@@ -53,9 +53,7 @@ void Nscc::update_base(uint64_t rtt) {
 
 void Nscc::update_avg(double d) { avg_delay_ += kDelayAlpha * (d - avg_delay_); }
 
-void Nscc::clamp() {
-  cwnd_ = std::clamp<uint64_t>(cwnd_, p_.mtu, p_.max_cwnd);
-}
+void Nscc::clamp() { cwnd_ = std::clamp<uint64_t>(cwnd_, p_.mtu, p_.max_cwnd); }
 
 bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   if (!p_.qa) return false;

@@ -19,10 +19,10 @@ class Nscc {
     bool qa = true;
     uint32_t mtu = 4096;
     uint64_t max_cwnd = 4 << 20;
-    uint64_t base_rtt = 0;  // 0: learned (minimum RTT seen)
-    uint64_t target_delay = 0;  // 0: derived from base_rtt
+    uint64_t base_rtt = 0;                 // 0: learned (minimum RTT seen)
+    uint64_t target_delay = 0;             // 0: derived from base_rtt
     uint64_t min_target = kNsccMinTarget;  // floor of a derived target
-    uint64_t qa_threshold = 0;  // 0: 4 x target
+    uint64_t qa_threshold = 0;             // 0: 4 x target
     uint8_t qa_gate = 3;
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
     uint64_t adjust_period = 0;  // 0: base_rtt + target

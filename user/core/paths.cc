@@ -20,8 +20,8 @@ uint32_t mix(uint32_t x) {
 }
 }  // namespace
 
-void PathSet::init(const std::vector<EvEntry>& evs, uint32_t active_per_plane, uint32_t carried_mask,
-                   const PathParams& p, uint64_t seed, Listener listener) {
+void PathSet::init(const std::vector<EvEntry>& evs, uint32_t active_per_plane,
+                   uint32_t carried_mask, const PathParams& p, uint64_t seed, Listener listener) {
   p_ = p;
   rng_.reseed(seed);
   listener_ = std::move(listener);
@@ -96,7 +96,8 @@ void PathSet::refill_order() {
     if (evs_[i].active) order_.push_back(i);
   // Fisher-Yates with the QP's own generator: QPs sharing a profile do not
   // march through their EVs in lockstep.
-  for (size_t i = order_.size(); i > 1; i--) std::swap(order_[i - 1], order_[rng_.below(uint32_t(i))]);
+  for (size_t i = order_.size(); i > 1; i--)
+    std::swap(order_[i - 1], order_[rng_.below(uint32_t(i))]);
   cursor_ = 0;
   rotation_++;
   // A skipped EV sits out its next turn (next()), in this rotation or, when
@@ -125,7 +126,8 @@ int PathSet::next(uint32_t port_ok, int avoid) {
       }
       if (!e.active || e.state != EvState::kGood || int(i) == avoid) continue;
       if (!(port_ok >> e.port & 1) || !port_up(e.port)) continue;
-      if (p_.plane_lossy_ppm && e.port <= kMaxPorts && ++plane_[e.port].sent >= plane_window(e.port))
+      if (p_.plane_lossy_ppm && e.port <= kMaxPorts &&
+          ++plane_[e.port].sent >= plane_window(e.port))
         plane_window_end(e.port);
       return int(i);
     }
@@ -136,7 +138,8 @@ int PathSet::next(uint32_t port_ok, int avoid) {
 
 void PathSet::plane_window_end(uint8_t port) {
   PlaneLoss& pl = plane_[port];
-  const uint32_t rate = uint32_t(std::min<uint64_t>(uint64_t(pl.lost) * 1'000'000 / pl.sent, 1'000'000));
+  const uint32_t rate =
+      uint32_t(std::min<uint64_t>(uint64_t(pl.lost) * 1'000'000 / pl.sent, 1'000'000));
   // A long memory (1/16 per window): a burst of drops in one window (a
   // queue overflowing: congestion, which every plane sees in turn) moves the
   // rate by 1/16 of the burst; a plane losing steadily crosses 1% within a
@@ -168,7 +171,8 @@ void PathSet::plane_window_end(uint8_t port) {
     if (pl.ppm >= p_.plane_lossy_ppm && pl.ppm >= ratio * best && best < pl.ppm) {
       pl.lossy = true;
       lossy_events_++;
-      set_plane_target(port, std::max<uint32_t>(1, base_active_[port] / std::max<uint32_t>(p_.plane_lossy_div, 1)));
+      set_plane_target(port, std::max<uint32_t>(1, base_active_[port] /
+                                                       std::max<uint32_t>(p_.plane_lossy_div, 1)));
     }
   } else if (pl.ppm < p_.plane_lossy_ppm / 2 || pl.ppm < 2 * uint64_t(best)) {
     pl.lossy = false;
@@ -185,7 +189,9 @@ void PathSet::set_plane_target(uint8_t port, uint32_t target) {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < evs_.size(); i++) {
       Ev& e = evs_[i];
-      if (e.port != port || !e.active || e.state == EvState::kAssumedBad || e.state == EvState::kDenied) continue;
+      if (e.port != port || !e.active || e.state == EvState::kAssumedBad ||
+          e.state == EvState::kDenied)
+        continue;
       if (kept < target) {
         kept++;
         continue;
@@ -203,7 +209,8 @@ int PathSet::random_good(uint32_t port_ok) {
   int pick = -1;
   for (uint32_t i : order_) {
     const Ev& e = evs_[i];
-    if (!e.active || e.state != EvState::kGood || !(port_ok >> e.port & 1) || !port_up(e.port)) continue;
+    if (!e.active || e.state != EvState::kGood || !(port_ok >> e.port & 1) || !port_up(e.port))
+      continue;
     if (rng_.below(++n) == 0) pick = int(i);
   }
   return pick;
@@ -288,7 +295,9 @@ void PathSet::assume_bad(uint32_t i, EvEventReason why, Time now, bool outlier) 
 void PathSet::promote_backup(uint8_t port) {
   uint32_t active = 0;
   for (const Ev& e : evs_)
-    if (e.port == port && e.active && e.state != EvState::kAssumedBad && e.state != EvState::kDenied) active++;
+    if (e.port == port && e.active && e.state != EvState::kAssumedBad &&
+        e.state != EvState::kDenied)
+      active++;
   if (active >= target_active_[port]) return;
   // A random GOOD backup of the same plane keeps the plane's load equal.
   uint32_t n = 0, pick = 0;
@@ -321,7 +330,8 @@ void PathSet::probe_result(uint32_t i, bool ok, Time now) {
   } else {
     e.stats.probes_failed++;
     e.probe_ok = 0;
-    e.backoff = uint32_t(std::min<Time>({Time(e.backoff) * 2, std::max(p_.probe_max, probe_wait()), kMaxBackoff}));
+    e.backoff = uint32_t(
+        std::min<Time>({Time(e.backoff) * 2, std::max(p_.probe_max, probe_wait()), kMaxBackoff}));
     e.next_probe = now + e.backoff;
     if (listener_) listener_(i, e.state, e.state, EvEventReason::kProbeFail);
   }
@@ -359,7 +369,8 @@ void PathSet::deny(uint32_t i, bool denied) {
 void PathSet::assume_plane_bad(uint8_t port, EvEventReason why, Time now) {
   for (uint32_t i = 0; i < evs_.size(); i++) {
     const Ev& e = evs_[i];
-    if (e.port == port && (e.state == EvState::kGood || e.state == EvState::kSkip)) assume_bad(i, why, now);
+    if (e.port == port && (e.state == EvState::kGood || e.state == EvState::kSkip))
+      assume_bad(i, why, now);
   }
 }
 

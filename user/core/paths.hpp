@@ -21,15 +21,15 @@ class PathSet {
     uint8_t port = 0;
     EvState state = EvState::kGood;
     bool active = false;
-    bool probing = false;     // a probe is outstanding
-    bool queued = false;      // waiting in the QP's probe queue (for a port or a probe token)
-    uint8_t probe_ok = 0;     // consecutive successes
+    bool probing = false;  // a probe is outstanding
+    bool queued = false;   // waiting in the QP's probe queue (for a port or a probe token)
+    uint8_t probe_ok = 0;  // consecutive successes
     uint16_t probe_id = 0;
     // Low 32 bits of stats.tx_pkts at its last silent loss (Engine::mark_lost;
     // 0: none). Here it fills the padding before next_probe: an idle QP's
     // EVs are most of its memory.
     uint32_t loss_tx = 0;
-    Time next_probe = kNever; // when to send the next probe (ASSUMED_BAD only)
+    Time next_probe = kNever;  // when to send the next probe (ASSUMED_BAD only)
     // Probe back-off, ns (at most ~4.29 s: PathSet caps it there). Kept in 32
     // bits, with the two fields below, so an EV (most of an idle QP's
     // memory) is no larger than before relapses were tracked.
@@ -77,7 +77,7 @@ class PathSet {
   int random_good(uint32_t port_ok);
 
   // Signals.
-  void skip(uint32_t i, EvEventReason why);           // ECN echo / trim NACK
+  void skip(uint32_t i, EvEventReason why);  // ECN echo / trim NACK
   // Silent loss, timeout, ALWAYS_SKIP. `outlier`: the EV loses far more
   // than its plane (loss_outlier); retired so again after probes readmitted
   // it, it has relapsed (its next probe waits longer).
@@ -187,8 +187,9 @@ class PathSet {
   // A down-weighted plane carries 1/plane_lossy_div of its share: its
   // windows are as much shorter, so it is judged as often when it heals.
   uint32_t plane_window(uint8_t port) const {
-    return plane_[port].lossy ? std::max<uint32_t>(p_.plane_window / std::max<uint32_t>(p_.plane_lossy_div, 1), 16)
-                              : p_.plane_window;
+    return plane_[port].lossy
+               ? std::max<uint32_t>(p_.plane_window / std::max<uint32_t>(p_.plane_lossy_div, 1), 16)
+               : p_.plane_window;
   }
   void set_plane_target(uint8_t port, uint32_t target);
 
@@ -197,10 +198,10 @@ class PathSet {
   size_t cursor_ = 0;
   std::vector<uint32_t> skipped_;  // SKIP until their next turn has passed them over
   uint64_t rotation_ = 0;
-  std::vector<uint32_t> bad_;      // ASSUMED_BAD (probed)
-  std::vector<uint32_t> hash_;     // open addressing: ev value -> index + 1
+  std::vector<uint32_t> bad_;   // ASSUMED_BAD (probed)
+  std::vector<uint32_t> hash_;  // open addressing: ev value -> index + 1
   uint32_t target_active_[kMaxPorts + 1] = {};
-  uint32_t base_active_[kMaxPorts + 1] = {};  // target_active_ of a plane not down-weighted
+  uint32_t base_active_[kMaxPorts + 1] = {};       // target_active_ of a plane not down-weighted
   static constexpr uint8_t kPlaneWarmWindows = 4;  // judged (or a yardstick) after this many
   struct PlaneLoss {
     uint32_t sent = 0, lost = 0;  // in the current window (lost: loss episodes)

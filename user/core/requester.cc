@@ -155,7 +155,8 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
       // SACK is not a dead plane.
       const uint32_t k = cfg_.paths.plane_suspect_losses;
       const Time quiet = std::max(2 * q.srtt, cfg_.min_rto);
-      if (k && t.port <= kMaxPorts && ++q.plane_losses[t.port] >= k && now - q.plane_heard[t.port] > quiet) {
+      if (k && t.port <= kMaxPorts && ++q.plane_losses[t.port] >= k &&
+          now - q.plane_heard[t.port] > quiet) {
         q.plane_losses[t.port] = 0;
         q.stats.plane_suspects++;
         q.paths.assume_plane_bad(t.port, EvEventReason::kPlaneLoss, now);
@@ -164,7 +165,8 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
         const uint8_t port = t.port;
         for (uint32_t p = q.una; p != q.next_psn; p = codec::psn_add(p, 1)) {
           TxPkt& o = q.pkt(p);
-          if (o.port == port && !(o.flags & (kTxSacked | kTxLost)) && o.sent >= q.latest_port[port]) {
+          if (o.port == port && !(o.flags & (kTxSacked | kTxLost)) &&
+              o.sent >= q.latest_port[port]) {
             o.flags |= kTxNacked;  // its EV is already retired
             mark_lost(q, p, false, EvEventReason::kPlaneLoss, now);
           }
@@ -507,7 +509,8 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
     // whole RTT before it (the usual rules, with the probe as the delivery).
     q.tlp_outstanding = false;
     q.latest_delivered = std::max(q.latest_delivered, q.tlp_sent);
-    if (q.tlp_port <= kMaxPorts) q.latest_port[q.tlp_port] = std::max(q.latest_port[q.tlp_port], q.tlp_sent);
+    if (q.tlp_port <= kMaxPorts)
+      q.latest_port[q.tlp_port] = std::max(q.latest_port[q.tlp_port], q.tlp_sent);
   }
   rack(q, base, codec::psn_add(base, 64), now);
   if ((q.attr.cap_flags & kQpCapDynamicMpr) && s.mpr)

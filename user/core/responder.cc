@@ -44,7 +44,8 @@ void Engine::queue_sack(Qp& q, const Trigger& t, uint8_t verdict, bool probe_res
   q.sack_due = false;
 }
 
-void Engine::queue_nack(Qp& q, uint32_t psn, uint8_t reason, uint32_t entropy, uint16_t ts_echo, uint8_t port) {
+void Engine::queue_nack(Qp& q, uint32_t psn, uint8_t reason, uint32_t entropy, uint16_t ts_echo,
+                        uint8_t port) {
   Ctrl c;
   c.kind = CtrlKind::kNack;
   c.qpn = q.qpn;
@@ -226,9 +227,10 @@ void Engine::on_trimmed(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   }
   if ((q.attr.cap_flags & kQpCapTrimNackDestUnsupported) || !(cfg_.device.cap & kDevCapTrimNack))
     return;  // left to SACKs and the requester's timers
-  queue_nack(q, trig.psn,
-             p.trim == codec::TrimKind::kTrimmedLastHop ? MRC_NACK_TRIMMED_LASTHOP : MRC_NACK_TRIMMED,
-             trig.entropy, trig.ts, port);
+  queue_nack(
+      q, trig.psn,
+      p.trim == codec::TrimKind::kTrimmedLastHop ? MRC_NACK_TRIMMED_LASTHOP : MRC_NACK_TRIMMED,
+      trig.entropy, trig.ts, port);
 }
 
 void Engine::on_probe(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
@@ -239,7 +241,8 @@ void Engine::on_probe(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   trig.ts = p.peth.tx_ts;
   trig.port = port;
   trig.valid = true;
-  queue_sack(q, trig, p.ip.ecn == MRC_ECN_CE ? MRC_MP_SKIP_ONCE : MRC_MP_NONE, true, p.ip.ecn == MRC_ECN_CE);
+  queue_sack(q, trig, p.ip.ecn == MRC_ECN_CE ? MRC_MP_SKIP_ONCE : MRC_MP_NONE, true,
+             p.ip.ecn == MRC_ECN_CE);
 }
 
 }  // namespace mrc::core

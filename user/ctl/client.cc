@@ -98,7 +98,8 @@ int find_slot(std::span<Rec> recs, std::map<uint64_t, int>& cache, uint64_t id) 
   auto it = cache.find(id);
   if (it != cache.end()) {
     const Rec& r = recs[size_t(it->second)];
-    if (__atomic_load_n(&r.used, __ATOMIC_ACQUIRE) && __atomic_load_n(&r.id, __ATOMIC_ACQUIRE) == id)
+    if (__atomic_load_n(&r.used, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&r.id, __ATOMIC_ACQUIRE) == id)
       return it->second;
   }
   for (size_t i = 0; i < recs.size(); i++) {

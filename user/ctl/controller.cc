@@ -587,7 +587,8 @@ struct Controller::EvpModify {
   Status validate_fields(uint32_t max_width) const {
     std::string why;
     auto f = ev_fields_of(rec);
-    int e = codec::ev_validate(fmtf, f, fmt_width_limit(fmt ? fmt->mode : kFmtStev, max_width), &why);
+    int e =
+        codec::ev_validate(fmtf, f, fmt_width_limit(fmt ? fmt->mode : kFmtStev, max_width), &why);
     if (e) return Error(e, why);
     return ok_status();
   }

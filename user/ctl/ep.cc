@@ -1,19 +1,11 @@
 #include "ctl/ep.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 #include <set>
 
 #include "ctl/srv6.hpp"
 
 namespace mrc::ctl {
-
-Time mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return Time(ts.tv_sec) * 1'000'000'000ull + Time(ts.tv_nsec);
-}
 
 EpBatcher::EpBatcher(EpTransport& t, EpLimits lim, PortCheck check)
     : t_(t), lim_(lim), check_(std::move(check)) {}

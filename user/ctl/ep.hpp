@@ -25,11 +25,12 @@
 #include "codec/packet.hpp"
 #include "ctl/types.hpp"
 #include "mrc/result.hpp"
+#include "util/clock.hpp"
 
 namespace mrc::ctl {
 
 using Time = uint64_t;  // ns, CLOCK_MONOTONIC
-Time mono_ns();
+using mrc::mono_ns;     // util/clock.hpp
 
 // One request as the transport sends it.
 struct EpWire {

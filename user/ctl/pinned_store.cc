@@ -10,7 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "mrc_ctl.skel.h"
+#include "loader/mrc_ctl.hpp"
+#include "util/fs.hpp"
 
 namespace mrc::ctl {
 
@@ -21,8 +22,8 @@ struct MapDesc {
   uint32_t value_size;
   uint32_t max_entries;
 };
-// Order: the six mmapable arrays, then queue, qps, evstat.
-const MapDesc kMaps[9] = {
+// Order: the six mmapable arrays, then queue, qps, evstat (PinnedStore::k*).
+const MapDesc kMaps[] = {
     {MRC_CTL_MAP_DEV, sizeof(mrc_ctl_dev), 1},
     {MRC_CTL_MAP_PORT, sizeof(mrc_ctl_port), MRC_CTL_MAX_PORTS},
     {MRC_CTL_MAP_FMT, sizeof(mrc_ctl_fmt), MRC_CTL_MAX_FMT_PROFILES},
@@ -34,17 +35,6 @@ const MapDesc kMaps[9] = {
     {MRC_CTL_MAP_EVSTAT, sizeof(mrc_ctl_evstat), MRC_CTL_MAX_EVSTATS},
 };
 
-Status mkdirs(const std::string& dir) {
-  for (size_t pos = 1;; pos++) {
-    pos = dir.find('/', pos);
-    std::string part = dir.substr(0, pos);
-    if (::mkdir(part.c_str(), 0755) && errno != EEXIST)
-      return Error(errno, "creating directory " + part);
-    if (pos == std::string::npos) break;
-  }
-  return ok_status();
-}
-
 size_t page_round(size_t n) {
   size_t pg = size_t(sysconf(_SC_PAGESIZE));
   return (n + pg - 1) / pg * pg;
@@ -52,18 +42,11 @@ size_t page_round(size_t n) {
 
 }  // namespace
 
-PinnedStore::~PinnedStore() {
-  for (auto& m : maps_)
-    if (m.addr) munmap(m.addr, m.len);
-  for (int fd : fds_)
-    if (fd >= 0) close(fd);
-}
-
 Status PinnedStore::map_all(Access access) {
-  for (int i = 0; i < 9; i++) {
+  for (size_t i = 0; i < kMapCount; i++) {
     bpf_map_info info{};
     uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fds_[i], &info, &len))
+    if (bpf_obj_get_info_by_fd(fds_[i].get(), &info, &len))
       return Error(errno, std::string("reading the info of ") + kMaps[i].name);
     if (info.value_size != kMaps[i].value_size || info.max_entries != kMaps[i].max_entries)
       return Error(EPROTO, dir_ + "/" + kMaps[i].name + " has " + std::to_string(info.max_entries) +
@@ -74,62 +57,39 @@ Status PinnedStore::map_all(Access access) {
                                " (stop mrcd and remove the pins, or run a matching build)");
   }
   const bool ro = access == Access::kReadMostly;
-  for (int i = 0; i < 6; i++) {
+  for (size_t i = 0; i < kMmapable; i++) {
     // Mmapable array elements are laid out every round_up(value_size, 8) bytes.
     size_t stride = (kMaps[i].value_size + 7) / 8 * 8;
     size_t n = page_round(stride * kMaps[i].max_entries);
     // Applications add to the report counters of mrc_ctl_dev (evq_pushed,
     // evq_dropped): that record stays writable for them, the rest is read-only.
     const bool writable = !ro || i == 0;
-    void* p =
-        mmap(nullptr, n, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fds_[i], 0);
-    if (p == MAP_FAILED) return Error(errno, std::string("mapping ") + kMaps[i].name);
-    maps_[i] = {p, n};
+    auto m = MmapArea::map(n, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
+                           fds_[i].get(), 0, kMaps[i].name);
+    if (!m) return std::move(m).error();
+    maps_[i] = std::move(*m);
   }
-  r_.dev = static_cast<mrc_ctl_dev*>(maps_[0].addr);
-  r_.ports = {static_cast<mrc_ctl_port*>(maps_[1].addr), MRC_CTL_MAX_PORTS};
-  r_.fmts = {static_cast<mrc_ctl_fmt*>(maps_[2].addr), MRC_CTL_MAX_FMT_PROFILES};
-  r_.evps = {static_cast<mrc_ctl_evp*>(maps_[3].addr), MRC_CTL_MAX_EV_PROFILES};
-  r_.evs = {static_cast<mrc_ctl_ev_entry*>(maps_[4].addr), MRC_CTL_EV_POOL};
-  r_.ccs = {static_cast<mrc_ctl_cc*>(maps_[5].addr), MRC_CTL_MAX_CC_PROFILES};
+  r_.dev = static_cast<mrc_ctl_dev*>(maps_[0].get());
+  r_.ports = {static_cast<mrc_ctl_port*>(maps_[1].get()), MRC_CTL_MAX_PORTS};
+  r_.fmts = {static_cast<mrc_ctl_fmt*>(maps_[2].get()), MRC_CTL_MAX_FMT_PROFILES};
+  r_.evps = {static_cast<mrc_ctl_evp*>(maps_[3].get()), MRC_CTL_MAX_EV_PROFILES};
+  r_.evs = {static_cast<mrc_ctl_ev_entry*>(maps_[4].get()), MRC_CTL_EV_POOL};
+  r_.ccs = {static_cast<mrc_ctl_cc*>(maps_[5].get()), MRC_CTL_MAX_CC_PROFILES};
   return ok_status();
 }
 
 Result<std::unique_ptr<PinnedStore>> PinnedStore::create_or_open(const std::string& dir,
                                                                  bool* found) {
-  MRC_TRY(mkdirs(dir));
+  MRC_TRY(make_dirs(dir, 0755));
   std::unique_ptr<PinnedStore> st(new PinnedStore());
   st->dir_ = dir;
   struct stat sb;
   const bool had = ::stat((dir + "/" + MRC_CTL_MAP_DEV).c_str(), &sb) == 0;
-  mrc_ctl* skel = mrc_ctl__open();
-  if (!skel) return Error(errno, "opening the mrc_ctl BPF object");
-  bpf_map* maps[9] = {skel->maps.mrc_ctl_dev, skel->maps.mrc_ctl_port, skel->maps.mrc_ctl_fmt,
-                      skel->maps.mrc_ctl_evp, skel->maps.mrc_ctl_evs,  skel->maps.mrc_ctl_cc,
-                      skel->maps.mrc_ctl_evq, skel->maps.mrc_ctl_qps,  skel->maps.mrc_ctl_evstat};
-  for (int i = 0; i < 9; i++) {
-    std::string path = dir + "/" + kMaps[i].name;
-    int err = bpf_map__set_pin_path(maps[i], path.c_str());
-    if (err) {
-      mrc_ctl__destroy(skel);
-      return errno_error(err, "setting the pin path " + path);
-    }
-  }
-  int err = mrc_ctl__load(skel);
-  if (err) {
-    mrc_ctl__destroy(skel);
-    return errno_error(err, "creating or re-opening the controller maps under " + dir +
-                                " (a pinned map of another layout is refused: remove the pins)");
-  }
-  for (int i = 0; i < 9; i++) {
-    st->fds_[i] = fcntl(bpf_map__fd(maps[i]), F_DUPFD_CLOEXEC, 0);
-    if (st->fds_[i] < 0) {
-      int e = errno;
-      mrc_ctl__destroy(skel);
-      return Error(e, std::string("duplicating the descriptor of ") + kMaps[i].name);
-    }
-  }
-  mrc_ctl__destroy(skel);  // the pins and our descriptors keep the maps
+  const char* names[kMapCount];
+  for (size_t i = 0; i < kMapCount; i++) names[i] = kMaps[i].name;
+  auto fds = loader::load_ctl_maps(dir, names);  // the pins and fds_ keep the maps
+  if (!fds) return std::move(fds).error();
+  for (size_t i = 0; i < kMapCount; i++) st->fds_[i] = std::move((*fds)[i]);
   MRC_TRY(st->map_all(Access::kReadWrite));
   if (found) *found = had;
   return st;
@@ -138,15 +98,14 @@ Result<std::unique_ptr<PinnedStore>> PinnedStore::create_or_open(const std::stri
 Result<std::unique_ptr<PinnedStore>> PinnedStore::open(const std::string& dir, Access access) {
   std::unique_ptr<PinnedStore> st(new PinnedStore());
   st->dir_ = dir;
-  for (int i = 0; i < 9; i++) {
+  for (size_t i = 0; i < kMapCount; i++) {
     std::string path = dir + "/" + kMaps[i].name;
-    int fd = bpf_obj_get(path.c_str());
-    if (fd < 0) {
+    st->fds_[i] = UniqueFd(bpf_obj_get(path.c_str()));
+    if (!st->fds_[i]) {
       int e = errno;
       return Error(e, "opening " + path +
                           (e == ENOENT ? " (is mrcd running, with this pin directory?)" : ""));
     }
-    st->fds_[i] = fd;
   }
   MRC_TRY(st->map_all(access));
   if (!st->initialised())
@@ -167,7 +126,7 @@ Status PinnedStore::unpin(const std::string& dir) {
 }
 
 Status PinnedStore::push_report(const mrc_ctl_ev_report& r) {
-  if (bpf_map_update_elem(fds_[6], nullptr, &r, BPF_ANY)) {
+  if (bpf_map_update_elem(fds_[kEvq].get(), nullptr, &r, BPF_ANY)) {
     int e = errno;
     if (e == E2BIG || e == ENOSPC) return Error(E2BIG, "EV report queue is full");
     return Error(e, "pushing to mrc_ctl_evq");
@@ -178,7 +137,7 @@ Status PinnedStore::push_report(const mrc_ctl_ev_report& r) {
 Result<size_t> PinnedStore::pop_reports(std::span<mrc_ctl_ev_report> out) {
   size_t n = 0;
   while (n < out.size()) {
-    if (bpf_map_lookup_and_delete_elem(fds_[6], nullptr, &out[n])) {
+    if (bpf_map_lookup_and_delete_elem(fds_[kEvq].get(), nullptr, &out[n])) {
       if (errno == ENOENT) break;
       return Error(errno, "popping from mrc_ctl_evq");
     }
@@ -188,12 +147,13 @@ Result<size_t> PinnedStore::pop_reports(std::span<mrc_ctl_ev_report> out) {
 }
 
 Status PinnedStore::put_qp(const mrc_ctl_qp_key& k, const mrc_ctl_qp_report& v) {
-  if (bpf_map_update_elem(fds_[7], &k, &v, BPF_ANY)) return Error(errno, "updating mrc_ctl_qps");
+  if (bpf_map_update_elem(fds_[kQps].get(), &k, &v, BPF_ANY))
+    return Error(errno, "updating mrc_ctl_qps");
   return ok_status();
 }
 
 Status PinnedStore::del_qp(const mrc_ctl_qp_key& k) {
-  if (bpf_map_delete_elem(fds_[7], &k)) return Error(errno, "deleting from mrc_ctl_qps");
+  if (bpf_map_delete_elem(fds_[kQps].get(), &k)) return Error(errno, "deleting from mrc_ctl_qps");
   return ok_status();
 }
 
@@ -218,21 +178,23 @@ static Result<std::vector<std::pair<K, V>>> dump(int fd, const char* name) {
 }
 
 Result<QpList> PinnedStore::list_qps() const {
-  return dump<mrc_ctl_qp_key, mrc_ctl_qp_report>(fds_[7], MRC_CTL_MAP_QPS);
+  return dump<mrc_ctl_qp_key, mrc_ctl_qp_report>(fds_[kQps].get(), MRC_CTL_MAP_QPS);
 }
 
 Status PinnedStore::put_evstat(const mrc_ctl_evstat_key& k, const mrc_ctl_evstat& v) {
-  if (bpf_map_update_elem(fds_[8], &k, &v, BPF_ANY)) return Error(errno, "updating mrc_ctl_evstat");
+  if (bpf_map_update_elem(fds_[kEvStat].get(), &k, &v, BPF_ANY))
+    return Error(errno, "updating mrc_ctl_evstat");
   return ok_status();
 }
 
 Status PinnedStore::del_evstat(const mrc_ctl_evstat_key& k) {
-  if (bpf_map_delete_elem(fds_[8], &k)) return Error(errno, "deleting from mrc_ctl_evstat");
+  if (bpf_map_delete_elem(fds_[kEvStat].get(), &k))
+    return Error(errno, "deleting from mrc_ctl_evstat");
   return ok_status();
 }
 
 Result<EvStatList> PinnedStore::list_evstats() const {
-  return dump<mrc_ctl_evstat_key, mrc_ctl_evstat>(fds_[8], MRC_CTL_MAP_EVSTAT);
+  return dump<mrc_ctl_evstat_key, mrc_ctl_evstat>(fds_[kEvStat].get(), MRC_CTL_MAP_EVSTAT);
 }
 
 }  // namespace mrc::ctl

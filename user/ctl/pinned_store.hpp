@@ -5,11 +5,14 @@
 // mapped into the process: reading policy costs no syscall.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 
 #include "ctl/store.hpp"
 #include "mrc/result.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::ctl {
 
@@ -21,7 +24,7 @@ enum class Access : uint8_t {
 
 class PinnedStore final : public Store {
  public:
-  ~PinnedStore() override;
+  ~PinnedStore() override = default;
 
   // Creates the maps (or reuses those pinned under `dir`) and pins them.
   // `*found` tells whether the maps were already pinned.
@@ -43,19 +46,19 @@ class PinnedStore final : public Store {
   Result<EvStatList> list_evstats() const override;
 
   const std::string& dir() const { return dir_; }
-  int evq_fd() const { return fds_[6]; }
+  int evq_fd() const { return fds_[kEvq].get(); }
 
  private:
   PinnedStore() = default;
   Status map_all(Access access);
 
+  // Indexes of fds_: the six mmapable arrays (mapped in maps_), then the
+  // report queue, the QP table and the EV statistics.
+  static constexpr size_t kMmapable = 6, kEvq = 6, kQps = 7, kEvStat = 8, kMapCount = 9;
+
   std::string dir_;
-  int fds_[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
-  struct Mapping {
-    void* addr = nullptr;
-    size_t len = 0;
-  };
-  Mapping maps_[6];
+  std::array<UniqueFd, kMapCount> fds_;
+  std::array<MmapArea, kMmapable> maps_;
 };
 
 }  // namespace mrc::ctl

@@ -1,12 +1,11 @@
 #include "ctl/proto.hpp"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 
+#include "codec/ip.hpp"
 #include "ctl/srv6.hpp"
 
 namespace mrc::ctl::proto {
@@ -459,27 +458,15 @@ json event_json(const EvEvent& e) {
       {"reason", e.reason}};
 }
 
-std::string ip_string(const codec::IpAddr& ip) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  inet_ntop(ip.ver == codec::IpVersion::kV4 ? AF_INET : AF_INET6, ip.b.data(), buf, sizeof(buf));
-  return buf;
-}
+std::string ip_string(const codec::IpAddr& ip) { return codec::to_string(ip); }
 
 json ip_json(const codec::IpAddr& ip) { return ip_string(ip); }
 
 bool parse_ip(const std::string& s, codec::IpAddr* out) {
-  codec::IpAddr ip;
-  if (inet_pton(AF_INET, s.c_str(), ip.b.data()) == 1) {
-    ip.ver = codec::IpVersion::kV4;
-    *out = ip;
-    return true;
-  }
-  if (inet_pton(AF_INET6, s.c_str(), ip.b.data()) == 1) {
-    ip.ver = codec::IpVersion::kV6;
-    *out = ip;
-    return true;
-  }
-  return false;
+  auto ip = codec::parse_ip(s);
+  if (!ip) return false;
+  *out = *ip;
+  return true;
 }
 
 }  // namespace mrc::ctl::proto

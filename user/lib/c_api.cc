@@ -34,7 +34,7 @@
 #include "core/types.hpp"
 #include "lib/exchange.hpp"
 #include "mrc/mrc.hpp"
-#include "mrc/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 namespace core = mrc::core;
 
@@ -1179,19 +1179,19 @@ uint32_t mrc_random_psn(void) { return mrc::random_psn(); }
 
 int mrc_exchange_listen(const char* bind_addr, uint16_t port) {
   auto r = mrc::tcp_listen(bind_addr ? bind_addr : "0.0.0.0", port);
-  return r ? r->release() : fail(r.error());
+  return r ? r->release() : fail(r.error());  // the caller closes it
 }
 
 int mrc_exchange_accept(int listen_fd, int timeout_ms) {
   if (listen_fd < 0) return fail(EBADF, "mrc_exchange_accept: bad listening socket");
   auto r = mrc::tcp_accept(listen_fd, timeout_ms);
-  return r ? r->release() : fail(r.error());
+  return r ? r->release() : fail(r.error());  // the caller closes it
 }
 
 int mrc_exchange_connect(const char* host, uint16_t port, int timeout_ms) {
   if (!host || !*host) return fail(EINVAL, "mrc_exchange_connect: no host");
   auto r = mrc::tcp_connect(host, port, timeout_ms);
-  return r ? r->release() : fail(r.error());
+  return r ? r->release() : fail(r.error());  // the caller closes it
 }
 
 int mrc_exchange_endpoints(int fd, const struct mrc_endpoint* ours, int num_ours,

@@ -43,17 +43,22 @@ uint32_t random_psn() { return core::random_psn(); }
 
 const char* to_string(Progress p) {
   switch (p) {
-    case Progress::kThread: return "thread";
-    case Progress::kApplication: return "application";
+    case Progress::kThread:
+      return "thread";
+    case Progress::kApplication:
+      return "application";
   }
   return "?";
 }
 
 const char* to_string(TxBackend b) {
   switch (b) {
-    case TxBackend::kXsk: return "xsk";
-    case TxBackend::kLive: return "live";
-    case TxBackend::kAuto: return "auto";
+    case TxBackend::kXsk:
+      return "xsk";
+    case TxBackend::kLive:
+      return "live";
+    case TxBackend::kAuto:
+      return "auto";
   }
   return "?";
 }
@@ -86,7 +91,8 @@ std::array<uint32_t, 4> Context::query_version() {
 Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   if (o.interfaces.empty()) return make_error(EINVAL, "open: no plane interfaces given");
   if (o.interfaces.size() > core::kMaxPorts)
-    return make_error(EINVAL, "open: at most " + std::to_string(core::kMaxPorts) + " plane interfaces");
+    return make_error(EINVAL,
+                      "open: at most " + std::to_string(core::kMaxPorts) + " plane interfaces");
   std::unique_ptr<Context> ctx(new Context());
   Impl& im = *ctx->impl_;
   im.opts = o;
@@ -107,7 +113,7 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
 Result<bool> Context::Impl::open_program() {
   const DeviceOptions& o = opts;
   if (o.use_mrcd) {
-    auto m = bpf::XdpMaps::open_pinned(o.pin_dir);
+    auto m = loader::XdpMaps::open_pinned(o.pin_dir);
     if (m.ok()) {
       pinned = std::move(*m);
       maps = &pinned;
@@ -117,12 +123,12 @@ Result<bool> Context::Impl::open_program() {
       return true;
     }
   }
-  bpf::LoadOptions lo;
+  loader::LoadOptions lo;
   lo.cfg.udp_port = o.udp_port;
   lo.cfg.dscp_trimmed = o.dscp.trimmed;
   lo.cfg.dscp_trimmed_lasthop = o.dscp.trimmed_lasthop;
   lo.cfg.dscp_control = o.dscp.control;
-  auto p = bpf::MrcXdp::open_and_load(lo);
+  auto p = loader::MrcXdp::open_and_load(lo);
   if (!p) return std::move(p).error().wrap("loading the XDP program");
   prog.emplace(std::move(*p));
   maps = &prog->maps();
@@ -191,8 +197,8 @@ Status Context::Impl::open_ports(bool have_mrcd, core::EngineConfig& ec) {
             EINVAL, "interface " + xp.info.name + " is not a plane port of mrcd (" + opts.pin_dir +
                         "); add it to mrcd's configuration or open the device without mrcd");
       if (mp->port == 0 || mp->port > core::kMaxPorts || idx[mp->port] >= 0)
-        return make_error(EINVAL, "interface " + xp.info.name + ": mrcd's port number " + std::to_string(mp->port) +
-                                      " is out of range or used twice");
+        return make_error(EINVAL, "interface " + xp.info.name + ": mrcd's port number " +
+                                      std::to_string(mp->port) + " is out of range or used twice");
       pi.port = uint8_t(mp->port);
     }
     idx[pi.port] = int(i);
@@ -203,10 +209,11 @@ Status Context::Impl::open_ports(bool have_mrcd, core::EngineConfig& ec) {
     pi.queues = xp.socket_count;
     pi.link_up = xp.info.admin_up && xp.info.link_up;
     pi.xdp_mode = have_mrcd ? xdp::to_string(xp.info.xdp.mode)
-                            : std::string(bpf::to_string(attachments[i].mode()));
+                            : std::string(loader::to_string(attachments[i].mode()));
     pi.xsk_mode = xdp::to_string(dev.mode());
     pi.addrs = plane_addrs(xp);
-    if (pi.addrs.empty()) return make_error(EADDRNOTAVAIL, "plane interface " + pi.ifname + " has no IP address");
+    if (pi.addrs.empty())
+      return make_error(EADDRNOTAVAIL, "plane interface " + pi.ifname + " has no IP address");
     // The engine gets one entry per address family (the first address of each).
     bool v4 = false, v6 = false;
     for (const auto& a : pi.addrs) {
@@ -240,7 +247,8 @@ Status Context::Impl::open_tx_backend() {
       clamp = 9000;
       for (uint16_t i = 0; i < lt->port_count(); i++) {
         const uint32_t mf = lt->max_frame(i);
-        clamp = std::min(clamp, mf > max_frame_overhead() ? (mf - max_frame_overhead()) / 64 * 64 : 0);
+        clamp =
+            std::min(clamp, mf > max_frame_overhead() ? (mf - max_frame_overhead()) / 64 * 64 : 0);
       }
       if (clamp < 256) {
         lt = make_error(EMSGSIZE, "live frames of at most " + std::to_string(lt->max_frame()) +
@@ -388,7 +396,8 @@ Result<Gid> Context::gid(uint8_t port, codec::IpVersion v) const {
     return make_error(EINVAL, "gid: no port " + std::to_string(port));
   for (const auto& a : impl_->ports[size_t(impl_->idx[port])].addrs)
     if (a.ver == v) return a;
-  return make_error(ENOENT, "gid: port " + std::to_string(port) + " has no address of that IP version");
+  return make_error(ENOENT,
+                    "gid: port " + std::to_string(port) + " has no address of that IP version");
 }
 
 Result<uint32_t> Context::alloc_pd() {
@@ -444,19 +453,22 @@ Status Context::destroy_cq(std::unique_ptr<Cq>&& cq) {
   std::lock_guard<std::mutex> lk(impl_->mu);
   MRC_TRY(impl_->eng->destroy_cq(cq->handle_));
   auto& v = impl_->cqs;
-  v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.get() == cq->ring_; }), v.end());
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.get() == cq->ring_; }),
+          v.end());
   cq.reset();
   return {};
 }
 
-Result<std::unique_ptr<Qp>> Context::create_qp(const QpInitAttr& init_in, const Cq& send_cq, const Cq& recv_cq) {
+Result<std::unique_ptr<Qp>> Context::create_qp(const QpInitAttr& init_in, const Cq& send_cq,
+                                               const Cq& recv_cq) {
   QpInitAttr init = init_in;
   init.send_cq = send_cq.handle_;
   init.recv_cq = recv_cq.handle_;
   std::lock_guard<std::mutex> lk(impl_->mu);
   auto qpn = impl_->eng->create_qp(init);
   if (!qpn) return std::move(qpn).error();
-  auto rings = std::make_unique<QpRings>(*qpn, init.cap.max_send_wr, std::max<uint32_t>(init.cap.max_recv_wr, 1));
+  auto rings = std::make_unique<QpRings>(*qpn, init.cap.max_send_wr,
+                                         std::max<uint32_t>(init.cap.max_recv_wr, 1));
   rings->send_cq = init.send_cq;
   rings->recv_cq = init.recv_cq;
   auto qp = std::make_unique<Qp>();
@@ -561,7 +573,8 @@ Result<core::PlaneAddr> Context::resolve(uint8_t port, const Gid& peer) {
     return make_error(EINVAL, "resolve: no port " + std::to_string(port));
   const PortInfo& pi = impl_->ports[size_t(impl_->idx[port])];
   auto mac = lib::resolve_next_hop(pi.ifindex, peer);
-  if (!mac) return std::move(mac).error().wrap("resolving " + lib::to_string(peer) + " on " + pi.ifname);
+  if (!mac)
+    return std::move(mac).error().wrap("resolving " + lib::to_string(peer) + " on " + pi.ifname);
   return core::PlaneAddr{peer, *mac, true};
 }
 
@@ -590,7 +603,7 @@ Result<std::vector<mrc_xdp_stats>> Context::xdp_stats() const {
 }
 
 std::vector<std::string> Context::xdp_stats_names() {
-  return {bpf::kStatsFieldNames.begin(), bpf::kStatsFieldNames.end()};
+  return {loader::kStatsFieldNames.begin(), loader::kStatsFieldNames.end()};
 }
 
 Context::XskStats Context::xsk_stats() const {
@@ -628,7 +641,9 @@ Context::ProgressStats Context::progress_stats() const {
 Result<bool> Context::progress(int timeout_ms) {
   Impl& im = *impl_;
   if (!im.app_mode())
-    return make_error(EINVAL, "progress: the engine thread drives this device (DeviceOptions::progress = thread)");
+    return make_error(
+        EINVAL,
+        "progress: the engine thread drives this device (DeviceOptions::progress = thread)");
   if (timeout_ms < 0) return make_error(EINVAL, "progress: negative timeout");
   const bool work = im.app_step();
   if (work || timeout_ms == 0) return work;
@@ -675,7 +690,8 @@ Status Qp::modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask) {
   if (!a) return std::move(a).error();
   // What the XDP program needs to NACK trimmed packets for this QP.
   if (a->qp_state == QpState::kRtr || a->qp_state == QpState::kRts) {
-    uint32_t flags = (a->cap_flags & core::kQpCapTrimNackDestUnsupported) ? MRC_QP_F_NO_TRIM_NACK : 0;
+    uint32_t flags =
+        (a->cap_flags & core::kQpCapTrimNackDestUnsupported) ? MRC_QP_F_NO_TRIM_NACK : 0;
     MRC_TRY(im.maps->set_qp(qpn_, {a->dest_qp_num, flags}));
   } else if (a->qp_state == QpState::kReset) {
     (void)im.maps->del_qp(qpn_);
@@ -743,7 +759,8 @@ Result<size_t> Cq::poll(std::span<Wc> out) {
   // kApplication: nothing to return, so run the engine here and look again.
   if (!n && ctx_->impl_->app_mode() && ctx_->impl_->app_step())
     while (n < out.size() && r->ring.pop(out[n])) n++;
-  if (!n && r->overflow.load(std::memory_order_acquire)) return make_error(EOVERFLOW, "poll_cq: completion queue overrun");
+  if (!n && r->overflow.load(std::memory_order_acquire))
+    return make_error(EOVERFLOW, "poll_cq: completion queue overrun");
   return n;
 }
 
@@ -763,7 +780,8 @@ Result<Cq*> CompChannel::get_event() {
   uint64_t v;
   if (read(fd_, &v, sizeof v) < 0) return errno_error(errno, "get_cq_event");
   Cq* cq = nullptr;
-  if (!static_cast<ChannelState*>(state_)->fired.pop(cq)) return make_error(EAGAIN, "get_cq_event: no event");
+  if (!static_cast<ChannelState*>(state_)->fired.pop(cq))
+    return make_error(EAGAIN, "get_cq_event: no event");
   return cq;
 }
 

@@ -25,27 +25,24 @@
 #include <thread>
 #include <vector>
 
-#include "bpf/attach.hpp"
-#include "bpf/mrc_xdp.hpp"
 #include "codec/packet.hpp"
 #include "core/engine.hpp"
 #include "ctl/client.hpp"
 #include "lib/mpmc.hpp"
 #include "lib/plane_xdp.hpp"
 #include "lib/tx_sink.hpp"
+#include "loader/attach.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "mrc/mrc.hpp"
-#include "mrc/unique_fd.hpp"
+#include "util/clock.hpp"
+#include "util/unique_fd.hpp"
 #include "xdp/device.hpp"
 #include "xdp/live_tx.hpp"
 
 namespace mrc {
 namespace lib {
 
-inline core::Time mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return core::Time(ts.tv_sec) * 1'000'000'000ull + core::Time(ts.tv_nsec);
-}
+using mrc::mono_ns;  // util/clock.hpp
 
 // Wakes the thread asleep on the eventfd fd.
 inline void wake(int fd) {
@@ -102,11 +99,11 @@ struct LoopScratch {
 struct Context::Impl {
   DeviceOptions opts;
   xdp::Device dev;
-  std::optional<bpf::MrcXdp> prog;  // our own copy of mrc_xdp (no mrcd)
+  std::optional<loader::MrcXdp> prog;  // our own copy of mrc_xdp (no mrcd)
   // mrc_xdp on each plane, BPF links owned by this process (lib/plane_xdp.hpp)
   std::vector<lib::PlaneXdp> attachments;
-  bpf::XdpMaps pinned;  // mrcd's maps
-  bpf::XdpMaps* maps = nullptr;
+  loader::XdpMaps pinned;  // mrcd's maps
+  loader::XdpMaps* maps = nullptr;
   std::unique_ptr<core::Engine> eng;
   std::vector<PortInfo> ports;      // index = port - 1
   std::vector<uint16_t> tx_socket;  // per port index: the socket that sends

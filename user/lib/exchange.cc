@@ -51,11 +51,13 @@ Result<std::vector<QpEndpoint>> decode(const std::string& text) {
     std::istringstream ls(line);
     std::string word;
     ls >> word;
-    if (word != "qp") return make_error(EPROTO, "exchange line " + std::to_string(n) + ": expected 'qp' or 'end'");
+    if (word != "qp")
+      return make_error(EPROTO, "exchange line " + std::to_string(n) + ": expected 'qp' or 'end'");
     QpEndpoint e;
     while (ls >> word) {
       auto eq = word.find('=');
-      if (eq == std::string::npos) return make_error(EPROTO, "exchange line " + std::to_string(n) + ": '" + word + "'");
+      if (eq == std::string::npos)
+        return make_error(EPROTO, "exchange line " + std::to_string(n) + ": '" + word + "'");
       std::string k = word.substr(0, eq), v = word.substr(eq + 1);
       // Every number is checked against its field: "-5" (which stoul takes
       // as 2^64 - 5) or 300 for an 8-bit field is refused, not truncated.
@@ -67,15 +69,24 @@ Result<std::vector<QpEndpoint>> decode(const std::string& text) {
         *field = static_cast<std::remove_pointer_t<decltype(field)>>(x);
       };
       try {
-        if (k == "qpn") num(MRC_QPN_MASK, &e.qpn);
-        else if (k == "psn") num(MRC_PSN_MASK, &e.psn);
-        else if (k == "addr") num(UINT64_MAX, &e.addr);
-        else if (k == "len") num(UINT64_MAX, &e.len);
-        else if (k == "rkey") num(UINT32_MAX, &e.rkey);
-        else if (k == "wimm_dest") num(UINT16_MAX, &e.max_wimm_dest);
-        else if (k == "mpr_dest") num(UINT8_MAX, &e.mpr_dest);
-        else if (k == "mtu") num(UINT32_MAX, &e.mtu);
-        else if (k == "max_mtu") num(UINT32_MAX, &e.max_mtu);
+        if (k == "qpn")
+          num(MRC_QPN_MASK, &e.qpn);
+        else if (k == "psn")
+          num(MRC_PSN_MASK, &e.psn);
+        else if (k == "addr")
+          num(UINT64_MAX, &e.addr);
+        else if (k == "len")
+          num(UINT64_MAX, &e.len);
+        else if (k == "rkey")
+          num(UINT32_MAX, &e.rkey);
+        else if (k == "wimm_dest")
+          num(UINT16_MAX, &e.max_wimm_dest);
+        else if (k == "mpr_dest")
+          num(UINT8_MAX, &e.mpr_dest);
+        else if (k == "mtu")
+          num(UINT32_MAX, &e.mtu);
+        else if (k == "max_mtu")
+          num(UINT32_MAX, &e.max_mtu);
         else if (k == "gids") {
           std::istringstream gs(v);
           std::string g;
@@ -175,7 +186,8 @@ Result<std::string> recv_line(int fd, int timeout_ms) {
   std::string s;
   char c;
   while (true) {
-    if (!wait_fd(fd, POLLIN, timeout_ms)) return make_error(ETIMEDOUT, "recv_line: nothing from the peer");
+    if (!wait_fd(fd, POLLIN, timeout_ms))
+      return make_error(ETIMEDOUT, "recv_line: nothing from the peer");
     ssize_t n = recv(fd, &c, 1, 0);
     if (n == 0) return make_error(ECONNRESET, "recv_line: the peer closed the connection");
     if (n < 0) {
@@ -188,7 +200,8 @@ Result<std::string> recv_line(int fd, int timeout_ms) {
   }
 }
 
-Result<std::vector<QpEndpoint>> exchange_endpoints(int fd, const std::vector<QpEndpoint>& ours, int timeout_ms) {
+Result<std::vector<QpEndpoint>> exchange_endpoints(int fd, const std::vector<QpEndpoint>& ours,
+                                                   int timeout_ms) {
   MRC_TRY(send_line(fd, encode(ours)));
   std::string text;
   while (true) {
@@ -200,8 +213,8 @@ Result<std::vector<QpEndpoint>> exchange_endpoints(int fd, const std::vector<QpE
   return decode(text);
 }
 
-QpEndpoint describe(const Context& ctx, const Qp& qp, uint32_t psn, const ConnectOptions& o, uint16_t max_wimm_dest,
-                    uint8_t mpr_dest) {
+QpEndpoint describe(const Context& ctx, const Qp& qp, uint32_t psn, const ConnectOptions& o,
+                    uint16_t max_wimm_dest, uint8_t mpr_dest) {
   QpEndpoint e;
   e.qpn = qp.qpn();
   e.psn = psn;
@@ -223,7 +236,8 @@ QpEndpoint describe(const Context& ctx, const Qp& qp, uint32_t psn, const Connec
   return e;
 }
 
-Status connect_qp(Context& ctx, Qp& qp, uint32_t our_psn, const QpEndpoint& peer, const ConnectOptions& o) {
+Status connect_qp(Context& ctx, Qp& qp, uint32_t our_psn, const QpEndpoint& peer,
+                  const ConnectOptions& o) {
   QpAttr a;
   a.qp_state = QpState::kInit;
   a.qp_access_flags = o.access;
@@ -265,9 +279,11 @@ Status connect_qp(Context& ctx, Qp& qp, uint32_t our_psn, const QpEndpoint& peer
     a.av[ports[i].port] = *pa;
     any = true;
   }
-  if (!any) return make_error(EHOSTUNREACH, "connect_qp: the peer has no address on any of our planes");
-  MRC_TRY(qp.modify(a, core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn | core::kQpRqPsn,
-                    core::kMrcMaxWimmDest | core::kMrcMprDest | core::kMrcCap));
+  if (!any)
+    return make_error(EHOSTUNREACH, "connect_qp: the peer has no address on any of our planes");
+  MRC_TRY(qp.modify(
+      a, core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn | core::kQpRqPsn,
+      core::kMrcMaxWimmDest | core::kMrcMprDest | core::kMrcCap));
   a.qp_state = QpState::kRts;
   a.sq_psn = our_psn;
   a.max_wimm = o.max_wimm;

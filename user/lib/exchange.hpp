@@ -10,7 +10,7 @@
 
 #include "core/types.hpp"
 #include "mrc/mrc.hpp"
-#include "mrc/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc {
 
@@ -36,7 +36,8 @@ Result<std::vector<QpEndpoint>> decode(const std::string& text);
 Result<UniqueFd> tcp_listen(const std::string& bind_addr, uint16_t port);
 Result<UniqueFd> tcp_accept(int listen_fd, int timeout_ms);
 Result<UniqueFd> tcp_connect(const std::string& host, uint16_t port, int timeout_ms);
-Result<std::vector<QpEndpoint>> exchange_endpoints(int fd, const std::vector<QpEndpoint>& ours, int timeout_ms = 10000);
+Result<std::vector<QpEndpoint>> exchange_endpoints(int fd, const std::vector<QpEndpoint>& ours,
+                                                   int timeout_ms = 10000);
 // A short text message on the same stream (results, "done", verification).
 Status send_line(int fd, const std::string& line);
 Result<std::string> recv_line(int fd, int timeout_ms);
@@ -66,6 +67,7 @@ QpEndpoint describe(const Context& ctx, const Qp& qp, uint32_t psn, const Connec
 // RESET -> INIT -> RTR -> RTS towards `peer`, resolving next hops per plane.
 // path_mtu: ConnectOptions::mtu (checked against both ends' planes), else the
 // smallest of our limit, peer.max_mtu and peer.mtu.
-Status connect_qp(Context& ctx, Qp& qp, uint32_t our_psn, const QpEndpoint& peer, const ConnectOptions& o);
+Status connect_qp(Context& ctx, Qp& qp, uint32_t our_psn, const QpEndpoint& peer,
+                  const ConnectOptions& o);
 
 }  // namespace mrc

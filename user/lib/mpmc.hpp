@@ -62,7 +62,9 @@ class MpmcQueue {
     }
   }
 
-  bool empty() const { return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire); }
+  bool empty() const {
+    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire);
+  }
 
  private:
   struct Cell {

@@ -13,7 +13,7 @@
 #include <span>
 #include <thread>
 
-#include "mrc/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "xdp/netlink.hpp"
 
 namespace mrc::lib {
@@ -105,25 +105,6 @@ void nudge(int ifindex, const codec::IpAddr& ip) {
 
 }  // namespace
 
-std::string to_string(const codec::IpAddr& a) {
-  char s[INET6_ADDRSTRLEN] = {};
-  inet_ntop(family(a), a.b.data(), s, sizeof s);
-  return s;
-}
-
-Result<codec::IpAddr> parse_ip(const std::string& s) {
-  codec::IpAddr a;
-  if (inet_pton(AF_INET, s.c_str(), a.b.data()) == 1) {
-    a.ver = codec::IpVersion::kV4;
-    return a;
-  }
-  if (inet_pton(AF_INET6, s.c_str(), a.b.data()) == 1) {
-    a.ver = codec::IpVersion::kV6;
-    return a;
-  }
-  return make_error(EINVAL, "'" + s + "' is not an IPv4 or IPv6 address");
-}
-
 Result<codec::Mac> resolve_next_hop(int ifindex, const codec::IpAddr& dst, int timeout_ms) {
   auto nl = xdp::netlink::Socket::open();
   if (!nl) return std::move(nl).error();
@@ -134,7 +115,8 @@ Result<codec::Mac> resolve_next_hop(int ifindex, const codec::IpAddr& dst, int t
   while (true) {
     auto m = lookup_neigh(*nl, ifindex, *hop);
     if (m) return m;
-    if (m.error().code != EAGAIN && m.error().code != ENOENT) return std::move(m).error().wrap("neighbour " + to_string(*hop));
+    if (m.error().code != EAGAIN && m.error().code != ENOENT)
+      return std::move(m).error().wrap("neighbour " + to_string(*hop));
     if (!nudged) {
       nudge(ifindex, *hop);
       nudged = true;

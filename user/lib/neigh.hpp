@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "codec/ip.hpp"
 #include "codec/packet.hpp"
 #include "mrc/result.hpp"
 
@@ -14,7 +15,8 @@ namespace mrc::lib {
 // `timeout_ms` for the neighbour entry to resolve.
 Result<codec::Mac> resolve_next_hop(int ifindex, const codec::IpAddr& dst, int timeout_ms = 2000);
 
-std::string to_string(const codec::IpAddr& a);
-Result<codec::IpAddr> parse_ip(const std::string& s);
+// The address text helpers of codec/ip.hpp, as libmrc has always named them.
+using codec::parse_ip;
+using codec::to_string;
 
 }  // namespace mrc::lib

@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "bpf/log.hpp"
+#include "loader/log.hpp"
 
 namespace mrc::lib {
 namespace {
@@ -157,10 +157,10 @@ Status detach_stale(int ifindex, const std::string& ifname, const XdpHolder& h) 
   LIBBPF_OPTS(bpf_xdp_attach_opts, dopts, .old_prog_fd = old.get());
   const int err = bpf_xdp_detach(ifindex, h.mode_flag | XDP_FLAGS_REPLACE, &dopts);
   if (err) return errno_error(err, ctx);
-  bpf::log(bpf::LogLevel::kWarn,
-           "%s: replaced a stale mrc_xdp (program %u) left attached through netlink by a "
-           "process that no longer exists",
-           ifname.c_str(), h.prog_id);
+  loader::log(loader::LogLevel::kWarn,
+              "%s: replaced a stale mrc_xdp (program %u) left attached through netlink by a "
+              "process that no longer exists",
+              ifname.c_str(), h.prog_id);
   return ok_status();
 }
 
@@ -235,15 +235,15 @@ std::string XdpHolder::describe() const {
 }
 
 std::string PlaneXdp::describe() const {
-  std::string s = ifname_ + ": " + std::string(bpf::to_string(mode_)) + ", " +
+  std::string s = ifname_ + ": " + std::string(loader::to_string(mode_)) + ", " +
                   (link_ ? std::string("bpf_link") : std::string("netlink"));
   if (!notes_.empty()) s += " (" + notes_ + ")";
   return s;
 }
 
-Result<PlaneXdp> PlaneXdp::attach(const bpf::MrcXdp& prog, const std::string& ifname,
+Result<PlaneXdp> PlaneXdp::attach(const loader::MrcXdp& prog, const std::string& ifname,
                                   bool generic_only, const std::string& pin_dir) {
-  bpf::install_library_logging();
+  loader::install_library_logging();
   const std::string ctx = "attaching mrc_xdp to " + ifname;
   if (!prog.loaded()) return make_error(EINVAL, ctx + ": the program is not loaded");
   const int idx = int(if_nametoindex(ifname.c_str()));
@@ -271,24 +271,24 @@ Result<PlaneXdp> PlaneXdp::attach(const bpf::MrcXdp& prog, const std::string& if
   }
 
   // 1. A BPF link owned by this process.
-  std::vector<bpf::XdpMode> modes;
-  if (!generic_only) modes.push_back(bpf::XdpMode::kNative);
-  modes.push_back(bpf::XdpMode::kGeneric);
+  std::vector<loader::XdpMode> modes;
+  if (!generic_only) modes.push_back(loader::XdpMode::kNative);
+  modes.push_back(loader::XdpMode::kGeneric);
   std::string link_notes;
-  for (bpf::XdpMode m : modes) {
+  for (loader::XdpMode m : modes) {
     LIBBPF_OPTS(bpf_link_create_opts, lopts);
-    lopts.flags = m == bpf::XdpMode::kNative ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+    lopts.flags = m == loader::XdpMode::kNative ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
     int fd = bpf_link_create(prog.prog_fd(), idx, BPF_XDP, &lopts);
     if (fd >= 0) {
       p.link_.reset(fd);
       p.mode_ = m;
       if (!link_notes.empty()) p.notes_ += (p.notes_.empty() ? "" : "; ") + link_notes;
-      bpf::log(bpf::LogLevel::kInfo, "%s", p.describe().c_str());
+      loader::log(loader::LogLevel::kInfo, "%s", p.describe().c_str());
       return p;
     }
     const int e = errno;
     link_notes += std::string(link_notes.empty() ? "" : "; ") + "bpf_link " +
-                  std::string(bpf::to_string(m)) + ": " + err_str(e);
+                  std::string(loader::to_string(m)) + ": " + err_str(e);
     if (e == EBUSY || e == EEXIST) {
       // Someone attached meanwhile.
       auto again = xdp_holder(idx, pin_dir);
@@ -305,22 +305,23 @@ Result<PlaneXdp> PlaneXdp::attach(const bpf::MrcXdp& prog, const std::string& if
   return p;
 }
 
-Status PlaneXdp::attach_libxdp(const bpf::MrcXdp& prog, bool generic_only, const std::string& why) {
-  bpf::AttachOptions ao;
+Status PlaneXdp::attach_libxdp(const loader::MrcXdp& prog, bool generic_only,
+                               const std::string& why) {
+  loader::AttachOptions ao;
   ao.generic_only = generic_only;
-  auto a = bpf::XdpAttachment::attach(prog, ifname_, ao);
+  auto a = loader::MrcXdpAttachment::attach(prog, ifname_, ao);
   if (!a) return std::move(a).error();
   mode_ = a->info().mode;
   notes_ += (notes_.empty() ? "" : "; ") + why + "; " + a->info().describe();
   legacy_.emplace(std::move(*a));
-  bpf::log(bpf::LogLevel::kWarn,
-           "%s (not a BPF link: a process that dies without closing the device leaves it "
-           "attached)",
-           describe().c_str());
+  loader::log(loader::LogLevel::kWarn,
+              "%s (not a BPF link: a process that dies without closing the device leaves it "
+              "attached)",
+              describe().c_str());
   return ok_status();
 }
 
-Result<std::vector<PlaneXdp>> attach_planes(const bpf::MrcXdp& prog,
+Result<std::vector<PlaneXdp>> attach_planes(const loader::MrcXdp& prog,
                                             const std::vector<std::string>& ifnames,
                                             bool generic_only, const std::string& pin_dir) {
   std::vector<PlaneXdp> out;

@@ -6,7 +6,7 @@
 // descriptor: the kernel detaches the program when that descriptor closes,
 // so a process that dies in any way (exit without closing the device,
 // SIGKILL, a crash) frees its interfaces. Where a link cannot be created (an
-// older kernel) it falls back to bpf::XdpAttachment (libxdp / netlink), which
+// older kernel) it falls back to loader::MrcXdpAttachment (libxdp / netlink), which
 // detaches in the destructor only.
 //
 // Before attaching it looks at the hook (xdp_holder): a stale mrc_xdp, one
@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "bpf/attach.hpp"
-#include "bpf/mrc_xdp.hpp"
+#include "loader/attach.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "mrc/result.hpp"
-#include "mrc/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::lib {
 
@@ -60,32 +60,32 @@ Result<XdpHolder> xdp_holder(int ifindex, const std::string& pin_dir);
 class PlaneXdp {
  public:
   // generic_only: DeviceOptions::force_generic.
-  static Result<PlaneXdp> attach(const bpf::MrcXdp& prog, const std::string& ifname,
+  static Result<PlaneXdp> attach(const loader::MrcXdp& prog, const std::string& ifname,
                                  bool generic_only, const std::string& pin_dir);
 
   PlaneXdp(PlaneXdp&&) noexcept = default;
   PlaneXdp& operator=(PlaneXdp&&) noexcept = default;
   ~PlaneXdp() = default;  // closing the link detaches; legacy_ detaches itself
 
-  bpf::XdpMode mode() const { return mode_; }
+  loader::XdpMode mode() const { return mode_; }
   bool via_link() const { return link_.valid(); }
   // "veth0: native, bpf_link" / "veth0: native, single program (...)"
   std::string describe() const;
 
  private:
   PlaneXdp() = default;
-  // The libxdp / netlink path of bpf::XdpAttachment (`why` goes to the notes).
-  Status attach_libxdp(const bpf::MrcXdp& prog, bool generic_only, const std::string& why);
+  // The libxdp / netlink path of loader::MrcXdpAttachment (`why` goes to the notes).
+  Status attach_libxdp(const loader::MrcXdp& prog, bool generic_only, const std::string& why);
   UniqueFd link_;
-  std::optional<bpf::XdpAttachment> legacy_;
-  bpf::XdpMode mode_ = bpf::XdpMode::kNative;
+  std::optional<loader::MrcXdpAttachment> legacy_;
+  loader::XdpMode mode_ = loader::XdpMode::kNative;
   std::string ifname_;
   std::string notes_;
 };
 
 // Attaches to every interface; on a failure the ones already done are
 // released (detached) and the error returned.
-Result<std::vector<PlaneXdp>> attach_planes(const bpf::MrcXdp& prog,
+Result<std::vector<PlaneXdp>> attach_planes(const loader::MrcXdp& prog,
                                             const std::vector<std::string>& ifnames,
                                             bool generic_only, const std::string& pin_dir);
 

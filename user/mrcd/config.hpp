@@ -58,10 +58,10 @@ struct Config {
   // counters are exported summed per (profile, port), so the series count does
   // not grow with the EVs of a profile (observability.md, cardinality).
   bool metrics_per_ev = false;
-  std::string log_level = "info";          // error, warn, info, debug
-  std::string xdp_mode = "auto";  // auto (native, reported fallback to generic), native, generic
-  bool keep_on_exit = true;       // leave XDP attached and the pins in place on exit
-  bool reload_xdp = false;        // replace an mrc_xdp already attached (after an upgrade)
+  std::string log_level = "info";  // error, warn, info, debug
+  std::string xdp_mode = "auto";   // auto (native, reported fallback to generic), native, generic
+  bool keep_on_exit = true;        // leave XDP attached and the pins in place on exit
+  bool reload_xdp = false;         // replace an mrc_xdp already attached (after an upgrade)
   uint16_t udp_port = MRC_UDP_PORT_DEFAULT;
   codec::DscpClasses dscp;
   bool xdp_trim_nack = true;  // answer trimmed packets with NACKs in XDP

@@ -14,7 +14,7 @@
 
 #include <cstring>
 
-#include "bpf/xdp_maps.hpp"
+#include "loader/xdp_maps.hpp"
 #include "mrcd/log.hpp"
 
 namespace mrc::mrcd {
@@ -36,9 +36,9 @@ Status Daemon::lock() {
   std::string path = cfg_.socket + ".lock";
   size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) mkdir(path.substr(0, slash).c_str(), 0755);
-  lock_fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd_ < 0) return Error(errno, "opening " + path);
-  if (flock(lock_fd_, LOCK_EX | LOCK_NB)) return Error(EBUSY, "another mrcd holds " + path);
+  lock_fd_ = UniqueFd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock_fd_) return Error(errno, "opening " + path);
+  if (flock(lock_fd_.get(), LOCK_EX | LOCK_NB)) return Error(EBUSY, "another mrcd holds " + path);
   return ok_status();
 }
 
@@ -64,7 +64,7 @@ Status Daemon::start() {
   for (const Plane& p : dp_->planes()) {
     ports.push_back(
         {p.cfg.port, p.cfg.ifname, p.ifindex, p.link_up,
-         uint32_t(p.mode == bpf::XdpMode::kGeneric ? MRC_CTL_XDP_GENERIC : MRC_CTL_XDP_NATIVE),
+         uint32_t(p.mode == loader::XdpMode::kGeneric ? MRC_CTL_XDP_GENERIC : MRC_CTL_XDP_NATIVE),
          p.cfg.queues});
     MRCD_INFO("plane %s: port %u, %s, link %s, admin %s", p.cfg.ifname.c_str(), p.cfg.port,
               p.attach_notes.c_str(), p.link_up ? "up" : "down", p.admin_up ? "up" : "down");
@@ -124,8 +124,8 @@ Status Daemon::start() {
   sigaddset(&ss, SIGHUP);
   sigprocmask(SIG_BLOCK, &ss, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  sig_fd_ = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sig_fd_ < 0) return Error(errno, "signalfd");
+  sig_fd_ = UniqueFd(signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sig_fd_) return Error(errno, "signalfd");
   MRCD_INFO("serving %s (pid %d)", cfg_.socket.c_str(), int(getpid()));
   return ok_status();
 }
@@ -242,7 +242,7 @@ int Daemon::run() {
       Time dl = std::min({next_tick_, ep_->next_deadline(), prober_->next_deadline()});
       int timeout = dl <= now ? 0 : int(std::min<Time>((dl - now) / 1'000'000 + 1, 1000));
       fds.clear();
-      fds.push_back({sig_fd_, POLLIN, 0});
+      fds.push_back({sig_fd_.get(), POLLIN, 0});
       const size_t prober_at = fds.size();
       for (int fd : prober_->fds()) fds.push_back({fd, POLLIN, 0});
       const size_t server_at = fds.size();
@@ -258,7 +258,7 @@ int Daemon::run() {
       now = mono_ns();
       if (fds[0].revents & POLLIN) {
         signalfd_siginfo si;
-        while (read(sig_fd_, &si, sizeof(si)) == sizeof(si)) {
+        while (read(sig_fd_.get(), &si, sizeof(si)) == sizeof(si)) {
           if (si.ssi_signo == SIGHUP) {
             MRCD_INFO(
                 "SIGHUP: configuration is read at start only (restart mrcd to apply changes)");
@@ -323,8 +323,8 @@ json Daemon::stats() const {
     auto s = maps.stats(port);
     if (!s) continue;
     json x = json::object();
-    for (size_t i = 0; i < bpf::kStatsFields; i++)
-      x[bpf::kStatsFieldNames[i]] = bpf::stats_field(*s, i);
+    for (size_t i = 0; i < loader::kStatsFields; i++)
+      x[loader::kStatsFieldNames[i]] = loader::stats_field(*s, i);
     ports.push_back({{"port", port}, {"ifname", name}, {"xdp", x}});
   }
   const auto& cc = ctl_->counters();

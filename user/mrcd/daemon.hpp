@@ -25,6 +25,7 @@
 #include "mrcd/policy.hpp"
 #include "mrcd/prober.hpp"
 #include "mrcd/server.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::mrcd {
 
@@ -59,8 +60,8 @@ class Daemon {
   void metrics_daemon(Expo& e) const;
 
   Config cfg_;
-  int lock_fd_ = -1;
-  int sig_fd_ = -1;
+  UniqueFd lock_fd_;  // held (flock) while mrcd runs
+  UniqueFd sig_fd_;
   std::unique_ptr<ctl::PinnedStore> store_;
   std::unique_ptr<ctl::Controller> ctl_;
   std::unique_ptr<Dataplane> dp_;

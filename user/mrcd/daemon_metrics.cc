@@ -3,7 +3,7 @@
 // controller, prober, policy and server counters.
 #include <cstring>
 
-#include "bpf/xdp_maps.hpp"
+#include "loader/xdp_maps.hpp"
 #include "mrcd/daemon.hpp"
 
 namespace mrc::mrcd {
@@ -56,7 +56,7 @@ void Daemon::metrics_xdp(Expo& e) const {
     e.sample("mrc_xdp_mode",
              L{{"port", std::to_string(p.cfg.port)},
                {"ifname", p.cfg.ifname},
-               {"mode", std::string(bpf::to_string(p.mode))}},
+               {"mode", std::string(loader::to_string(p.mode))}},
              uint64_t(1));
   struct Ctr {
     const char* field;
@@ -87,22 +87,22 @@ void Daemon::metrics_xdp(Expo& e) const {
           c.label ? "frames per XDP action" : std::string("XDP ") + c.field + " per plane port");
     }
     size_t idx = 0;
-    for (size_t i = 0; i < bpf::kStatsFields; i++)
-      if (std::strcmp(bpf::kStatsFieldNames[i], c.field) == 0) idx = i;
+    for (size_t i = 0; i < loader::kStatsFields; i++)
+      if (std::strcmp(loader::kStatsFieldNames[i], c.field) == 0) idx = i;
     for (const auto& [l, s] : st) {
       L lab = l;
       if (c.label) lab.push_back({"action", c.label});
-      e.sample(fam, lab, bpf::stats_field(s, idx));
+      e.sample(fam, lab, loader::stats_field(s, idx));
     }
   }
   e.family("mrc_xdp_drops_total", "counter", "frames mrc_xdp dropped, by reason");
-  for (size_t i = 0; i < bpf::kStatsFields; i++) {
-    std::string n = bpf::kStatsFieldNames[i];
+  for (size_t i = 0; i < loader::kStatsFields; i++) {
+    std::string n = loader::kStatsFieldNames[i];
     if (n.rfind("drop_", 0) != 0) continue;
     for (const auto& [l, s] : st) {
       L lab = l;
       lab.push_back({"reason", n.substr(5)});
-      e.sample("mrc_xdp_drops_total", lab, bpf::stats_field(s, i));
+      e.sample("mrc_xdp_drops_total", lab, loader::stats_field(s, i));
     }
   }
 }

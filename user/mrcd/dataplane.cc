@@ -25,15 +25,16 @@ constexpr const char* kProgName = "mrc_xdp_rx";
 struct Found {
   uint32_t prog_id = 0;
   bool dispatcher = false;
-  bpf::XdpMode mode = bpf::XdpMode::kNative;
+  loader::XdpMode mode = loader::XdpMode::kNative;
   bool ours = false;       // named mrc_xdp_rx
   bool same_maps = false;  // uses the map `cfg_map_id`
   bool other = false;      // some other XDP program is attached
 };
 
 std::string prog_name(uint32_t id, std::vector<uint32_t>* map_ids) {
-  int fd = bpf_prog_get_fd_by_id(id);
-  if (fd < 0) return "";
+  UniqueFd prog(bpf_prog_get_fd_by_id(id));
+  if (!prog) return "";
+  const int fd = prog.get();
   bpf_prog_info info{};
   uint32_t len = sizeof(info);
   std::vector<uint32_t> ids(64);
@@ -45,7 +46,6 @@ std::string prog_name(uint32_t id, std::vector<uint32_t>* map_ids) {
     ids.resize(std::min<uint32_t>(info.nr_map_ids, 64));
     if (map_ids) *map_ids = ids;
   }
-  close(fd);
   return name;
 }
 
@@ -62,7 +62,7 @@ Found find_mrc_xdp(uint32_t ifindex, uint32_t cfg_map_id) {
   if (bpf_xdp_query(int(ifindex), 0, &q)) return f;
   uint32_t id = q.prog_id ? q.prog_id : q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id;
   if (!id) return f;
-  f.mode = q.attach_mode == XDP_ATTACHED_SKB ? bpf::XdpMode::kGeneric : bpf::XdpMode::kNative;
+  f.mode = q.attach_mode == XDP_ATTACHED_SKB ? loader::XdpMode::kGeneric : loader::XdpMode::kNative;
   std::vector<uint32_t> maps;
   std::string name = prog_name(id, &maps);
   if (name == kProgName) {
@@ -97,13 +97,13 @@ Status detach_found(uint32_t ifindex, const Found& f) {
     xdp_program* p = xdp_program__from_id(f.prog_id);
     if (libxdp_get_error(p)) return Error(EINVAL, "opening program " + std::to_string(f.prog_id));
     int err = xdp_program__detach(
-        p, int(ifindex), f.mode == bpf::XdpMode::kGeneric ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
+        p, int(ifindex), f.mode == loader::XdpMode::kGeneric ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
     xdp_program__close(p);
     if (err) return errno_error(err, "detaching the old mrc_xdp");
     return ok_status();
   }
   int err = bpf_xdp_detach(
-      int(ifindex), f.mode == bpf::XdpMode::kGeneric ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE,
+      int(ifindex), f.mode == loader::XdpMode::kGeneric ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE,
       nullptr);
   if (err) return errno_error(err, "detaching the old mrc_xdp");
   return ok_status();
@@ -111,9 +111,7 @@ Status detach_found(uint32_t ifindex, const Found& f) {
 
 }  // namespace
 
-Dataplane::~Dataplane() {
-  if (ioctl_fd_ >= 0) close(ioctl_fd_);
-}
+Dataplane::~Dataplane() = default;
 
 Plane* Dataplane::plane_by_port(uint8_t port) {
   for (Plane& p : planes_)
@@ -122,7 +120,7 @@ Plane* Dataplane::plane_by_port(uint8_t port) {
 }
 
 Status Dataplane::write_cfg() {
-  mrc_xdp_cfg c = bpf::default_xdp_cfg();
+  mrc_xdp_cfg c = loader::default_xdp_cfg();
   c.udp_port = cfg_.udp_port;
   c.dscp_trimmed = cfg_.dscp.trimmed;
   c.dscp_trimmed_lasthop = cfg_.dscp.trimmed_lasthop;
@@ -145,7 +143,7 @@ Status Dataplane::attach_plane(Plane& p) {
     p.mode = f.mode;
     p.attach_notes =
         "kept the mrc_xdp attached by an earlier mrcd (program " + std::to_string(f.prog_id) + ")";
-    MRCD_INFO("%s: %s, %s", p.cfg.ifname.c_str(), std::string(bpf::to_string(p.mode)).c_str(),
+    MRCD_INFO("%s: %s, %s", p.cfg.ifname.c_str(), std::string(loader::to_string(p.mode)).c_str(),
               p.attach_notes.c_str());
     return ok_status();
   }
@@ -158,15 +156,15 @@ Status Dataplane::attach_plane(Plane& p) {
         "%s: another XDP program is attached; trying libxdp's dispatcher to share the interface",
         p.cfg.ifname.c_str());
   }
-  bpf::AttachOptions o;
+  loader::AttachOptions o;
   o.allow_generic = cfg_.xdp_mode == "auto";
   o.generic_only = cfg_.xdp_mode == "generic";
   o.keep = true;
-  auto a = bpf::XdpAttachment::attach(*xdp_, p.cfg.ifname, o);
+  auto a = loader::MrcXdpAttachment::attach(*xdp_, p.cfg.ifname, o);
   if (!a) return std::move(a).error();
   p.mode = a->info().mode;
   p.attach_notes = a->info().describe();
-  if (p.mode == bpf::XdpMode::kGeneric && cfg_.xdp_mode == "auto")
+  if (p.mode == loader::XdpMode::kGeneric && cfg_.xdp_mode == "auto")
     MRCD_WARN("%s: running in generic (SKB) mode: %s", p.cfg.ifname.c_str(),
               a->info().notes.c_str());
   p.att = std::move(*a);
@@ -177,8 +175,8 @@ Result<std::unique_ptr<Dataplane>> Dataplane::start(const Config& c,
                                                     const std::function<bool(uint8_t)>& admin_up) {
   std::unique_ptr<Dataplane> d(new Dataplane());
   d->cfg_ = c;
-  d->ioctl_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (d->ioctl_fd_ < 0) return Error(errno, "opening an ioctl socket");
+  d->ioctl_fd_ = UniqueFd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!d->ioctl_fd_) return Error(errno, "opening an ioctl socket");
   for (const PlaneCfg& pc : c.planes) {
     Plane p;
     p.cfg = pc;
@@ -193,10 +191,10 @@ Result<std::unique_ptr<Dataplane>> Dataplane::start(const Config& c,
   for (Plane& p : d->planes_) {
     ifreq ifr{};
     std::strncpy(ifr.ifr_name, p.cfg.ifname.c_str(), IFNAMSIZ - 1);
-    if (ioctl(d->ioctl_fd_, SIOCGIFHWADDR, &ifr) == 0)
+    if (ioctl(d->ioctl_fd_.get(), SIOCGIFHWADDR, &ifr) == 0)
       std::memcpy(p.mac.data(), ifr.ifr_hwaddr.sa_data, 6);
   }
-  auto x = bpf::MrcXdp::open();
+  auto x = loader::MrcXdp::open();
   if (!x) return std::move(x).error();
   d->xdp_ = std::move(*x);
   MRC_TRY(d->xdp_->set_pin_dir(c.pin_dir));
@@ -243,7 +241,7 @@ void Dataplane::refresh_links(const std::function<void(uint8_t, bool)>& changed)
     ifreq ifr{};
     std::strncpy(ifr.ifr_name, p.cfg.ifname.c_str(), IFNAMSIZ - 1);
     bool up = false;
-    if (ioctl(ioctl_fd_, SIOCGIFFLAGS, &ifr) == 0)
+    if (ioctl(ioctl_fd_.get(), SIOCGIFFLAGS, &ifr) == 0)
       up = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
     if (up != p.link_up) {
       p.link_up = up;

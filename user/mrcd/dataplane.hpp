@@ -1,4 +1,4 @@
-// mrcd's view of the data plane: mrc_xdp loaded through mrc_bpf with its maps
+// mrcd's view of the data plane: mrc_xdp loaded through mrc_loader with its maps
 // pinned under the pin directory, attached to every plane interface (native
 // first, generic as a reported fallback), mrc_cfg / mrc_ports written from
 // the configuration and the controller's port state. On a restart the pinned
@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "bpf/attach.hpp"
-#include "bpf/mrc_xdp.hpp"
 #include "codec/packet.hpp"
+#include "loader/attach.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "mrc/result.hpp"
 #include "mrcd/config.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::mrcd {
 
@@ -26,10 +27,10 @@ struct Plane {
   codec::Mac mac{};
   bool link_up = false;
   bool admin_up = true;
-  bpf::XdpMode mode = bpf::XdpMode::kNative;
+  loader::XdpMode mode = loader::XdpMode::kNative;
   bool kept = false;  // an mrc_xdp attached by an earlier mrcd was kept
   std::string attach_notes;
-  std::optional<bpf::XdpAttachment> att;
+  std::optional<loader::MrcXdpAttachment> att;
 };
 
 class Dataplane {
@@ -43,7 +44,7 @@ class Dataplane {
   std::vector<Plane>& planes() { return planes_; }
   const std::vector<Plane>& planes() const { return planes_; }
   Plane* plane_by_port(uint8_t port);
-  bpf::XdpMaps& maps() { return xdp_->maps(); }
+  loader::XdpMaps& maps() { return xdp_->maps(); }
 
   // Administrative state of a port into mrc_ports (MRC_PORT_F_ADMIN_DOWN)
   // and the EETH port-up mask of mrc_cfg.
@@ -62,9 +63,9 @@ class Dataplane {
   Status attach_plane(Plane& p);
 
   Config cfg_;
-  std::optional<bpf::MrcXdp> xdp_;
+  std::optional<loader::MrcXdp> xdp_;
   std::vector<Plane> planes_;
-  int ioctl_fd_ = -1;
+  UniqueFd ioctl_fd_;
 };
 
 }  // namespace mrc::mrcd

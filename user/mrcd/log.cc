@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "bpf/log.hpp"
+#include "loader/log.hpp"
 
 namespace mrc::mrcd {
 
@@ -16,14 +16,14 @@ const char* names[] = {"error", "warn", "info", "debug"};
 void set_log_level(const std::string& name) {
   for (int i = 0; i < 4; i++)
     if (name == names[i]) g_level = Level(i);
-  bpf::LogLevel bl = g_level >= Level::kDebug  ? bpf::LogLevel::kDebug
-                     : g_level >= Level::kInfo ? bpf::LogLevel::kInfo
-                                               : bpf::LogLevel::kWarn;
-  bpf::set_log_hook(
-      [](bpf::LogLevel l, std::string_view src, std::string_view msg) {
-        Level ml = l == bpf::LogLevel::kWarn   ? Level::kWarn
-                   : l == bpf::LogLevel::kInfo ? Level::kInfo
-                                               : Level::kDebug;
+  loader::LogLevel bl = g_level >= Level::kDebug  ? loader::LogLevel::kDebug
+                        : g_level >= Level::kInfo ? loader::LogLevel::kInfo
+                                                  : loader::LogLevel::kWarn;
+  loader::set_log_hook(
+      [](loader::LogLevel l, std::string_view src, std::string_view msg) {
+        Level ml = l == loader::LogLevel::kWarn   ? Level::kWarn
+                   : l == loader::LogLevel::kInfo ? Level::kInfo
+                                                  : Level::kDebug;
         logf(ml, "%.*s: %.*s", int(src.size()), src.data(), int(msg.size()), msg.data());
       },
       bl);

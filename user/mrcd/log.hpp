@@ -1,5 +1,5 @@
 // mrcd's log: one line per message on stderr ("LEVEL component: text"),
-// which systemd's journal stores with timestamps. mrc_bpf, libbpf and libxdp
+// which systemd's journal stores with timestamps. mrc_loader, libbpf and libxdp
 // messages are routed here too.
 #pragma once
 

@@ -61,11 +61,6 @@ void Expo::sample_u(const std::string& name,
   s_ += b;
 }
 
-Metrics::~Metrics() {
-  for (auto& [fd, c] : conns_) close(fd);
-  if (lfd_ >= 0) close(lfd_);
-}
-
 Result<std::unique_ptr<Metrics>> Metrics::listen(const std::string& addr,
                                                  std::function<std::string()> render) {
   std::unique_ptr<Metrics> m(new Metrics());
@@ -107,9 +102,9 @@ Result<std::unique_ptr<Metrics>> Metrics::listen(const std::string& addr,
   } else {
     return Error(EINVAL, "metrics address \"" + addr + "\": host must be a numeric address");
   }
-  int fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Error(errno, "metrics socket");
-  m->lfd_ = fd;
+  m->lfd_ = UniqueFd(socket(fam, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!m->lfd_) return Error(errno, "metrics socket");
+  const int fd = m->lfd_.get();
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len))
@@ -124,7 +119,7 @@ Result<std::unique_ptr<Metrics>> Metrics::listen(const std::string& addr,
 }
 
 void Metrics::fill_pollfds(std::vector<pollfd>* out) const {
-  out->push_back({lfd_, POLLIN, 0});
+  out->push_back({lfd_.get(), POLLIN, 0});
   for (const auto& [fd, c] : conns_)
     out->push_back({fd, short(c.out.empty() ? POLLIN : POLLOUT), 0});
 }
@@ -152,15 +147,13 @@ void Metrics::respond(int fd, Conn& c) {
 }
 
 void Metrics::handle(const pollfd& p) {
-  if (p.fd == lfd_) {
+  if (p.fd == lfd_.get()) {
     for (;;) {
-      int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) break;
-      if (conns_.size() >= 64) {
-        close(fd);
-        continue;
-      }
-      conns_[fd] = Conn{};
+      UniqueFd fd(accept4(lfd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!fd) break;
+      if (conns_.size() >= 64) continue;  // closed
+      const int key = fd.get();
+      conns_[key] = Conn{std::move(fd), {}, {}, false};
     }
     return;
   }
@@ -189,10 +182,7 @@ void Metrics::handle(const pollfd& p) {
       done = true;
     if (c.out.empty()) done = true;
   }
-  if (done) {
-    close(p.fd);
-    conns_.erase(it);
-  }
+  if (done) conns_.erase(it);  // closes
 }
 
 }  // namespace mrc::mrcd

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mrc/result.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::mrcd {
 
@@ -40,7 +41,7 @@ class Expo {
 
 class Metrics {
  public:
-  ~Metrics();
+  ~Metrics() = default;
   // `addr` is host:port ("127.0.0.1:9477", "[::1]:9477", ":9477" = all addresses).
   static Result<std::unique_ptr<Metrics>> listen(const std::string& addr,
                                                  std::function<std::string()> render);
@@ -51,15 +52,16 @@ class Metrics {
 
  private:
   struct Conn {
+    UniqueFd fd;
     std::string in, out;
     bool responded = false;
   };
   Metrics() = default;
   void respond(int fd, Conn& c);
-  int lfd_ = -1;
+  UniqueFd lfd_;
   uint16_t port_ = 0;
   std::function<std::string()> render_;
-  std::map<int, Conn> conns_;
+  std::map<int, Conn> conns_;  // by descriptor (Conn::fd)
   uint64_t scrapes_ = 0;
 };
 

@@ -61,23 +61,19 @@ std::vector<sock_filter> ep_response_filter(uint16_t port) {
 
 Prober::Prober(const Config& cfg, Dataplane& dp) : cfg_(cfg), dp_(dp) {}
 
-Prober::~Prober() {
-  for (const Sock& s : socks_) close(s.fd);
-  for (int fd : sinks_) close(fd);
-}
+Prober::~Prober() = default;
 
 Status Prober::open() {
   for (const Plane& p : dp_.planes()) {
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return Error(errno, "AF_PACKET socket for " + p.cfg.ifname);
+    UniqueFd sock(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!sock) return Error(errno, "AF_PACKET socket for " + p.cfg.ifname);
+    const int fd = sock.get();
     auto prog = ep_response_filter(cfg_.udp_port);
     sock_fprog fp{uint16_t(prog.size()), prog.data()};
     int one = 1;
     if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) ||
         setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one))) {
-      int e = errno;
-      close(fd);
-      return Error(e, "configuring the AF_PACKET socket of " + p.cfg.ifname);
+      return Error(errno, "configuring the AF_PACKET socket of " + p.cfg.ifname);
     }
     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
     sockaddr_ll sll{};
@@ -85,26 +81,24 @@ Status Prober::open() {
     sll.sll_protocol = htons(ETH_P_ALL);
     sll.sll_ifindex = int(p.ifindex);
     if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll))) {
-      int e = errno;
-      close(fd);
-      return Error(e, "binding the AF_PACKET socket to " + p.cfg.ifname);
+      return Error(errno, "binding the AF_PACKET socket to " + p.cfg.ifname);
     }
-    socks_.push_back({p.cfg.port, fd});
+    socks_.push_back({p.cfg.port, std::move(sock)});
   }
   // Passed responses that no socket wants would draw ICMP port unreachables.
-  int s = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (s >= 0) {
+  UniqueFd sink(socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (sink) {
+    const int s = sink.get();
     int zero = 0;
     setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     sockaddr_in6 a{};
     a.sin6_family = AF_INET6;
     a.sin6_port = htons(cfg_.udp_port);
     if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-      sinks_.push_back(s);
+      sinks_.push_back(std::move(sink));
     } else {
       MRCD_WARN("UDP port %u is taken (%s): passed EP responses may draw ICMP port unreachables",
                 cfg_.udp_port, strerror(errno));
-      close(s);
     }
   }
   auto nl = xdp::netlink::Socket::open(0, 200);
@@ -115,8 +109,8 @@ Status Prober::open() {
 
 std::vector<int> Prober::fds() const {
   std::vector<int> v;
-  for (const Sock& s : socks_) v.push_back(s.fd);
-  v.insert(v.end(), sinks_.begin(), sinks_.end());
+  for (const Sock& s : socks_) v.push_back(s.fd.get());
+  for (const UniqueFd& s : sinks_) v.push_back(s.get());
   return v;
 }
 
@@ -127,7 +121,7 @@ Status Prober::transmit(const ctl::EpWire& w, bool* waiting) {
     if (p.cfg.port == w.port) pl = &p;
   int fd = -1;
   for (const Sock& s : socks_)
-    if (s.port == w.port) fd = s.fd;
+    if (s.port == w.port) fd = s.fd.get();
   if (!pl || fd < 0)
     return Error(EINVAL, "port " + std::to_string(w.port) + " has no plane interface");
   const bool v6 = w.dst.ver == codec::IpVersion::kV6;
@@ -343,14 +337,14 @@ bool Prober::read_one(int fd, uint8_t port, std::vector<ctl::EpArrival>* out) {
 }
 
 void Prober::on_readable(int fd, std::vector<ctl::EpArrival>* out) {
-  for (int s : sinks_) {
-    if (s != fd) continue;
+  for (const UniqueFd& s : sinks_) {
+    if (s.get() != fd) continue;
     uint8_t b[2048];
     while (recv(fd, b, sizeof(b), MSG_DONTWAIT) >= 0) ctr_.sink_drained++;
     return;
   }
   for (const Sock& s : socks_) {
-    if (s.fd != fd) continue;
+    if (s.fd.get() != fd) continue;
     for (int i = 0; i < 64 && read_one(fd, s.port, out); i++) {
     }
     return;

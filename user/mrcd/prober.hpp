@@ -17,6 +17,7 @@
 #include "ctl/ep.hpp"
 #include "mrcd/config.hpp"
 #include "mrcd/dataplane.hpp"
+#include "util/unique_fd.hpp"
 #include "xdp/netlink.hpp"
 
 namespace mrc::mrcd {
@@ -48,7 +49,7 @@ class Prober : public ctl::EpTransport {
  private:
   struct Sock {
     uint8_t port = 0;
-    int fd = -1;
+    UniqueFd fd;
   };
   struct Waiting {
     ctl::EpWire w;
@@ -65,7 +66,8 @@ class Prober : public ctl::EpTransport {
   Config cfg_;
   Dataplane& dp_;
   std::vector<Sock> socks_;
-  std::vector<int> sinks_;  // UDP sockets on the MRC port: no ICMP unreachable for passed responses
+  std::vector<UniqueFd>
+      sinks_;  // UDP sockets on the MRC port: no ICMP unreachable for passed responses
   xdp::netlink::Socket nl_;  // rtnetlink: routes and neighbours
   std::deque<Waiting> waiting_;
   std::map<uint16_t, Sent> sent_;

@@ -53,9 +53,9 @@ Result<PeerCred> peer_cred(int fd) {
 }
 
 Server::~Server() {
-  for (auto& [fd, c] : conns_) close(fd);
-  if (lfd_ >= 0) {
-    close(lfd_);
+  conns_.clear();  // closes the connections
+  if (lfd_) {
+    lfd_.reset();
     unlink(path_.c_str());
   }
 }
@@ -76,9 +76,9 @@ Result<std::unique_ptr<Server>> Server::listen(const std::string& path, const st
   if (path.size() >= sizeof(a.sun_path))
     return Error(ENAMETOOLONG, "socket path " + path + " is too long");
   std::strcpy(a.sun_path, path.c_str());
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Error(errno, "creating the control socket");
-  s->lfd_ = fd;
+  s->lfd_ = UniqueFd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!s->lfd_) return Error(errno, "creating the control socket");
+  const int fd = s->lfd_.get();
   // A socket left by a crashed mrcd is removed; a live one is not.
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0)
     return Error(EADDRINUSE, path + ": another mrcd is listening there");
@@ -99,22 +99,21 @@ Result<std::unique_ptr<Server>> Server::listen(const std::string& path, const st
 }
 
 void Server::fill_pollfds(std::vector<pollfd>* out) const {
-  out->push_back({lfd_, POLLIN, 0});
+  out->push_back({lfd_.get(), POLLIN, 0});
   for (const auto& [fd, c] : conns_)
     out->push_back({fd, short((c.closing ? 0 : POLLIN) | (c.out.empty() ? 0 : POLLOUT)), 0});
 }
 
 void Server::accept_all() {
   for (;;) {
-    int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
+    UniqueFd sock(accept4(lfd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!sock) return;
+    const int fd = sock.get();
     auto cred = peer_cred(fd);
-    if (!cred) {
-      close(fd);
-      continue;
-    }
+    if (!cred) continue;  // closed
     ctr_.accepted++;
     Conn c;
+    c.sock = std::move(sock);
     c.fd = fd;
     c.cred = *cred;
     conns_[fd] = std::move(c);
@@ -124,14 +123,13 @@ void Server::accept_all() {
 void Server::drop(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
-  close(fd);
   for (auto p = probes_.begin(); p != probes_.end();)
     p = p->second.fd == fd ? probes_.erase(p) : std::next(p);
   conns_.erase(it);
 }
 
 void Server::handle(const pollfd& p) {
-  if (p.fd == lfd_) {
+  if (p.fd == lfd_.get()) {
     if (p.revents & POLLIN) accept_all();
     return;
   }

@@ -20,6 +20,7 @@
 #include "ctl/proto.hpp"
 #include "mrc/result.hpp"
 #include "mrcd/policy.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::mrcd {
 
@@ -37,7 +38,8 @@ bool op_modifies(const std::string& op);
 
 // One client connection of the control socket.
 struct Conn {
-  int fd = -1;
+  UniqueFd sock;  // owns fd
+  int fd = -1;    // sock.get(), the key in Server's table
   PeerCred cred;
   std::string in, out;
   std::shared_ptr<ctl::EvEventCq> cq;  // monitor with events
@@ -96,7 +98,7 @@ class Server {
   void drop(int fd);
 
   std::string path_;
-  int lfd_ = -1;
+  UniqueFd lfd_;
   Deps d_;
   std::map<int, Conn> conns_;
   std::map<uint64_t, PendingProbe> probes_;

@@ -35,7 +35,8 @@ struct Sink : core::TxSink {
 };
 }  // namespace
 
-Cluster::Cluster(const ClusterOptions& o) : net_(std::make_unique<Network>(o.net)), ring_bytes_(o.tx_ring_bytes) {
+Cluster::Cluster(const ClusterOptions& o)
+    : net_(std::make_unique<Network>(o.net)), ring_bytes_(o.tx_ring_bytes) {
   const NetConfig& nc = net_->config();
   for (uint32_t h = 0; h < nc.hosts; h++) {
     auto host = std::make_unique<Host>();

@@ -17,7 +17,7 @@ namespace mrc::sim {
 
 struct ClusterOptions {
   NetConfig net;
-  core::EngineConfig engine;     // ports, addresses and seed are filled per host
+  core::EngineConfig engine;           // ports, addresses and seed are filled per host
   uint32_t tx_ring_bytes = 64 * 1024;  // per port: what a host may queue on its uplink
 };
 

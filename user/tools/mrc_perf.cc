@@ -78,13 +78,13 @@ struct Opts {
   uint32_t queues = 0;
   bool no_cc = false;
   bool counters = false;
-  TxBackend tx = TxBackend::kXsk;  // --tx: xsk, live or auto
-  int live_min = -1;               // --tx live/N: DeviceOptions::live_tx_min (-1: default)
+  TxBackend tx = TxBackend::kXsk;         // --tx: xsk, live or auto
+  int live_min = -1;                      // --tx live/N: DeviceOptions::live_tx_min (-1: default)
   Progress progress = Progress::kThread;  // --progress: thread or app
   uint32_t spin_us = 0;                   // --spin-us: polling before sleeping (app)
   uint32_t progress_idle_us = 0;          // --progress-idle-us (0: the library's default)
-  uint32_t clients = 1;  // server: clients served at once
-  uint32_t slots = 0;    // message slots per QP (0: 2 x inflight)
+  uint32_t clients = 1;                   // server: clients served at once
+  uint32_t slots = 0;                     // message slots per QP (0: 2 x inflight)
   std::vector<std::pair<std::string, std::string>> engine;  // --engine KEY=VALUE
   std::string pin_dir = MRC_PIN_DIR_DEFAULT;
   bool no_mrcd = false;
@@ -569,7 +569,9 @@ void must(const Status& s, const std::string& what) {
 }
 
 // Word i of message k (self-verifying payload: every 8 bytes name the message).
-inline uint64_t pattern(uint64_t k, uint64_t i) { return (k << 32) ^ (i * 0x9e3779b97f4a7c15ull) ^ 0x6d7263; }
+inline uint64_t pattern(uint64_t k, uint64_t i) {
+  return (k << 32) ^ (i * 0x9e3779b97f4a7c15ull) ^ 0x6d7263;
+}
 
 void fill(uint8_t* p, uint32_t len, uint64_t k) {
   uint32_t i = 0;
@@ -596,7 +598,8 @@ struct Buffer {
   uint8_t* p = nullptr;
   size_t n = 0;
   explicit Buffer(size_t bytes) : n(std::max<size_t>(bytes, 4096)) {
-    void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void* m =
+        mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (m == MAP_FAILED) {
       std::perror("mmap");
       std::exit(1);
@@ -664,8 +667,8 @@ struct Side {
   std::unique_ptr<Cq> cq;
   std::vector<std::unique_ptr<Qp>> qps;
   uint32_t pd = 0;
-  MemSnap mem_base;  // before the QPs were created
-  MemSnap mem_idle;  // every QP connected, no traffic yet (--mem)
+  MemSnap mem_base;      // before the QPs were created
+  MemSnap mem_idle;      // every QP connected, no traffic yet (--mem)
   uint32_t spin_us = 0;  // --spin-us: polling before progress() sleeps
 };
 
@@ -867,8 +870,10 @@ const std::vector<std::string>& bpf_stats_names() {
 // What the data path saw, for diagnosing a failed run.
 void dump_counters(Side& s) {
   auto es = s.ctx->engine_stats();
-  std::fprintf(stderr, "  engine: rx %" PRIu64 " frames, tx %" PRIu64 " frames, unknown QP %" PRIu64
-               ", not MRC %" PRIu64 "\n", es.rx_frames, es.tx_frames, es.rx_unknown_qp, es.rx_not_mrc);
+  std::fprintf(stderr,
+               "  engine: rx %" PRIu64 " frames, tx %" PRIu64 " frames, unknown QP %" PRIu64
+               ", not MRC %" PRIu64 "\n",
+               es.rx_frames, es.tx_frames, es.rx_unknown_qp, es.rx_not_mrc);
   const auto ps = s.ctx->progress_stats();
   std::fprintf(stderr,
                "  progress (%s): application passes %" PRIu64 ", engine-thread passes %" PRIu64
@@ -909,18 +914,24 @@ void dump_counters(Side& s) {
                    st->ghost_probe_resps, st->unverified_sacks, st->refusals_retried);
   }
   auto x = s.ctx->xsk_stats();
-  std::fprintf(stderr, "  af_xdp: rx %" PRIu64 " tx %" PRIu64 " completed %" PRIu64 " kicks %" PRIu64 " (again %" PRIu64
-               " busy %" PRIu64 " errors %" PRIu64 ") pool_empty %" PRIu64 " rx_dropped %" PRIu64 " rx_ring_full %" PRIu64
-               " fill_empty %" PRIu64 " tx_invalid %" PRIu64 "\n",
-               x.rx_frames, x.tx_frames, x.tx_completed, x.tx_kicks, x.tx_kick_again, x.tx_kick_busy, x.tx_kick_errors,
-               x.pool_empty, x.rx_dropped, x.rx_ring_full, x.fill_empty, x.tx_invalid);
+  std::fprintf(stderr,
+               "  af_xdp: rx %" PRIu64 " tx %" PRIu64 " completed %" PRIu64 " kicks %" PRIu64
+               " (again %" PRIu64 " busy %" PRIu64 " errors %" PRIu64 ") pool_empty %" PRIu64
+               " rx_dropped %" PRIu64 " rx_ring_full %" PRIu64 " fill_empty %" PRIu64
+               " tx_invalid %" PRIu64 "\n",
+               x.rx_frames, x.tx_frames, x.tx_completed, x.tx_kicks, x.tx_kick_again,
+               x.tx_kick_busy, x.tx_kick_errors, x.pool_empty, x.rx_dropped, x.rx_ring_full,
+               x.fill_empty, x.tx_invalid);
   if (s.ctx->tx_backend() == TxBackend::kLive) {
     auto l = s.ctx->live_tx_stats();
-    std::fprintf(stderr, "  live tx: frames %" PRIu64 " in %" PRIu64 " submits (%.1f us each), redirected %" PRIu64
-                 " prog_errors %" PRIu64 " submit_errors %" PRIu64 " lost %" PRIu64 " ring_full %" PRIu64
-                 " driver: sent %" PRIu64 " drops %" PRIu64 " redirect_err %" PRIu64 "\n",
-                 l.frames, l.submits, l.submits ? double(l.submit_ns) / 1e3 / double(l.submits) : 0.0, l.redirected,
-                 l.prog_errors, l.submit_errors, l.lost, l.ring_full, l.xmit_sent, l.xmit_drops, l.redirect_err);
+    std::fprintf(
+        stderr,
+        "  live tx: frames %" PRIu64 " in %" PRIu64 " submits (%.1f us each), redirected %" PRIu64
+        " prog_errors %" PRIu64 " submit_errors %" PRIu64 " lost %" PRIu64 " ring_full %" PRIu64
+        " driver: sent %" PRIu64 " drops %" PRIu64 " redirect_err %" PRIu64 "\n",
+        l.frames, l.submits, l.submits ? double(l.submit_ns) / 1e3 / double(l.submits) : 0.0,
+        l.redirected, l.prog_errors, l.submit_errors, l.lost, l.ring_full, l.xmit_sent,
+        l.xmit_drops, l.redirect_err);
   }
   if (auto xs = s.ctx->xdp_stats(); xs.ok())
     for (size_t p = 0; p < xs->size(); p++) {
@@ -1090,9 +1101,11 @@ size_t wait_wc(Side& s, std::span<Wc> out, int timeout_ms) {
       if (!n) die("poll_cq", n.error());
       if (*n) return *n;
       if ((spin & 15) || Clock::now() < spin_until) continue;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
       if (left <= 0) return 0;
-      if (auto r = s.ctx->progress(int(std::min<long long>(left, 10))); !r) die("progress", r.error());
+      if (auto r = s.ctx->progress(int(std::min<long long>(left, 10))); !r)
+        die("progress", r.error());
     }
   }
   for (int spin = 0; spin < 64; spin++) {
@@ -1608,7 +1621,8 @@ int run_server(const Opts& o) {
 
 double pct(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
-  size_t i = std::min(v.size() - 1, size_t(std::ceil(p / 100.0 * double(v.size()))) - (p > 0 ? 1 : 0));
+  size_t i =
+      std::min(v.size() - 1, size_t(std::ceil(p / 100.0 * double(v.size()))) - (p > 0 ? 1 : 0));
   return v[i];
 }
 
@@ -1698,7 +1712,8 @@ void ClientRun::connect() {
     ours.push_back(e);
   }
   theirs = must(exchange_endpoints(fd.get(), ours), "exchange");
-  if (theirs.size() != o.qps) die("exchange", make_error(EPROTO, "the server has a different QP count"));
+  if (theirs.size() != o.qps)
+    die("exchange", make_error(EPROTO, "the server has a different QP count"));
   for (const auto& t : theirs)
     if (t.len < per_qp)
       die("exchange",
@@ -1966,7 +1981,8 @@ int ClientRun::run() {
     print_lat_summary(t, verify);
   else
     print_bw_summary(t, verify, verdict, secs, path_mtu);
-  if (o.verify && !o.json) std::printf("verification: %s\n", verified ? "passed (every byte checked)" : verdict.c_str());
+  if (o.verify && !o.json)
+    std::printf("verification: %s\n", verified ? "passed (every byte checked)" : verdict.c_str());
   if (o.mem && !o.json) {
     const MemSnap e = mem_snap();
     std::printf("client: after the run %.0f B RSS, %.0f B heap per QP\n",

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ctl/ops.hpp"
+#include "util/unique_fd.hpp"
 
 namespace {
 
@@ -42,9 +43,6 @@ Opts g;
 
 class Conn {
  public:
-  ~Conn() {
-    if (fd_ >= 0) close(fd_);
-  }
   // On failure *err says why and *code is the errno that caused it.
   bool open(std::string* err, int* code) {
     sockaddr_un a{};
@@ -55,8 +53,8 @@ class Conn {
       return false;
     }
     std::strcpy(a.sun_path, g.socket.c_str());
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a))) {
+    fd_ = mrc::UniqueFd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd_ || connect(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a))) {
       const int e = errno;  // before anything else can change it
       *err = std::string("connecting to mrcd at ") + g.socket + ": " + std::strerror(e) +
              (e == ENOENT || e == ECONNREFUSED ? " (is mrcd running?)" : "");
@@ -69,7 +67,7 @@ class Conn {
     std::string s = j.dump() + "\n";
     size_t off = 0;
     while (off < s.size()) {
-      ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      ssize_t n = ::send(fd_.get(), s.data() + off, s.size() - off, MSG_NOSIGNAL);
       if (n <= 0) return false;
       off += size_t(n);
     }
@@ -85,14 +83,14 @@ class Conn {
         return l;
       }
       char b[65536];
-      ssize_t n = recv(fd_, b, sizeof(b), 0);
+      ssize_t n = recv(fd_.get(), b, sizeof(b), 0);
       if (n <= 0) return std::nullopt;
       buf_.append(b, size_t(n));
     }
   }
 
  private:
-  int fd_ = -1;
+  mrc::UniqueFd fd_;
   std::string buf_;
 };
 
@@ -846,47 +844,47 @@ void cc_profile_commands(std::vector<Cmd>& c) {
 
 // Endpoint operations.
 void probe_commands(std::vector<Cmd>& c) {
-  c.push_back({"probe",
-               "",
-               "probe DST [HEX@PORT[=ADDR]...] [timeout MS] [tc DSCP] [src ADDR] [fmt stev|udp|srv6] "
-               "[req-ids N,...] [port-status MASK]",
-               "EV probes to DST (one per EV, =ADDR sends that one elsewhere; without EVs one per "
-               "port on EV 0), "
-               "RTT in ns; ETIMEDOUT with the responses that arrived",
-               {{"timeout", Kind::kNum, "timeout_ms", "response timeout, ms (1000)"},
-                {"tc", Kind::kNum, "tc", "DSCP of the requests (control class)"},
-                {"src", Kind::kStr, "src", "source address (the port's by default)"},
-                {"fmt", Kind::kStr, "fmt", "EV carriage: stev | udp | srv6"},
-                {"req-ids", Kind::kNumList, "req_ids", "request ids, one per EV"},
-                {"port-status", Kind::kNum, "port_status",
-                 "send PORT_STATUS_UPDATE with this mask instead"}},
-               1024,
-               [](Parsed& p) {
-                 if (p.pos.empty())
-                   return local_error("probe", "usage: mrcctl probe DST [HEX@PORT...]", EINVAL, 2);
-                 json a = p.args;
-                 a["dst"] = p.pos[0];
-                 json evs = json::array();
-                 for (size_t i = 1; i < p.pos.size(); i++) evs.push_back(p.pos[i]);
-                 a["evs"] = evs;
-                 if (a.contains("port_status")) a["op"] = "port_status";
-                 json r;
-                 int rc = call(op::kProbe, a, &r);
-                 auto human = [](const json& x) {
-                   for (const json& y : x.value("responses", json::array()))
-                     std::printf("req_id %-5s port %-2s ev %-10s from %s rtt %s ns%s\n",
-                                 str(y["req_id"]).c_str(), str(y["port"]).c_str(),
-                                 str(y.value("ev", json())).c_str(),
-                                 str(y.value("from", json())).c_str(), str(y["rtt_ns"]).c_str(),
-                                 y.value("adj_svc_time", false) ? " (service time removed)" : "");
-                   std::printf("%s of %s answered\n", str(x.value("answered", json(0))).c_str(),
-                               str(x.value("sent", json(0))).c_str());
-                 };
-                 if (!rc) return out(r, human);
-                 if (!g.json && r.is_object() && r.contains("responses"))
-                   human(r);  // partial results
-                 return rc;
-               }});
+  c.push_back(
+      {"probe",
+       "",
+       "probe DST [HEX@PORT[=ADDR]...] [timeout MS] [tc DSCP] [src ADDR] [fmt stev|udp|srv6] "
+       "[req-ids N,...] [port-status MASK]",
+       "EV probes to DST (one per EV, =ADDR sends that one elsewhere; without EVs one per "
+       "port on EV 0), "
+       "RTT in ns; ETIMEDOUT with the responses that arrived",
+       {{"timeout", Kind::kNum, "timeout_ms", "response timeout, ms (1000)"},
+        {"tc", Kind::kNum, "tc", "DSCP of the requests (control class)"},
+        {"src", Kind::kStr, "src", "source address (the port's by default)"},
+        {"fmt", Kind::kStr, "fmt", "EV carriage: stev | udp | srv6"},
+        {"req-ids", Kind::kNumList, "req_ids", "request ids, one per EV"},
+        {"port-status", Kind::kNum, "port_status",
+         "send PORT_STATUS_UPDATE with this mask instead"}},
+       1024,
+       [](Parsed& p) {
+         if (p.pos.empty())
+           return local_error("probe", "usage: mrcctl probe DST [HEX@PORT...]", EINVAL, 2);
+         json a = p.args;
+         a["dst"] = p.pos[0];
+         json evs = json::array();
+         for (size_t i = 1; i < p.pos.size(); i++) evs.push_back(p.pos[i]);
+         a["evs"] = evs;
+         if (a.contains("port_status")) a["op"] = "port_status";
+         json r;
+         int rc = call(op::kProbe, a, &r);
+         auto human = [](const json& x) {
+           for (const json& y : x.value("responses", json::array()))
+             std::printf("req_id %-5s port %-2s ev %-10s from %s rtt %s ns%s\n",
+                         str(y["req_id"]).c_str(), str(y["port"]).c_str(),
+                         str(y.value("ev", json())).c_str(), str(y.value("from", json())).c_str(),
+                         str(y["rtt_ns"]).c_str(),
+                         y.value("adj_svc_time", false) ? " (service time removed)" : "");
+           std::printf("%s of %s answered\n", str(x.value("answered", json(0))).c_str(),
+                       str(x.value("sent", json(0))).c_str());
+         };
+         if (!rc) return out(r, human);
+         if (!g.json && r.is_object() && r.contains("responses")) human(r);  // partial results
+         return rc;
+       }});
 }
 
 // Reports and observability: QPs, statistics, the policy, monitor.

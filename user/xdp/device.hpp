@@ -22,7 +22,8 @@
 #include <vector>
 
 #include "mrc/result.hpp"
-#include "xdp/handles.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
 #include "xdp/iface.hpp"
 #include "xdp/umem.hpp"
 #include "xdp/xsk_socket.hpp"

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "mrc/result.hpp"
-#include "xdp/handles.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
 #include "xdp/netlink.hpp"
 
 namespace mrc::xdp {

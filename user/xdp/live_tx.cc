@@ -21,11 +21,13 @@
 #include <thread>
 #include <utility>
 
-#include "mrc_tx.skel.h"
-#include "xdp/handles.hpp"
+#include "loader/mrc_tx.hpp"
+#include "util/clock.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
+#include "xdp/attached_prog.hpp"
 #include "xdp/iface.hpp"
 #include "xdp/netns.hpp"
-#include "xdp/xdp_attach.hpp"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -37,12 +39,6 @@ namespace {
 
 constexpr uint32_t kEthVlanOverhead = 14 + 4;  // Ethernet header + one VLAN tag
 constexpr uint8_t kSlotFree = 0, kSlotReserved = 1, kSlotQueued = 2;
-
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Effective capabilities of the calling thread, named, for error messages.
 std::string capability_summary() {
@@ -83,16 +79,6 @@ Result<uint64_t> current_netns_cookie() {
   return cookie;
 }
 
-// mmap of a BPF_F_MMAPABLE array map: entries * value_size (rounded to 8).
-Result<MmapArea> map_area(bpf_map* m, const char* what) {
-  const size_t elem = (bpf_map__value_size(m) + 7u) & ~size_t{7};
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t len = (elem * bpf_map__max_entries(m) + page - 1) / page * page;
-  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
-  if (p == MAP_FAILED) return make_error(errno, std::string("mmap of ") + what);
-  return MmapArea(p, len);
-}
-
 int live_run(int prog_fd, const uint8_t* data, uint32_t size, uint32_t repeat, uint32_t batch) {
   LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = data, .data_size_in = size,
               .repeat = static_cast<int>(repeat), .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
@@ -128,7 +114,7 @@ Result<uint32_t> probe_live_frame_limit(int xdp_prog_fd) {
 
 struct LiveTx::State {
   LiveTxConfig cfg;
-  mrc_tx* skel = nullptr;
+  loader::MrcTx tx;  // destroyed last: the mappings and the keepalive go first
   int prog_fd = -1;
   std::vector<LiveTxPortInfo> ports;
   MmapArea slots_area, descs_area, ctl_area;
@@ -140,7 +126,7 @@ struct LiveTx::State {
   std::vector<uint8_t> slot_state;  // kSlotFree / kSlotReserved / kSlotQueued
   uint32_t prod = 0, cons = 0;      // descriptors queued / taken (mirror of ctl)
   uint32_t kernel_max = 0;
-  XdpAttachment keepalive;
+  AttachedXdpProg keepalive;
   bool xmit = false;
   std::vector<std::string> notes;
   LiveTxCounters c;
@@ -152,7 +138,6 @@ struct LiveTx::State {
     slots_area.reset();
     descs_area.reset();
     ctl_area.reset();
-    if (skel) mrc_tx__destroy(skel);
   }
 
   uint32_t load_u32(const __u32& v) const {
@@ -200,14 +185,14 @@ struct LiveTx::State {
     const uint32_t key = i + 1u;
     const uint32_t ifindex = static_cast<uint32_t>(p.ifindex);
     // A DEVMAP resolves the ifindex in the namespace of the updating thread.
-    if (bpf_map_update_elem(bpf_map__fd(skel->maps.mrc_tx_devmap), &key, &ifindex, 0) != 0)
+    if (bpf_map_update_elem(tx.map_fd("mrc_tx_devmap"), &key, &ifindex, 0) != 0)
       return make_error(errno, "adding " + p.ifname + " to mrc_tx_devmap");
     (void)ns->leave();
     mrc_tx_port v{};
     v.ifindex = ifindex;
     v.max_frame = p.max_frame;
     v.netns_cookie = p.netns_cookie;
-    if (bpf_map_update_elem(bpf_map__fd(skel->maps.mrc_tx_ports), &key, &v, 0) != 0)
+    if (bpf_map_update_elem(tx.map_fd("mrc_tx_ports"), &key, &v, 0) != 0)
       return make_error(errno, "updating mrc_tx_ports for " + p.ifname);
     return ok_status();
   }
@@ -215,28 +200,15 @@ struct LiveTx::State {
 
 namespace {
 
-// Opens and loads mrc_tx; with_tracing = also the two tp_btf programs.
-Result<mrc_tx*> open_and_load(const LiveTxConfig& cfg, bool with_tracing) {
-  mrc_tx* skel = mrc_tx__open();
-  if (!skel) return make_error(errno ? errno : EINVAL, "opening the mrc_tx BPF object");
-  skel->rodata->desc_mask = cfg.slots - 1;
-  int err = bpf_map__set_max_entries(skel->maps.mrc_tx_slots, cfg.slots);
-  if (!err) err = bpf_map__set_max_entries(skel->maps.mrc_tx_descs, cfg.slots);
-  if (!err && !with_tracing) {
-    err = bpf_program__set_autoload(skel->progs.mrc_tx_xmit, false);
-    if (!err) err = bpf_program__set_autoload(skel->progs.mrc_tx_redir_err, false);
-  }
-  if (!err) err = mrc_tx__load(skel);
-  if (err) {
-    mrc_tx__destroy(skel);
-    if (-err == EPERM || -err == EACCES)
-      return errno_error(err,
-                         "loading mrc_tx (live-frames TX needs CAP_BPF and CAP_NET_ADMIN, "
-                         "or root; " +
-                             capability_summary() + ")");
-    return errno_error(err, "loading mrc_tx");
-  }
-  return skel;
+// Opens and loads mrc_tx (user/loader); with_tracing = also the two tp_btf
+// programs. A refusal for want of privileges says which ones are missing.
+Result<loader::MrcTx> open_and_load(const LiveTxConfig& cfg, bool with_tracing) {
+  auto tx = loader::MrcTx::open_and_load(cfg.slots, with_tracing);
+  if (!tx && (tx.error().code == EPERM || tx.error().code == EACCES))
+    return make_error(tx.error().code,
+                      "loading mrc_tx (live-frames TX needs CAP_BPF and CAP_NET_ADMIN, or root; " +
+                          capability_summary() + ")");
+  return tx;
 }
 
 }  // namespace
@@ -258,25 +230,25 @@ Result<LiveTx> LiveTx::create(const LiveTxConfig& cfg) {
   s.mask = cfg.slots - 1;
 
   // 1. The BPF object; without the tracing programs if they cannot load.
-  auto skel = open_and_load(cfg, cfg.count_xmit);
-  if (!skel && cfg.count_xmit) {
-    const std::string why = skel.error().message();
-    skel = open_and_load(cfg, false);
-    if (skel)
+  auto tx = open_and_load(cfg, cfg.count_xmit);
+  if (!tx && cfg.count_xmit) {
+    const std::string why = tx.error().message();
+    tx = open_and_load(cfg, false);
+    if (tx)
       s.notes.push_back("driver feedback (xmit_sent/xmit_drops/redirect_err) not counted: " + why);
   }
-  if (!skel) return std::move(skel).error();
-  s.skel = *skel;
-  s.prog_fd = bpf_program__fd(s.skel->progs.mrc_tx);
+  if (!tx) return std::move(tx).error();
+  s.tx = std::move(*tx);
+  s.prog_fd = s.tx.prog_fd();
 
   // 2. The shared memory: slots, descriptors, control block.
-  auto a = map_area(s.skel->maps.mrc_tx_slots, "mrc_tx_slots");
+  auto a = s.tx.map_array("mrc_tx_slots");
   if (!a) return std::move(a).error();
   s.slots_area = std::move(*a);
-  a = map_area(s.skel->maps.mrc_tx_descs, "mrc_tx_descs");
+  a = s.tx.map_array("mrc_tx_descs");
   if (!a) return std::move(a).error();
   s.descs_area = std::move(*a);
-  a = map_area(s.skel->maps.mrc_tx_ctl, "mrc_tx_ctl");
+  a = s.tx.map_array("mrc_tx_ctl");
   if (!a) return std::move(a).error();
   s.ctl_area = std::move(*a);
   s.slots = static_cast<uint8_t*>(s.slots_area.get());
@@ -287,7 +259,7 @@ Result<LiveTx> LiveTx::create(const LiveTxConfig& cfg) {
   s.slot_state.assign(s.nslots, kSlotFree);
 
   // 3. The kernel's live-frames size limit.
-  auto lim = probe_live_frame_limit(bpf_program__fd(s.skel->progs.mrc_tx_probe));
+  auto lim = probe_live_frame_limit(s.tx.probe_prog_fd());
   if (!lim) return std::move(lim).error();
   s.kernel_max = *lim;
 
@@ -302,38 +274,28 @@ Result<LiveTx> LiveTx::create(const LiveTxConfig& cfg) {
   }
   bpf_map_info info{};
   uint32_t info_len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(bpf_map__fd(s.skel->maps.mrc_tx_devmap), &info, &info_len) != 0)
+  if (bpf_obj_get_info_by_fd(s.tx.map_fd("mrc_tx_devmap"), &info, &info_len) != 0)
     return make_error(errno, "reading the id of mrc_tx_devmap");
   s.ctl->devmap_id = info.id;
 
   // 5. Driver feedback from the xdp tracepoints.
-  if (bpf_program__autoload(s.skel->progs.mrc_tx_xmit)) {
-    s.skel->links.mrc_tx_xmit = bpf_program__attach(s.skel->progs.mrc_tx_xmit);
-    const int e1 = s.skel->links.mrc_tx_xmit ? 0 : errno;
-    s.skel->links.mrc_tx_redir_err = bpf_program__attach(s.skel->progs.mrc_tx_redir_err);
-    const int e2 = s.skel->links.mrc_tx_redir_err ? 0 : errno;
-    s.xmit = !e1 && !e2;
-    if (!s.xmit) {
-      bpf_link__destroy(s.skel->links.mrc_tx_xmit);
-      bpf_link__destroy(s.skel->links.mrc_tx_redir_err);
-      s.skel->links.mrc_tx_xmit = s.skel->links.mrc_tx_redir_err = nullptr;
-      s.notes.push_back(std::string("driver feedback not counted: attaching the xdp tracepoint "
-                                    "programs: ") +
-                        std::strerror(e1 ? e1 : e2));
-    }
+  if (s.tx.tracing_loaded()) {
+    auto at = s.tx.attach_tracing();
+    s.xmit = static_cast<bool>(at);
+    if (!s.xmit) s.notes.push_back("driver feedback not counted: " + at.error().message());
   }
 
   // 6. Keep mrc_tx in the XDP dispatcher (see LiveTxConfig::dispatcher_keepalive).
   if (cfg.dispatcher_keepalive) {
     std::optional<Error> err;
-    XdpAttachment ka;
+    AttachedXdpProg ka;
     std::thread th([&] {
       if (::unshare(CLONE_NEWNET) != 0) {
         err = make_error(errno, "unshare(CLONE_NEWNET)");
         return;
       }
-      auto at = XdpAttachment::attach(1, s.prog_fd, XDP_FLAGS_SKB_MODE,
-                                      "lo of a private namespace (dispatcher keepalive)");
+      auto at = AttachedXdpProg::attach(1, s.prog_fd, XDP_FLAGS_SKB_MODE,
+                                        "lo of a private namespace (dispatcher keepalive)");
       if (!at) {
         err = std::move(at).error();
         return;
@@ -348,9 +310,9 @@ Result<LiveTx> LiveTx::create(const LiveTxConfig& cfg) {
       s.keepalive = std::move(ka);
   }
 
-  LiveTx tx;
-  tx.s_ = std::move(st);
-  return tx;
+  LiveTx out;
+  out.s_ = std::move(st);
+  return out;
 }
 
 LiveTx::LiveTx() = default;
@@ -484,9 +446,7 @@ bool LiveTx::dispatcher_pinned() const { return static_cast<bool>(s_->keepalive)
 const std::vector<std::string>& LiveTx::notes() const { return s_->notes; }
 const Error* LiveTx::last_error() const { return s_->last_error ? &*s_->last_error : nullptr; }
 int LiveTx::prog_fd() const { return s_->prog_fd; }
-int LiveTx::map_fd(const char* name) const {
-  return bpf_object__find_map_fd_by_name(s_->skel->obj, name);
-}
+int LiveTx::map_fd(const char* name) const { return s_->tx.map_fd(name); }
 
 mrc_tx_port_fb LiveTx::feedback(uint16_t port) const {
   mrc_tx_port_fb fb{};
@@ -516,7 +476,7 @@ Result<mrc_tx_stats> LiveTx::stats(uint16_t port) const {
   const int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) return errno_error(ncpu, "counting possible CPUs");
   std::vector<mrc_tx_stats> v(static_cast<size_t>(ncpu));
-  if (bpf_map_lookup_elem(bpf_map__fd(s_->skel->maps.mrc_tx_stats), &key, v.data()) != 0)
+  if (bpf_map_lookup_elem(s_->tx.map_fd("mrc_tx_stats"), &key, v.data()) != 0)
     return make_error(errno, "reading mrc_tx_stats");
   mrc_tx_stats sum{};
   for (const mrc_tx_stats& x : v) {

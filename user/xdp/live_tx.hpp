@@ -154,8 +154,8 @@ class LiveTx {
   uint32_t max_frame(uint16_t port) const;
   uint16_t port_count() const;
   const LiveTxPortInfo& port(uint16_t port) const;  // empty for no such port
-  bool xmit_counted() const;       // tracing programs attached
-  bool dispatcher_pinned() const;  // keepalive attachment in place
+  bool xmit_counted() const;                        // tracing programs attached
+  bool dispatcher_pinned() const;                   // keepalive attachment in place
   // Reasons for degraded operation found by create() (e.g. no tracing).
   const std::vector<std::string>& notes() const;
 

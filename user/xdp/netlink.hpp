@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "mrc/result.hpp"
-#include "mrc/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::xdp::netlink {
 

@@ -6,7 +6,8 @@
 #include <string>
 
 #include "mrc/result.hpp"
-#include "xdp/handles.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::xdp {
 

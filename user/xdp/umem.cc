@@ -6,7 +6,8 @@
 #include <cerrno>
 #include <string>
 
-#include "xdp/handles.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
 #include "xdp/umem_state.hpp"
 
 namespace mrc::xdp {

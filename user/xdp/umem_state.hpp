@@ -5,7 +5,8 @@
 
 #include <xdp/xsk.h>
 
-#include "xdp/handles.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
 #include "xdp/umem.hpp"
 
 namespace mrc::xdp {

@@ -46,12 +46,12 @@
 #define MRC_CTL_MAX_CC_PROFILES 64
 #define MRC_CTL_MAX_FMT_FIELDS 16
 #define MRC_CTL_MAX_EV_FIELDS 16
-#define MRC_CTL_EV_POOL 65536		 /* EV array entries across all profiles */
-#define MRC_CTL_EV_MAX_PER_PROFILE 4096	 /* entries of one profile */
-#define MRC_CTL_EV_BYTES 32		 /* MRC_CTL_EV_MAX_BYTES */
-#define MRC_CTL_EVQ_DEPTH 4096		 /* EV reports queued for mrcd */
-#define MRC_CTL_MAX_QPS 16384		 /* QP reports */
-#define MRC_CTL_MAX_EVSTATS 65536	 /* per-EV counter records */
+#define MRC_CTL_EV_POOL 65536		/* EV array entries across all profiles */
+#define MRC_CTL_EV_MAX_PER_PROFILE 4096 /* entries of one profile */
+#define MRC_CTL_EV_BYTES 32		/* MRC_CTL_EV_MAX_BYTES */
+#define MRC_CTL_EVQ_DEPTH 4096		/* EV reports queued for mrcd */
+#define MRC_CTL_MAX_QPS 16384		/* QP reports */
+#define MRC_CTL_MAX_EVSTATS 65536	/* per-EV counter records */
 
 /* Profile states (mrc_ctl_profile_state). */
 #define MRC_PS_INIT 0
@@ -119,13 +119,13 @@ MRC_ASSERT_SIZE(struct mrc_ctl_dev, 112);
 
 /* mrc_ctl_port (key = port number): one plane port. */
 struct mrc_ctl_port {
-	__u64 seq;	     /* seqlock */
-	__u32 port;	     /* 1-based port number (== key) */
-	__u32 configured;    /* 1: an interface of mrcd's configuration is this port */
-	__u32 admin_state;   /* MRC_CTL_PORT_ENABLED / _DISABLED */
-	__u32 link_up;	     /* 1: operstate up */
+	__u64 seq;	   /* seqlock */
+	__u32 port;	   /* 1-based port number (== key) */
+	__u32 configured;  /* 1: an interface of mrcd's configuration is this port */
+	__u32 admin_state; /* MRC_CTL_PORT_ENABLED / _DISABLED */
+	__u32 link_up;	   /* 1: operstate up */
 	__u32 ifindex;
-	__u32 xdp_mode;	     /* MRC_CTL_XDP_* */
+	__u32 xdp_mode; /* MRC_CTL_XDP_* */
 	char ifname[16];
 	__u64 admin_changes; /* admin state modifications */
 	__u32 queues;	     /* rx queues that carry MRC traffic (configuration) */
@@ -135,13 +135,13 @@ MRC_ASSERT_SIZE(struct mrc_ctl_port, 64);
 
 /* mrc_ctl_fmt (key = slot): one EV format profile. */
 struct mrc_ctl_fmt {
-	__u64 seq;	    /* seqlock */
-	__u64 id;	    /* profile id (valid when used) */
-	__u32 used;	    /* 1: the slot holds profile `id` */
-	__u32 state;	    /* requested state (profile_state), MRC_PS_* */
-	__u32 cur_state;    /* current state (cur_profile_state), MRC_PS_* */
-	__u32 mode;	    /* MRC_EVF_* */
-	__u32 set_mask;	    /* MRC_CTL_SET_* */
+	__u64 seq;	 /* seqlock */
+	__u64 id;	 /* profile id (valid when used) */
+	__u32 used;	 /* 1: the slot holds profile `id` */
+	__u32 state;	 /* requested state (profile_state), MRC_PS_* */
+	__u32 cur_state; /* current state (cur_profile_state), MRC_PS_* */
+	__u32 mode;	 /* MRC_EVF_* */
+	__u32 set_mask;	 /* MRC_CTL_SET_* */
 	__u32 field_count;
 	__u8 width[MRC_CTL_MAX_FMT_FIELDS]; /* field widths in bits */
 };
@@ -160,22 +160,22 @@ MRC_ASSERT_SIZE(struct mrc_ctl_ev_field, 20);
 /* mrc_ctl_evp (key = slot): one EV profile; its EVs are
  * mrc_ctl_evs[base .. base + ev_count - 1] (EXPLICIT and GENERATED). */
 struct mrc_ctl_evp {
-	__u64 seq;	    /* seqlock; also covers the profile's EV entries */
-	__u64 id;	    /* profile id (valid when used) */
-	__u64 fmt_id;	    /* EV format profile */
+	__u64 seq;    /* seqlock; also covers the profile's EV entries */
+	__u64 id;     /* profile id (valid when used) */
+	__u64 fmt_id; /* EV format profile */
 	__u32 used;
-	__u32 state;	    /* requested state, MRC_PS_* */
-	__u32 cur_state;    /* current state, MRC_PS_* */
-	__u32 mode;	    /* MRC_EVM_* */
-	__u32 fmt_mode;	    /* MRC_EVF_* of the format (how `wire` is carried) */
+	__u32 state;	 /* requested state, MRC_PS_* */
+	__u32 cur_state; /* current state, MRC_PS_* */
+	__u32 mode;	 /* MRC_EVM_* */
+	__u32 fmt_mode;	 /* MRC_EVF_* of the format (how `wire` is carried) */
 	__u32 ev_count;
-	__u32 min_active;   /* ev_min_active */
-	__u32 event_mask;   /* MRC_EVS_GOOD | MRC_EVS_ASSUMED_BAD */
-	__u32 set_mask;	    /* MRC_CTL_SET_* */
+	__u32 min_active; /* ev_min_active */
+	__u32 event_mask; /* MRC_EVS_GOOD | MRC_EVS_ASSUMED_BAD */
+	__u32 set_mask;	  /* MRC_CTL_SET_* */
 	__u32 field_count;
-	__u32 base;	    /* first entry in mrc_ctl_evs */
-	__u32 n_denied;	    /* entries in state DENIED */
-	__u64 changes;	    /* committed modifications */
+	__u32 base;	/* first entry in mrc_ctl_evs */
+	__u32 n_denied; /* entries in state DENIED */
+	__u64 changes;	/* committed modifications */
 	struct mrc_ctl_ev_field field[MRC_CTL_MAX_EV_FIELDS];
 };
 MRC_ASSERT_SIZE(struct mrc_ctl_evp, 400);
@@ -233,14 +233,14 @@ struct mrc_ctl_ev_report {
 	__u64 time_ns;	    /* CLOCK_MONOTONIC */
 	__u64 dropped_seen; /* mrc_ctl_dev.evq_dropped when the producer pushed this */
 	__u32 pid;
-	__u32 dev;	    /* device index within the process */
+	__u32 dev; /* device index within the process */
 	__u32 qpn;
 	__u32 wire;	    /* 32-bit entropy of the EV */
 	__u32 engine_drops; /* reports the producer's own ring dropped before this one */
 	__u8 port;
 	__u8 from;
 	__u8 to;
-	__u8 reason;	    /* engine EvEventReason */
+	__u8 reason; /* engine EvEventReason */
 };
 MRC_ASSERT_SIZE(struct mrc_ctl_ev_report, 48);
 #define MRC_CTL_ENGINE_GOOD 0
@@ -260,10 +260,10 @@ MRC_ASSERT_SIZE(struct mrc_ctl_qp_key, 16);
 struct mrc_ctl_qp_report {
 	__u64 ev_profile_id;
 	__u64 cc_profile_id;
-	__u64 update_ns;     /* CLOCK_MONOTONIC of the last update */
-	__u32 state;	     /* QP state (ibv_qp_state value) */
+	__u64 update_ns; /* CLOCK_MONOTONIC of the last update */
+	__u32 state;	 /* QP state (ibv_qp_state value) */
 	__u32 remote_qpn;
-	__u32 ev_good;	     /* EVs of the QP per state */
+	__u32 ev_good; /* EVs of the QP per state */
 	__u32 ev_skip;
 	__u32 ev_assumed_bad;
 	__u32 ev_denied;
@@ -278,7 +278,7 @@ struct mrc_ctl_qp_report {
 	__u64 cwnd_bytes;
 	__u64 inflight_bytes;
 	__u64 srtt_ns;
-	char comm[16];	     /* process name */
+	char comm[16]; /* process name */
 };
 MRC_ASSERT_SIZE(struct mrc_ctl_qp_report, 152);
 
@@ -306,8 +306,8 @@ struct mrc_ctl_evstat {
 	__u64 rtt_samples;
 	__u32 rtt_min_ns;
 	__u32 rtt_last_ns;
-	__u32 qps;	   /* QPs of the process that have this EV */
-	__u32 qps_bad;	   /* ... of which hold it ASSUMED_BAD */
+	__u32 qps;     /* QPs of the process that have this EV */
+	__u32 qps_bad; /* ... of which hold it ASSUMED_BAD */
 };
 MRC_ASSERT_SIZE(struct mrc_ctl_evstat, 96);
 

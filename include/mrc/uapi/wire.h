@@ -15,9 +15,11 @@
 #include <linux/types.h>
 
 #ifdef __cplusplus
-#define MRC_ASSERT_SIZE(type, size) static_assert(sizeof(type) == (size), #type " has the wrong size")
+#define MRC_ASSERT_SIZE(type, size)                                                                \
+	static_assert(sizeof(type) == (size), #type " has the wrong size")
 #else
-#define MRC_ASSERT_SIZE(type, size) _Static_assert(sizeof(type) == (size), #type " has the wrong size")
+#define MRC_ASSERT_SIZE(type, size)                                                                \
+	_Static_assert(sizeof(type) == (size), #type " has the wrong size")
 #endif
 
 #define MRC_PACKED __attribute__((packed))
@@ -95,7 +97,7 @@ MRC_ASSERT_SIZE(struct mrc_tseth, 4);
 
 /* RETH: remote address, in every data packet (FIRST/MIDDLE/LAST/ONLY). */
 struct mrc_reth {
-	__be64 va;	/* address of this packet's first payload byte */
+	__be64 va; /* address of this packet's first payload byte */
 	__be32 rkey;
 	__be32 dma_len; /* length of the whole message */
 } MRC_PACKED;
@@ -132,7 +134,7 @@ enum mrc_xh_next {
 /* SACK: SETH (28 bytes) + CC_STATE (8 bytes).                         */
 /* ------------------------------------------------------------------ */
 struct mrc_seth {
-	__be16 hdr; /* type(15:12) next(11:7) M(6:5) resv(4:2) PR(1) resv(0) */
+	__be16 hdr;	       /* type(15:12) next(11:7) M(6:5) resv(4:2) PR(1) resv(0) */
 	__be16 ack_psn_offset; /* signed: triggering PSN = cack_psn + offset */
 	__be32 entropy;	       /* EV of the triggering packet, reflected */
 	__be16 spdcid;	       /* low 16 bits of the sender's (responder's) QPN */
@@ -164,9 +166,9 @@ enum mrc_cc_type {
 #define MRC_CC_F_ECN_CE 0x1 /* triggering packet arrived ECN-CE */
 
 struct mrc_cc_state {
-	__be16 tx_ts_echo;	/* TSETH tx_ts of the triggering packet, 0 if none */
-	__be16 ooo_count;	/* resv(15) out-of-order count(14:0) */
-	__be32 pen_rcvd;	/* restore_cwnd(31) rcv_cwnd_pen(30:24) rcvd_bytes(23:0) */
+	__be16 tx_ts_echo; /* TSETH tx_ts of the triggering packet, 0 if none */
+	__be16 ooo_count;  /* resv(15) out-of-order count(14:0) */
+	__be32 pen_rcvd;   /* restore_cwnd(31) rcv_cwnd_pen(30:24) rcvd_bytes(23:0) */
 } MRC_PACKED;
 MRC_ASSERT_SIZE(struct mrc_cc_state, 8);
 #define MRC_CC_OOO_MASK 0x7fff
@@ -231,7 +233,7 @@ enum mrc_ep_op {
 #define MRC_EP_OP_SHIFT 6
 
 struct mrc_erth {
-	__u8 op;	  /* op(7:6) resv(5:0) */
+	__u8 op; /* op(7:6) resv(5:0) */
 	__u8 vendor_info;
 	__be16 req_id;
 	__be32 port_status; /* bit N-1 = local port N up (PORT_STATUS_UPDATE) */

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "netns/afxdp/netns_fixture.hpp"
-#include "netns/afxdp/test_frames.hpp"
-#include "netns/afxdp/test_prog.hpp"
+#include "support/netns_fixture.hpp"
+#include "support/test_frames.hpp"
+#include "support/test_prog.hpp"
 #include "xdp/device.hpp"
 #include "xdp/iface.hpp"
 #include "xdp/netns.hpp"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "mrc/mrc.h"
-#include "netns/afxdp/netns_fixture.hpp"
+#include "support/netns_fixture.hpp"
 
 namespace mrc {
 namespace {
@@ -312,7 +312,9 @@ struct TransferCase {
 
 class CApiTransfer : public CApiNetns, public ::testing::WithParamInterface<TransferCase> {
  protected:
-  uint32_t extra_flags() const override { return GetParam().app_progress ? MRC_DEVICE_APP_PROGRESS : 0; }
+  uint32_t extra_flags() const override {
+    return GetParam().app_progress ? MRC_DEVICE_APP_PROGRESS : 0;
+  }
 };
 
 // Server: registers a buffer, posts receives, swaps endpoints over TCP, waits

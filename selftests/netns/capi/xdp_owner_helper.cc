@@ -2,7 +2,7 @@
 //   xdp_owner_helper who IF        prints who holds IF's XDP hook
 //                                  (lib::xdp_holder's description, "nothing")
 //   xdp_owner_helper stale IF,...  loads mrc_xdp, attaches it the way libmrc
-//                                  did before BPF links (bpf::XdpAttachment,
+//                                  did before BPF links (loader::MrcXdpAttachment,
 //                                  libxdp / netlink) and exits without
 //                                  detaching: a stale mrc_xdp
 //   xdp_owner_helper hold IF,...   the same, then prints "holding" and waits
@@ -27,9 +27,9 @@
 #include <linux/if_link.h>
 #include <net/if.h>
 
-#include "bpf/attach.hpp"
-#include "bpf/mrc_xdp.hpp"
 #include "lib/plane_xdp.hpp"
+#include "loader/attach.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "mrc/mrc.hpp"
 
 namespace {
@@ -96,16 +96,16 @@ int main(int argc, char** argv) {
   if (cmd == "other" && argc == 3) return other(argv[2]);
   if (cmd == "open" && argc == 4) return open_device(argv[2], argv[3]);
   if (cmd == "pinned" && argc == 4) {
-    mrc::bpf::LoadOptions lo;
+    mrc::loader::LoadOptions lo;
     lo.pin_dir = argv[2];
-    auto prog = mrc::bpf::MrcXdp::open_and_load(lo);
+    auto prog = mrc::loader::MrcXdp::open_and_load(lo);
     if (!prog) {
       std::fprintf(stderr, "loading mrc_xdp: %s\n", prog.error().message().c_str());
       return 1;
     }
-    mrc::bpf::AttachOptions ao;
+    mrc::loader::AttachOptions ao;
     ao.keep = true;
-    auto at = mrc::bpf::attach_all(*prog, split(argv[3]), ao);
+    auto at = mrc::loader::attach_all(*prog, split(argv[3]), ao);
     if (!at) {
       std::fprintf(stderr, "%s\n", at.error().message().c_str());
       return 1;
@@ -128,14 +128,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd != "stale" && cmd != "hold") return usage();
-  auto prog = mrc::bpf::MrcXdp::open_and_load();
+  auto prog = mrc::loader::MrcXdp::open_and_load();
   if (!prog) {
     std::fprintf(stderr, "loading mrc_xdp: %s\n", prog.error().message().c_str());
     return 1;
   }
-  mrc::bpf::AttachOptions ao;
+  mrc::loader::AttachOptions ao;
   ao.keep = true;
-  auto at = mrc::bpf::attach_all(*prog, split(argv[2]), ao);
+  auto at = mrc::loader::attach_all(*prog, split(argv[2]), ao);
   if (!at) {
     std::fprintf(stderr, "%s\n", at.error().message().c_str());
     return 1;

@@ -19,7 +19,7 @@
 #include "core/types.hpp"
 #include "lib/exchange.hpp"
 #include "mrc/mrc.hpp"
-#include "netns/afxdp/netns_fixture.hpp"
+#include "support/netns_fixture.hpp"
 
 namespace mrc::dptest {
 

@@ -12,9 +12,9 @@
 #include <random>
 #include <thread>
 
-#include "netns/datapath/datapath_fixture.hpp"
 #include "lib/exchange.hpp"
 #include "mrc/mrc.hpp"
+#include "netns/datapath/datapath_fixture.hpp"
 
 namespace mrc {
 namespace {
@@ -39,8 +39,9 @@ TEST_P(Sizes, WriteIsPlacedByteForByte) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Netns, Sizes,
-                         ::testing::Values(SizeCase{1, false}, SizeCase{1, true}, SizeCase{4096, false},
-                                           SizeCase{4096, true}, SizeCase{1 << 20, false}, SizeCase{1 << 20, true},
+                         ::testing::Values(SizeCase{1, false}, SizeCase{1, true},
+                                           SizeCase{4096, false}, SizeCase{4096, true},
+                                           SizeCase{1 << 20, false}, SizeCase{1 << 20, true},
                                            SizeCase{64 << 20, false}, SizeCase{64 << 20, true}),
                          [](const auto& i) {
                            return std::to_string(i.param.len) + (i.param.imm ? "_imm" : "_write");
@@ -78,16 +79,18 @@ TEST_F(Datapath, MixOnFourQpsWithImmediatesInOrder) {
   for (int m = 0; m < kMsgs; m++)
     for (int q = 0; q < kQps; q++) {
       const Msg& g = plan[q][m];
-      ASSERT_TRUE(write(*pairs[q].q[0], ms[q], g.off, g.len, md[q], g.off, uint64_t(q) << 32 | m, g.imm,
-                        uint32_t(q * 1000 + m))
+      ASSERT_TRUE(write(*pairs[q].q[0], ms[q], g.off, g.len, md[q], g.off, uint64_t(q) << 32 | m,
+                        g.imm, uint32_t(q * 1000 + m))
                       .ok());
     }
   size_t imms = 0;
   for (auto& pl : plan)
     for (auto& g : pl) imms += g.imm;
   std::vector<Wc> s, r;
-  ASSERT_TRUE(wait(0, s, [&] { return s.size() == size_t(kQps * kMsgs); }, std::chrono::seconds(120)));
-  ASSERT_TRUE(wait(1, r, [&] { return r.size() == imms; }, std::chrono::seconds(10)));
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() == size_t(kQps * kMsgs); }, std::chrono::seconds(120)));
+  ASSERT_TRUE(wait(
+      1, r, [&] { return r.size() == imms; }, std::chrono::seconds(10)));
   std::vector<int> next_send(kQps, 0), next_imm(kQps, 0);
   for (const auto& w : s) {
     ASSERT_EQ(w.status, core::kWcSuccess);
@@ -105,7 +108,8 @@ TEST_F(Datapath, MixOnFourQpsWithImmediatesInOrder) {
     next_imm[q]++;
   }
   for (int q = 0; q < kQps; q++)
-    for (const auto& g : plan[q]) ASSERT_EQ(0, std::memcmp(src[q].data() + g.off, dst[q].data() + g.off, g.len));
+    for (const auto& g : plan[q])
+      ASSERT_EQ(0, std::memcmp(src[q].data() + g.off, dst[q].data() + g.off, g.len));
 }
 
 TEST_F(Datapath, PlaneDownMidTransferThenBack) {
@@ -114,13 +118,16 @@ TEST_F(Datapath, PlaneDownMidTransferThenBack) {
   std::vector<uint8_t> src(kMsg * kCount), dst(kMsg * kCount, 0);
   fill(src, 3);
   auto ms = reg(0, src, false), md = reg(1, dst, true);
-  for (size_t i = 0; i < kCount; i++) ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, i).ok());
+  for (size_t i = 0; i < kCount; i++)
+    ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, i).ok());
   std::vector<Wc> s;
-  ASSERT_TRUE(wait(0, s, [&] { return s.size() >= 4; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() >= 4; }, std::chrono::seconds(30)));
   const std::string plane2 = topo_.pairs()[1].a_if;
   ASSERT_TRUE(topo_.ip(0, {"link", "set", plane2, "down"}).ok());
   const uint64_t at_down = plane_tx(*p.q[0], 2);
-  ASSERT_TRUE(wait(0, s, [&] { return s.size() == kCount; }, std::chrono::seconds(120)));
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() == kCount; }, std::chrono::seconds(120)));
   for (const auto& w : s) ASSERT_EQ(w.status, core::kWcSuccess) << core::to_string(w.status);
   EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), src.size()));
   EXPECT_EQ(p.q[0]->query()->qp_state, QpState::kRts);
@@ -141,12 +148,15 @@ TEST_F(Datapath, AllPlanesDownErrorsWithinRetryBudget) {
   std::vector<uint8_t> src(kMsg * 8), dst(kMsg * 8, 0);
   fill(src, 4);
   auto ms = reg(0, src, false), md = reg(1, dst, true);
-  for (const auto& pr : topo_.pairs()) ASSERT_TRUE(topo_.ip(1, {"link", "set", pr.b_if, "down"}).ok());
+  for (const auto& pr : topo_.pairs())
+    ASSERT_TRUE(topo_.ip(1, {"link", "set", pr.b_if, "down"}).ok());
   const auto t0 = Clock::now();
-  for (size_t i = 0; i < 8; i++) ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, i).ok());
+  for (size_t i = 0; i < 8; i++)
+    ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, i).ok());
   std::vector<Wc> s;
   // Budget: (1 + 2) x T + 2T + 4T = 9T ~ 9.4 ms, plus scheduling slack.
-  ASSERT_TRUE(wait(0, s, [&] { return s.size() == 8; }, std::chrono::seconds(10)));
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() == 8; }, std::chrono::seconds(10)));
   const double ms_taken = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   EXPECT_EQ(s[0].status, core::kWcRetryExcErr) << core::to_string(s[0].status);
   for (size_t i = 1; i < s.size(); i++) EXPECT_EQ(s[i].status, core::kWcWrFlushErr);
@@ -177,10 +187,12 @@ TEST_F(Datapath, BadRkeyAndOutOfBoundsWriteNothing) {
     size_t doff = kind == 1 ? 48 * 1024 : 0;  // runs 32 KiB past the region's end
     ASSERT_TRUE(write(*p.q[0], ms, 0, 48 * 1024, md, doff, 9, false, 0, rkey).ok());
     std::vector<Wc> s;
-    ASSERT_TRUE(wait(0, s, [&] { return !s.empty(); }, std::chrono::seconds(30)));
+    ASSERT_TRUE(wait(
+        0, s, [&] { return !s.empty(); }, std::chrono::seconds(30)));
     EXPECT_EQ(s[0].status, core::kWcRemAccessErr) << core::to_string(s[0].status);
     EXPECT_GE(p.q[1]->stats()->rem_access_errors, 1u);
-    for (uint8_t b : dst) ASSERT_EQ(b, 0x5a) << (kind ? "out-of-bounds" : "bad rkey") << " write changed memory";
+    for (uint8_t b : dst)
+      ASSERT_EQ(b, 0x5a) << (kind ? "out-of-bounds" : "bad rkey") << " write changed memory";
   }
 }
 
@@ -190,7 +202,8 @@ TEST_F(Datapath, NonMrcTrafficKeepsWorking) {
   std::vector<uint8_t> src(kMsg * kCount), dst(kMsg * kCount, 0);
   fill(src, 6);
   auto ms = reg(0, src, false), md = reg(1, dst, true);
-  for (size_t i = 0; i < kCount; i++) ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, i).ok());
+  for (size_t i = 0; i < kCount; i++)
+    ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, i).ok());
   // ping on every plane, and a TCP transfer, while MRC runs.
   for (const auto& pr : topo_.pairs()) {
     std::string peer = pr.b_ip4.substr(0, pr.b_ip4.find('/'));
@@ -225,7 +238,8 @@ TEST_F(Datapath, NonMrcTrafficKeepsWorking) {
   lfd.reset();
   EXPECT_EQ(got, payload + "\n");
   std::vector<Wc> s;
-  ASSERT_TRUE(wait(0, s, [&] { return s.size() == kCount; }, std::chrono::seconds(120)));
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() == kCount; }, std::chrono::seconds(120)));
   for (const auto& w : s) ASSERT_EQ(w.status, core::kWcSuccess);
   EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), src.size()));
 }

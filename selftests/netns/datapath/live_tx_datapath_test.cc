@@ -94,12 +94,15 @@ TEST_F(LiveTxDatapath, PlaneLossMidTransferThenBack) {
   std::vector<uint8_t> src(kMsg * kCount), dst(kMsg * kCount, 0);
   fill(src, 3);
   auto ms = reg(0, src, false), md = reg(1, dst, true);
-  for (size_t i = 0; i < kCount; i++) ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, i).ok());
+  for (size_t i = 0; i < kCount; i++)
+    ASSERT_TRUE(write(*p.q[0], ms, i * kMsg, kMsg, md, i * kMsg, i).ok());
   std::vector<Wc> s;
-  ASSERT_TRUE(wait(0, s, [&] { return s.size() >= 4; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() >= 4; }, std::chrono::seconds(30)));
   const std::string plane2 = topo_.pairs()[1].b_if;
   ASSERT_TRUE(topo_.ip(1, {"link", "set", plane2, "down"}).ok());
-  ASSERT_TRUE(wait(0, s, [&] { return s.size() == kCount; }, std::chrono::seconds(120)));
+  ASSERT_TRUE(wait(
+      0, s, [&] { return s.size() == kCount; }, std::chrono::seconds(120)));
   for (const auto& w : s) ASSERT_EQ(w.status, core::kWcSuccess) << core::to_string(w.status);
   EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), src.size()));
   EXPECT_EQ(p.q[0]->query()->qp_state, QpState::kRts);
@@ -140,7 +143,8 @@ TEST_F(LiveTxAuto, PicksLiveFramesAndTransfers) {
   auto ms = reg(0, src, false), md = reg(1, dst, true);
   ASSERT_TRUE(write(*p.q[0], ms, 0, len, md, 0, 1).ok());
   std::vector<Wc> s;
-  ASSERT_TRUE(wait(0, s, [&] { return !s.empty(); }, std::chrono::seconds(60)));
+  ASSERT_TRUE(wait(
+      0, s, [&] { return !s.empty(); }, std::chrono::seconds(60)));
   EXPECT_EQ(s[0].status, core::kWcSuccess) << core::to_string(s[0].status);
   EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), len));
   EXPECT_GE(h_[0].ctx->live_tx_stats().bytes, len / 2);

@@ -384,9 +384,9 @@ TEST(CApi, ExchangeCarriesMaxMtu) {
 // The exchange comes from another process: a value that does not fit its
 // field is refused with the line and key named, not truncated.
 TEST(CApi, ExchangeRefusesNumbersThatDoNotFit) {
-  for (const char* bad : {"max_mtu=abc", "max_mtu=-5", "max_mtu=4294967296", "mtu=12x",
-                          "mpr_dest=300", "wimm_dest=65536", "qpn=16777216", "psn=-1",
-                          "rkey=", "len=+4"}) {
+  for (const char* bad :
+       {"max_mtu=abc", "max_mtu=-5", "max_mtu=4294967296", "mtu=12x", "mpr_dest=300",
+        "wimm_dest=65536", "qpn=16777216", "psn=-1", "rkey=", "len=+4"}) {
     auto r = mrc::decode(std::string("qp qpn=5 psn=1 ") + bad + " gids=198.18.0.1\nend\n");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code, EPROTO) << bad;
@@ -394,7 +394,8 @@ TEST(CApi, ExchangeRefusesNumbersThatDoNotFit) {
     EXPECT_NE(r.error().message().find("bad value for " + key), std::string::npos)
         << bad << ": " << r.error().message();
   }
-  auto ok = mrc::decode("qp qpn=16777215 psn=16777215 mpr_dest=255 max_mtu=8896 gids=198.18.0.1\nend\n");
+  auto ok =
+      mrc::decode("qp qpn=16777215 psn=16777215 mpr_dest=255 max_mtu=8896 gids=198.18.0.1\nend\n");
   ASSERT_TRUE(ok.ok()) << ok.error().message();
   EXPECT_EQ((*ok)[0].mpr_dest, 255u);
   EXPECT_EQ((*ok)[0].max_mtu, 8896u);

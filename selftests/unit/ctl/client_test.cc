@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "ctl/client.hpp"
-#include "ctl_fixture.hpp"
 #include "engine/harness.hpp"
+#include "support/ctl_fixture.hpp"
 
 namespace mrc::testing {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ctl/srv6.hpp"
-#include "ctl_fixture.hpp"
+#include "support/ctl_fixture.hpp"
 
 namespace mrc::testing {
 namespace {

@@ -58,9 +58,9 @@ TEST(Conformance, C02_ImmDtOnlyOnWriteWithImmediateLastOrOnly) {
   };
   f.recv(1);
   f.recv(2);
-  ASSERT_TRUE(f.write(1, 0, 3000, true, 0xabcd).ok());   // FIRST, MIDDLE, LAST_IMM
-  ASSERT_TRUE(f.write(2, 4000, 500, true, 0xabcd).ok()); // ONLY_IMM
-  ASSERT_TRUE(f.write(3, 5000, 500).ok());               // ONLY
+  ASSERT_TRUE(f.write(1, 0, 3000, true, 0xabcd).ok());    // FIRST, MIDDLE, LAST_IMM
+  ASSERT_TRUE(f.write(2, 4000, 500, true, 0xabcd).ok());  // ONLY_IMM
+  ASSERT_TRUE(f.write(3, 5000, 500).ok());                // ONLY
   ASSERT_TRUE(f.wait_sends(3));
   EXPECT_EQ(ops[MRC_OP_WRITE_FIRST], 1);
   EXPECT_EQ(ops[MRC_OP_WRITE_MIDDLE], 1);
@@ -115,7 +115,8 @@ TEST(Conformance, C04_ReliabilityProbesConsumeNoPsnAndAreAnsweredBySack) {
       EXPECT_EQ(k.bth.psn, 16u);  // the next PSN, not consumed
     }
     if (from == 0 && codec::is_data_opcode(k.bth.opcode)) {
-      if (k.bth.psn == 15 && !tail_dropped) h.drop = tail_dropped = true;  // lose the tail: only a probe helps
+      if (k.bth.psn == 15 && !tail_dropped)
+        h.drop = tail_dropped = true;  // lose the tail: only a probe helps
       last_data_psn = std::max(last_data_psn, k.bth.psn);
     }
     if (from == 1 && k.bth.opcode == MRC_OP_SACK && k.seth.probe_resp) {
@@ -191,7 +192,8 @@ TEST(Conformance, C24_RotationUsesEveryGoodEvBeforeReuse) {
   std::vector<uint32_t> seq;
   f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx) seq.push_back(wire_ev(k) | uint32_t(port) << 24);
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx)
+      seq.push_back(wire_ev(k) | uint32_t(port) << 24);
     return Hook{};
   };
   ASSERT_TRUE(f.write(1, 0, 1 << 20).ok());
@@ -199,7 +201,8 @@ TEST(Conformance, C24_RotationUsesEveryGoodEvBeforeReuse) {
   size_t active = 0;
   for (const auto& e : f.evs()) active += e.active;
   ASSERT_GT(active, 8u);
-  for (size_t i = 1; i < seq.size(); i++) EXPECT_NE(seq[i], seq[i - 1]) << "consecutive packets on one EV";
+  for (size_t i = 1; i < seq.size(); i++)
+    EXPECT_NE(seq[i], seq[i - 1]) << "consecutive packets on one EV";
   // Each full rotation is a permutation of the active set.
   size_t rotations = seq.size() / active;
   ASSERT_GE(rotations, 3u);
@@ -327,7 +330,8 @@ TEST(Conformance, C27_LastHopTrimAndResourceNacksKeepEvState) {
   int n = 0;
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn % 10 == 5 && n < 5) {
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn % 10 == 5 &&
+        n < 5) {
       n++;
       trim_frame(fr, MRC_DSCP_TRIMMED_LASTHOP_DEFAULT);
     }
@@ -401,7 +405,8 @@ TEST(Conformance, C29_AssumedBadProbedAndReadmittedAfterKSuccesses) {
       armed = true;
     }
     if (from == 0 && armed && wire_ev(k) == bad_ev) {
-      if (k.bth.opcode == MRC_OP_PROBE) (heal_at && now >= heal_at ? probes_after_heal : probes_while_bad)++;
+      if (k.bth.opcode == MRC_OP_PROBE)
+        (heal_at && now >= heal_at ? probes_after_heal : probes_while_bad)++;
       if (!heal_at || now < heal_at) h.drop = true;
     }
     return h;
@@ -490,7 +495,8 @@ TEST(Conformance, C30_DeniedEvNeverReturnsWithoutController) {
   bool allowed = false;
   p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && wire_ev(k) == denied) used += allowed ? 0 : 1;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && wire_ev(k) == denied)
+      used += allowed ? 0 : 1;
     return Hook{};
   };
   Sge sg{src.addr(), 1 << 20, src.mr.lkey};
@@ -501,7 +507,10 @@ TEST(Conformance, C30_DeniedEvNeverReturnsWithoutController) {
   wr.rkey = dst.mr.rkey;
   for (int i = 0; i < 3; i++) ASSERT_TRUE(p.e(0).post_send(q0, wr).ok());
   std::vector<Wc> wcs;
-  ASSERT_TRUE(p.run([&] { p.poll(0, p.h(0).scq, wcs); return wcs.size() == 3; }));
+  ASSERT_TRUE(p.run([&] {
+    p.poll(0, p.h(0).scq, wcs);
+    return wcs.size() == 3;
+  }));
   EXPECT_EQ(used, 0);
   auto evs_now = p.e(0).qp_evs(q0).value();
   for (const auto& e : evs_now)
@@ -543,7 +552,12 @@ TEST(Conformance, C31_EvMinActiveFloorSuppressesDemotion) {
   wr.rkey = dst.mr.rkey;
   ASSERT_TRUE(p.e(0).post_send(q0, wr).ok());
   std::vector<Wc> wcs;
-  ASSERT_TRUE(p.run([&] { p.poll(0, p.h(0).scq, wcs); return !wcs.empty(); }, 20'000'000'000));
+  ASSERT_TRUE(p.run(
+      [&] {
+        p.poll(0, p.h(0).scq, wcs);
+        return !wcs.empty();
+      },
+      20'000'000'000));
   EXPECT_EQ(wcs[0].status, kWcSuccess);
   uint32_t usable = 0;
   auto evs_now = p.e(0).qp_evs(q0).value();
@@ -674,7 +688,8 @@ TEST(Conformance, C35_WimmLimitMinOfLocalAndPeer) {
     return Hook{};
   };
   for (int i = 0; i < 20; i++) f.recv(uint64_t(i));
-  for (int i = 0; i < 20; i++) ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * 1024, 1024, true, uint32_t(i)).ok());
+  for (int i = 0; i < 20; i++)
+    ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * 1024, 1024, true, uint32_t(i)).ok());
   ASSERT_TRUE(f.wait_sends(20));
   ASSERT_TRUE(f.wait_recvs(20));
   EXPECT_LE(max_out, 3u);
@@ -711,7 +726,8 @@ TEST(Conformance, C36_AckTimeoutLinearThenExponentialThenRetryExceeded) {
     if (sends[i] - rounds.back() > T / 2) rounds.push_back(sends[i]);
   ASSERT_EQ(rounds.size(), 1u + 2 + 3) << "one send, 2 linear and 3 exponential retries";
   const double want[] = {T, T, T, 2 * T, 4 * T};
-  for (size_t i = 1; i < rounds.size(); i++) EXPECT_NEAR(double(rounds[i] - rounds[i - 1]), want[i - 1], T * 0.05);
+  for (size_t i = 1; i < rounds.size(); i++)
+    EXPECT_NEAR(double(rounds[i] - rounds[i - 1]), want[i - 1], T * 0.05);
   EXPECT_NEAR(double(f.p.now - rounds.back()), 8 * T, T * 0.1);  // the last wait before giving up
 }
 
@@ -726,7 +742,8 @@ TEST(Conformance, C36_UnansweredTailLossProbeIsFollowedByAnother) {
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
     Hook h;
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn >= 61) h.drop = true;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn >= 61)
+      h.drop = true;
     if (from == 0 && k.bth.opcode == MRC_OP_PROBE && probes++ == 0) h.drop = true;
     return h;
   };
@@ -981,7 +998,10 @@ TEST(Conformance, C38_InflightNeverExceedsCwnd) {
   wr.rkey = dst.mr.rkey;
   ASSERT_TRUE(p.e(0).post_send(q0, wr).ok());
   std::vector<Wc> wcs;
-  ASSERT_TRUE(p.run([&] { p.poll(0, p.h(0).scq, wcs); return !wcs.empty(); }));
+  ASSERT_TRUE(p.run([&] {
+    p.poll(0, p.h(0).scq, wcs);
+    return !wcs.empty();
+  }));
   EXPECT_GT(max_inflight, 32u * 1024);
   EXPECT_EQ(0, std::memcmp(src.bytes.data(), dst.bytes.data(), 4 << 20));
 }
@@ -1024,7 +1044,10 @@ TEST(Conformance, C39_ReceiverPenaltyThrottlesAndRestoreRestores) {
   p.run([] { return false; }, 200'000);
   EXPECT_GE(p.e(0).qp_stats(q0)->cwnd_bytes, before / 2);  // the saved window came back
   std::vector<Wc> wcs;
-  ASSERT_TRUE(p.run([&] { p.poll(0, p.h(0).scq, wcs); return !wcs.empty(); }));
+  ASSERT_TRUE(p.run([&] {
+    p.poll(0, p.h(0).scq, wcs);
+    return !wcs.empty();
+  }));
   EXPECT_EQ(0, std::memcmp(src.bytes.data(), dst.bytes.data(), 8 << 20));
 }
 
@@ -1090,7 +1113,8 @@ TEST(Conformance, C42_DuplicatesNotReplacedAndSackedAtOnce) {
       h.dup = dupd = true;
       dup_at = now;
     }
-    if (from == 1 && k.bth.opcode == MRC_OP_SACK && dupd && now >= dup_at + 5'001 && now <= dup_at + 6'000)
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK && dupd && now >= dup_at + 5'001 &&
+        now <= dup_at + 6'000)
       sacks_after_dup++;
     return h;
   };
@@ -1113,7 +1137,8 @@ TEST(Conformance, C43_BeyondMprWindowGetsPsnOorNack) {
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
     Hook h;
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 5 && !k.bth.rtx) h.drop = true;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 5 && !k.bth.rtx)
+      h.drop = true;
     if (from == 1 && k.bth.opcode == MRC_OP_NACK) {
       EXPECT_EQ(k.neth.reason, MRC_NACK_PSN_OOR_WINDOW);
       oor++;
@@ -1136,8 +1161,10 @@ TEST(Conformance, C44_C45_WriteImmCompletionsInSendOrderAfterAllEarlierPsns) {
     auto k = parse_or_die(fr);
     Hook h;
     if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx) {
-      if (k.bth.psn < 32) h.extra_delay = 400'000;          // the plain write arrives last
-      else if (k.bth.psn < 64) h.extra_delay = 200'000;     // IMM #1 after IMM #2
+      if (k.bth.psn < 32)
+        h.extra_delay = 400'000;  // the plain write arrives last
+      else if (k.bth.psn < 64)
+        h.extra_delay = 200'000;  // IMM #1 after IMM #2
     }
     return h;
   };
@@ -1181,11 +1208,13 @@ TEST(Conformance, C46_ExceedingMaxWimmDestIsRefusedAndResent) {
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
     Hook h;
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 0 && !k.bth.rtx) h.extra_delay = 500'000;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn == 0 && !k.bth.rtx)
+      h.extra_delay = 500'000;
     return h;
   };
   for (int i = 0; i < 6; i++) f.recv(uint64_t(i));
-  for (int i = 0; i < 6; i++) ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * 1024, 1024, true, uint32_t(i)).ok());
+  for (int i = 0; i < 6; i++)
+    ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * 1024, 1024, true, uint32_t(i)).ok());
   ASSERT_TRUE(f.wait_sends(6));
   for (const auto& w : f.swc) EXPECT_EQ(w.status, kWcSuccess);
   ASSERT_TRUE(f.wait_recvs(6));
@@ -1292,7 +1321,8 @@ TEST(Conformance, C47_EcnCeGetsImmediateSackWithSkipOnce) {
   int ce = 0, verdicts = 0;
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && (k.bth.psn == 10 || k.bth.psn == 33) && !k.bth.rtx) {
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && (k.bth.psn == 10 || k.bth.psn == 33) &&
+        !k.bth.rtx) {
       set_ecn_ce(fr);
       ev_of[k.bth.psn] = wire_ev(k);
       ce++;
@@ -1321,13 +1351,16 @@ TEST(Conformance, C48_TrimmedHeaderNackedUnlessDisabled) {
     int nacks = 0, trims = 0;
     f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
       auto k = parse_or_die(fr);
-      if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && (k.bth.psn == 4 || k.bth.psn == 20)) {
-        trim_frame(fr, k.bth.psn == 4 ? MRC_DSCP_TRIMMED_DEFAULT : MRC_DSCP_TRIMMED_LASTHOP_DEFAULT);
+      if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx &&
+          (k.bth.psn == 4 || k.bth.psn == 20)) {
+        trim_frame(fr,
+                   k.bth.psn == 4 ? MRC_DSCP_TRIMMED_DEFAULT : MRC_DSCP_TRIMMED_LASTHOP_DEFAULT);
         trims++;
       }
       if (from == 1 && k.bth.opcode == MRC_OP_NACK) {
         nacks++;
-        EXPECT_EQ(k.neth.reason, k.neth.nack_psn == 4 ? MRC_NACK_TRIMMED : MRC_NACK_TRIMMED_LASTHOP);
+        EXPECT_EQ(k.neth.reason,
+                  k.neth.nack_psn == 4 ? MRC_NACK_TRIMMED : MRC_NACK_TRIMMED_LASTHOP);
       }
       return Hook{};
     };
@@ -1347,7 +1380,9 @@ TEST(Conformance, C49_SackBitmapReportsGapPattern) {
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
     Hook h;
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && (k.bth.psn == 5 || k.bth.psn == 8)) h.drop = true;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx &&
+        (k.bth.psn == 5 || k.bth.psn == 8))
+      h.drop = true;
     if (from == 1 && k.bth.opcode == MRC_OP_SACK && !seen &&
         codec::psn_add(k.seth.cack_psn, k.seth.ack_psn_offset) == 11) {
       seen = true;
@@ -1382,10 +1417,11 @@ TEST(Conformance, C49_FarTriggersAreFollowedByTheOldestPsns) {
   f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
     Hook h;
-    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn == 3) h.extra_delay = 200'000;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn == 3)
+      h.extra_delay = 200'000;
     if (from == 1 && k.bth.opcode == MRC_OP_SACK && !k.seth.probe_resp)
-      sacks.push_back({codec::psn_add(k.seth.cack_psn, k.seth.ack_psn_offset), k.seth.sack_offset, k.seth.verdict,
-                       k.cc.tx_ts_echo, k.seth.ack_psn_offset > 64});
+      sacks.push_back({codec::psn_add(k.seth.cack_psn, k.seth.ack_psn_offset), k.seth.sack_offset,
+                       k.seth.verdict, k.cc.tx_ts_echo, k.seth.ack_psn_offset > 64});
     return h;
   };
   ASSERT_TRUE(f.write(1, 0, 256 * 256).ok());
@@ -1463,8 +1499,10 @@ TEST(Conformance, C50_RcvdBytesMonotonic) {
   ASSERT_TRUE(f.write(1, 0, 1 << 20).ok());
   ASSERT_TRUE(f.wait_sends(1));
   ASSERT_GT(rcvd.size(), 4u);
-  for (size_t i = 1; i < rcvd.size(); i++) EXPECT_GE((rcvd[i] - rcvd[i - 1]) & MRC_CC_RCVD_MASK, 0u);
-  for (size_t i = 1; i < rcvd.size(); i++) EXPECT_LT((rcvd[i] - rcvd[i - 1]) & MRC_CC_RCVD_MASK, 1u << 23);
+  for (size_t i = 1; i < rcvd.size(); i++)
+    EXPECT_GE((rcvd[i] - rcvd[i - 1]) & MRC_CC_RCVD_MASK, 0u);
+  for (size_t i = 1; i < rcvd.size(); i++)
+    EXPECT_LT((rcvd[i] - rcvd[i - 1]) & MRC_CC_RCVD_MASK, 1u << 23);
   EXPECT_EQ(rcvd.back(), (1u << 20) >> MRC_RCVD_SHIFT);
 }
 

@@ -68,7 +68,6 @@ inline void trim_frame(std::vector<uint8_t>& f, uint8_t dscp) {
   }
 }
 
-
 class Host {
  public:
   using AddrFn = std::function<codec::IpAddr(int host, int plane, codec::IpVersion v)>;
@@ -170,9 +169,10 @@ class Pair {
     return a;
   }
   mrc::Status to_rtr(int i, uint32_t qpn, uint32_t remote_qpn, uint32_t rq_psn) {
-    return e(i).modify_qp(qpn, rtr_attr(i, remote_qpn, rq_psn),
-                          core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn | core::kQpRqPsn,
-                          core::kMrcMaxWimmDest | core::kMrcMprDest | core::kMrcCap);
+    return e(i).modify_qp(
+        qpn, rtr_attr(i, remote_qpn, rq_psn),
+        core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn | core::kQpRqPsn,
+        core::kMrcMaxWimmDest | core::kMrcMprDest | core::kMrcCap);
   }
   mrc::Status to_rts(int i, uint32_t qpn, uint32_t sq_psn) {
     core::QpAttr a;
@@ -183,8 +183,9 @@ class Pair {
     a.timeout = o_.timeout;
     a.retry_linear = o_.retry_linear;
     a.retry_exp = o_.retry_exp;
-    return e(i).modify_qp(qpn, a, core::kQpState | core::kQpSqPsn,
-                          core::kMrcMaxWimm | core::kMrcMpr | core::kMrcRetryCnt | core::kMrcTimeout);
+    return e(i).modify_qp(
+        qpn, a, core::kQpState | core::kQpSqPsn,
+        core::kMrcMaxWimm | core::kMrcMpr | core::kMrcRetryCnt | core::kMrcTimeout);
   }
 
   // The wire hook sees every frame (from host, on plane port) before delivery.
@@ -288,7 +289,7 @@ class Pair {
   std::vector<std::unique_ptr<Host>> hosts;
   std::multimap<Time, WireFrame> flight;
   uint64_t frames_sent = 0, frames_delivered = 0, frames_dropped = 0;
-  size_t rx_burst = 1;          // frames per rx() call, as a driver's burst
+  size_t rx_burst = 1;  // frames per rx() call, as a driver's burst
   // Bytes per receive buffer (rx_burst 1 only): a larger frame reaches the
   // engine as a multi-buffer frame (RxFrame::more), as multi-buffer AF_XDP
   // delivers it. 0: whole frames.
@@ -327,8 +328,10 @@ class Pair {
         p.frames_dropped++;
         return;
       }
-      if (h.dup) p.flight.emplace(depart + p.o_.latency + h.extra_delay + 1, WireFrame{1 - from, port, f});
-      p.flight.emplace(depart + p.o_.latency + h.extra_delay, WireFrame{1 - from, port, std::move(f)});
+      if (h.dup)
+        p.flight.emplace(depart + p.o_.latency + h.extra_delay + 1, WireFrame{1 - from, port, f});
+      p.flight.emplace(depart + p.o_.latency + h.extra_delay,
+                       WireFrame{1 - from, port, std::move(f)});
     }
     Pair& p;
     int from;

@@ -45,7 +45,8 @@ struct Flow {
 };
 
 struct Totals {
-  uint64_t bytes = 0, msgs = 0, rtx = 0, nacks = 0, timeouts = 0, ev_bad = 0, ev_readmit = 0, skips = 0;
+  uint64_t bytes = 0, msgs = 0, rtx = 0, nacks = 0, timeouts = 0, ev_bad = 0, ev_readmit = 0,
+           skips = 0;
   uint64_t net_drops = 0, trims = 0, ecn = 0, dups = 0, corrupt = 0;
 };
 Totals g_tot;
@@ -69,8 +70,8 @@ QpEnd make_end(sim::Cluster& c, uint32_t host, uint32_t pd, uint32_t scq, uint32
   return {host, *c.engine(host).create_qp(ia), pd, scq, rcq};
 }
 
-Status connect(sim::Cluster& c, const QpEnd& a, const QpEnd& b, uint32_t mtu, uint8_t timeout, uint8_t lin,
-               uint8_t exp) {
+Status connect(sim::Cluster& c, const QpEnd& a, const QpEnd& b, uint32_t mtu, uint8_t timeout,
+               uint8_t lin, uint8_t exp) {
   for (int side = 0; side < 2; side++) {
     const QpEnd& me = side ? b : a;
     const QpEnd& peer = side ? a : b;
@@ -102,7 +103,8 @@ Status connect(sim::Cluster& c, const QpEnd& a, const QpEnd& b, uint32_t mtu, ui
     at.timeout = timeout;
     at.retry_linear = lin;
     at.retry_exp = exp;
-    MRC_TRY(e.modify_qp(me.qpn, at, kQpState | kQpSqPsn, kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout));
+    MRC_TRY(e.modify_qp(me.qpn, at, kQpState | kQpSqPsn,
+                        kMrcMaxWimm | kMrcMpr | kMrcRetryCnt | kMrcTimeout));
   }
   return {};
 }
@@ -149,7 +151,8 @@ Outcome run_seed(uint64_t seed, std::string* summary) {
   b.keep_path = true;
   b.heal_at_end = true;
   sim::Timeline tl = sim::random_timeline(o.net, b, seed);
-  if (auto s = sim::schedule(c.net(), tl); !s.ok()) return Outcome{false, "timeline: " + s.error().message()};
+  if (auto s = sim::schedule(c.net(), tl); !s.ok())
+    return Outcome{false, "timeline: " + s.error().message()};
   if (summary) *summary = tl.to_string();
 
   // Flows: random (src, dst) host pairs, several QPs.
@@ -167,7 +170,8 @@ Outcome run_seed(uint64_t seed, std::string* summary) {
     uint32_t a = r.below(o.net.hosts), bb = (a + 1 + r.below(o.net.hosts - 1)) % o.net.hosts;
     fl->src = make_end(c, a, pd[a], scq[a], rcq[a]);
     fl->dst = make_end(c, bb, pd[bb], scq[bb], rcq[bb]);
-    if (auto s = connect(c, fl->src, fl->dst, mtu, 10, 7, 7); !s.ok()) return Outcome{false, s.error().message()};
+    if (auto s = connect(c, fl->src, fl->dst, mtu, 10, 7, 7); !s.ok())
+      return Outcome{false, s.error().message()};
     const uint32_t nmsg = 1 + r.below(8);
     size_t off = 0;
     for (uint32_t m = 0; m < nmsg; m++) {
@@ -181,7 +185,8 @@ Outcome run_seed(uint64_t seed, std::string* summary) {
     fl->dbuf.assign(off + 1, 0);
     for (auto& x : fl->sbuf) x = uint8_t(r.next());
     fl->smr = *c.engine(a).reg_mr(pd[a], fl->sbuf.data(), fl->sbuf.size(), kAccessLocalWrite);
-    fl->dmr = *c.engine(bb).reg_mr(pd[bb], fl->dbuf.data(), fl->dbuf.size(), kAccessLocalWrite | kAccessRemoteWrite);
+    fl->dmr = *c.engine(bb).reg_mr(pd[bb], fl->dbuf.data(), fl->dbuf.size(),
+                                   kAccessLocalWrite | kAccessRemoteWrite);
     for (size_t m = 0; m < fl->msgs.size(); m++) {
       const auto& msg = fl->msgs[m];
       if (msg.imm) {
@@ -199,7 +204,8 @@ Outcome run_seed(uint64_t seed, std::string* summary) {
       wr.remote_addr = uint64_t(uintptr_t(fl->dbuf.data() + msg.off));
       wr.rkey = fl->dmr.rkey;
       wr.imm_data = msg.immv;
-      if (auto s = c.engine(a).post_send(fl->src.qpn, wr); !s.ok()) return Outcome{false, s.error().message()};
+      if (auto s = c.engine(a).post_send(fl->src.qpn, wr); !s.ok())
+        return Outcome{false, s.error().message()};
     }
     c.kick(a);
     flows.push_back(std::move(fl));
@@ -224,7 +230,8 @@ Outcome run_seed(uint64_t seed, std::string* summary) {
             if (f >= flows.size()) return out.fail("completion for an unknown flow");
             Flow& fl = *flows[f];
             if (w.status != kWcSuccess) {
-              return out.fail("QP " + std::to_string(w.qp_num) + " completion error: " + to_string(w.status));
+              return out.fail("QP " + std::to_string(w.qp_num) +
+                              " completion error: " + to_string(w.status));
             }
             if (w.opcode == WcOpcode::kRdmaWrite) {
               if (m != fl.sends_done) return out.fail("send completion out of order");
@@ -236,12 +243,15 @@ Outcome run_seed(uint64_t seed, std::string* summary) {
               for (; k < fl.msgs.size(); k++)
                 if (fl.msgs[k].imm && seen++ == fl.recvs_done) break;
               if (k >= fl.msgs.size()) return out.fail("extra receive completion");
-              if (w.imm_data != fl.msgs[k].immv) return out.fail("WriteIMM completion out of order");
+              if (w.imm_data != fl.msgs[k].immv)
+                return out.fail("WriteIMM completion out of order");
               if (w.byte_len != fl.msgs[k].len) return out.fail("WriteIMM byte_len");
               // Everything up to and including this message is in place.
               for (size_t j = 0; j <= k; j++)
-                if (std::memcmp(fl.sbuf.data() + fl.msgs[j].off, fl.dbuf.data() + fl.msgs[j].off, fl.msgs[j].len))
-                  return out.fail("WriteIMM completed before its data (message " + std::to_string(j) + ")");
+                if (std::memcmp(fl.sbuf.data() + fl.msgs[j].off, fl.dbuf.data() + fl.msgs[j].off,
+                                fl.msgs[j].len))
+                  return out.fail("WriteIMM completed before its data (message " +
+                                  std::to_string(j) + ")");
               fl.recvs_done++;
             }
           }
@@ -262,8 +272,8 @@ Outcome run_seed(uint64_t seed, std::string* summary) {
     Flow& fl = *flows[f];
     if (fl.sends_done < fl.msgs.size() || fl.recvs_done < fl.imm_count) {
       std::ostringstream s;
-      s << "flow " << f << " incomplete after 400 ms: " << fl.sends_done << "/" << fl.msgs.size() << " sends, "
-        << fl.recvs_done << "/" << fl.imm_count << " recvs; QP state "
+      s << "flow " << f << " incomplete after 400 ms: " << fl.sends_done << "/" << fl.msgs.size()
+        << " sends, " << fl.recvs_done << "/" << fl.imm_count << " recvs; QP state "
         << to_string(c.engine(fl.src.host).query_qp(fl.src.qpn)->qp_state);
       out.fail(s.str());
       return out;
@@ -319,19 +329,25 @@ TEST(Property, RandomTrafficUnderRandomFaults) {
     if (!o.ok) {
       failures++;
       ADD_FAILURE() << "seed " << seed << ": " << o.why << "\n  timeline: " << tl
-                    << "\n  replay: engine_test --gtest_filter='Property.*' --seed=" << seed << " --seeds=1";
+                    << "\n  replay: engine_test --gtest_filter='Property.*' --seed=" << seed
+                    << " --seeds=1";
       if (failures >= 5) break;
     }
   }
-  std::printf("property: %u seeds from %llu, %u failed\n", g_seeds, (unsigned long long)g_seed_base, failures);
-  std::printf("  moved %llu messages, %.1f MB; fabric: %llu drops, %llu trims, %llu ECN marks, %llu dups, "
-              "%llu corruptions\n  engine: %llu retransmissions, %llu NACKs, %llu ACK timeouts, %llu EV skips, "
-              "%llu EVs assumed bad, %llu readmitted\n",
-              (unsigned long long)g_tot.msgs, double(g_tot.bytes) / 1e6, (unsigned long long)g_tot.net_drops,
-              (unsigned long long)g_tot.trims, (unsigned long long)g_tot.ecn, (unsigned long long)g_tot.dups,
-              (unsigned long long)g_tot.corrupt, (unsigned long long)g_tot.rtx, (unsigned long long)g_tot.nacks,
-              (unsigned long long)g_tot.timeouts, (unsigned long long)g_tot.skips, (unsigned long long)g_tot.ev_bad,
-              (unsigned long long)g_tot.ev_readmit);
+  std::printf("property: %u seeds from %llu, %u failed\n", g_seeds, (unsigned long long)g_seed_base,
+              failures);
+  std::printf(
+      "  moved %llu messages, %.1f MB; fabric: %llu drops, %llu trims, %llu ECN marks, %llu dups, "
+      "%llu corruptions\n  engine: %llu retransmissions, %llu NACKs, %llu ACK timeouts, %llu EV "
+      "skips, "
+      "%llu EVs assumed bad, %llu readmitted\n",
+      (unsigned long long)g_tot.msgs, double(g_tot.bytes) / 1e6,
+      (unsigned long long)g_tot.net_drops, (unsigned long long)g_tot.trims,
+      (unsigned long long)g_tot.ecn, (unsigned long long)g_tot.dups,
+      (unsigned long long)g_tot.corrupt, (unsigned long long)g_tot.rtx,
+      (unsigned long long)g_tot.nacks, (unsigned long long)g_tot.timeouts,
+      (unsigned long long)g_tot.skips, (unsigned long long)g_tot.ev_bad,
+      (unsigned long long)g_tot.ev_readmit);
 }
 
 // With every path dead the QP must fail within its retry budget.
@@ -346,16 +362,22 @@ TEST(Property, DeadFabricErrorsWithinRetryBudget) {
     o.engine.seed = seed;
     sim::Cluster c(o);
     uint32_t pd[2], cq[2];
-    for (uint32_t h = 0; h < 2; h++) pd[h] = *c.engine(h).create_pd(), cq[h] = *c.engine(h).create_cq(256);
+    for (uint32_t h = 0; h < 2; h++)
+      pd[h] = *c.engine(h).create_pd(), cq[h] = *c.engine(h).create_cq(256);
     QpEnd a = make_end(c, 0, pd[0], cq[0], cq[0]), b = make_end(c, 1, pd[1], cq[1], cq[1]);
-    const uint8_t timeout = uint8_t(8 + r.below(3)), lin = uint8_t(r.below(4)), exp = uint8_t(r.below(4));
+    const uint8_t timeout = uint8_t(8 + r.below(3)), lin = uint8_t(r.below(4)),
+                  exp = uint8_t(r.below(4));
     ASSERT_TRUE(connect(c, a, b, 1024, timeout, lin, exp).ok());
     const size_t kMsg = 4 << 20;  // long enough to still be in flight at the kill
     std::vector<uint8_t> s(4 * kMsg, 1), d(4 * kMsg);
     auto ms = *c.engine(0).reg_mr(pd[0], s.data(), s.size(), kAccessLocalWrite);
-    auto md = *c.engine(1).reg_mr(pd[1], d.data(), d.size(), kAccessLocalWrite | kAccessRemoteWrite);
+    auto md =
+        *c.engine(1).reg_mr(pd[1], d.data(), d.size(), kAccessLocalWrite | kAccessRemoteWrite);
     const Time kill = (20 + r.below(100)) * kUs;
-    c.net().at(kill, [&] { c.net().update(sim::LinkSel::all(), [](sim::LinkParams& p, sim::Tier) { p.blackhole = true; }); });
+    c.net().at(kill, [&] {
+      c.net().update(sim::LinkSel::all(),
+                     [](sim::LinkParams& p, sim::Tier) { p.blackhole = true; });
+    });
     for (int i = 0; i < 4; i++) {
       Sge sg{uint64_t(uintptr_t(s.data() + i * kMsg)), uint32_t(kMsg), ms.lkey};
       SendWr wr;
@@ -402,8 +424,10 @@ uint32_t g_seeds = 500;
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   for (int i = 1; i < argc; i++) {
-    if (!std::strncmp(argv[i], "--seed=", 7)) mrc::testing::g_seed_base = std::strtoull(argv[i] + 7, nullptr, 0);
-    if (!std::strncmp(argv[i], "--seeds=", 8)) mrc::testing::g_seeds = uint32_t(std::strtoul(argv[i] + 8, nullptr, 0));
+    if (!std::strncmp(argv[i], "--seed=", 7))
+      mrc::testing::g_seed_base = std::strtoull(argv[i] + 7, nullptr, 0);
+    if (!std::strncmp(argv[i], "--seeds=", 8))
+      mrc::testing::g_seeds = uint32_t(std::strtoul(argv[i] + 8, nullptr, 0));
   }
   return RUN_ALL_TESTS();
 }

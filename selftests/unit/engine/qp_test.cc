@@ -84,8 +84,10 @@ TEST(QpStateMachine, WrongTransitionsAndMissingAttributesAreEinval) {
   const BadTransition cases[] = {
       {"reset_to_rtr", QpState::kReset, QpState::kRtr, kRtrIbv, kRtrMrc},
       {"reset_to_rts", QpState::kReset, QpState::kRts, kRtsIbv, kRtsMrc},
-      {"init_missing_ev_profile", QpState::kReset, QpState::kInit, kInitIbv, kMrcHint | kMrcCcProfileId},
-      {"init_missing_hint", QpState::kReset, QpState::kInit, kInitIbv, kMrcEvProfileId | kMrcCcProfileId},
+      {"init_missing_ev_profile", QpState::kReset, QpState::kInit, kInitIbv,
+       kMrcHint | kMrcCcProfileId},
+      {"init_missing_hint", QpState::kReset, QpState::kInit, kInitIbv,
+       kMrcEvProfileId | kMrcCcProfileId},
       {"init_missing_access", QpState::kReset, QpState::kInit, kQpState | kQpPkeyIndex, kInitMrc},
       {"init_with_port", QpState::kReset, QpState::kInit, kInitIbv | kQpPort, kInitMrc},
       {"init_with_mpr", QpState::kReset, QpState::kInit, kInitIbv, kInitMrc | kMrcMpr},
@@ -96,8 +98,10 @@ TEST(QpStateMachine, WrongTransitionsAndMissingAttributesAreEinval) {
       {"rtr_with_rnr_retry", QpState::kInit, QpState::kRtr, kRtrIbv | kQpRnrRetry, kRtrMrc},
       {"rtr_with_rd_atomic", QpState::kInit, QpState::kRtr, kRtrIbv | kQpMaxDestRdAtomic, kRtrMrc},
       {"init_to_rts", QpState::kInit, QpState::kRts, kRtsIbv, kRtsMrc},
-      {"rts_missing_timeout", QpState::kRtr, QpState::kRts, kRtsIbv, kMrcMaxWimm | kMrcMpr | kMrcRetryCnt},
-      {"rts_missing_retry", QpState::kRtr, QpState::kRts, kRtsIbv, kMrcMaxWimm | kMrcMpr | kMrcTimeout},
+      {"rts_missing_timeout", QpState::kRtr, QpState::kRts, kRtsIbv,
+       kMrcMaxWimm | kMrcMpr | kMrcRetryCnt},
+      {"rts_missing_retry", QpState::kRtr, QpState::kRts, kRtsIbv,
+       kMrcMaxWimm | kMrcMpr | kMrcTimeout},
       {"rts_with_ibv_retry", QpState::kRtr, QpState::kRts, kRtsIbv | kQpRetryCntIbv, kRtsMrc},
       {"rts_missing_sq_psn", QpState::kRtr, QpState::kRts, kQpState, kRtsMrc},
       {"vendor_cfg", QpState::kReset, QpState::kInit, kInitIbv, kInitMrc | kMrcVendorCfg},
@@ -134,7 +138,11 @@ TEST(QpStateMachine, AttributeValuesAreChecked) {
       {"mtu_100", [](QpAttr& a) { a.path_mtu = 100; }, QpState::kRtr},
       {"mtu_not_64", [](QpAttr& a) { a.path_mtu = 1000; }, QpState::kRtr},
       {"mpr_dest_zero", [](QpAttr& a) { a.mpr_dest = 0; }, QpState::kRtr},
-      {"av_on_missing_port", [](QpAttr& a) { a.av[9] = {host_ip(1, 9, codec::IpVersion::kV4), {}, true}; }, QpState::kRtr},
+      {"av_on_missing_port",
+       [](QpAttr& a) {
+         a.av[9] = {host_ip(1, 9, codec::IpVersion::kV4), {}, true};
+       },
+       QpState::kRtr},
       {"av_empty", [](QpAttr& a) { a.av = {}; }, QpState::kRtr},
       {"dest_qpn_endpoint", [](QpAttr& a) { a.dest_qp_num = MRC_QPN_ENDPOINT; }, QpState::kRtr},
       {"unknown_cap", [](QpAttr& a) { a.cap_flags = 1u << 7; }, QpState::kRtr},
@@ -147,8 +155,12 @@ TEST(QpStateMachine, AttributeValuesAreChecked) {
     QpAttr a;
     for (QpState st : {QpState::kInit, QpState::kRtr, QpState::kRts}) {
       a = to(st);
-      uint32_t ibv = st == QpState::kInit ? kInitIbv : st == QpState::kRtr ? kRtrIbv | kQpAccessFlags : kRtsIbv;
-      uint32_t mrc = st == QpState::kInit ? kInitMrc : st == QpState::kRtr ? kRtrMrc | kMrcCap : kRtsMrc;
+      uint32_t ibv = st == QpState::kInit  ? kInitIbv
+                     : st == QpState::kRtr ? kRtrIbv | kQpAccessFlags
+                                           : kRtsIbv;
+      uint32_t mrc = st == QpState::kInit  ? kInitMrc
+                     : st == QpState::kRtr ? kRtrMrc | kMrcCap
+                                           : kRtsMrc;
       if (st == c.at) {
         c.set(a);
         auto r = s.e().modify_qp(s.qpn, a, ibv, mrc);
@@ -215,7 +227,8 @@ TEST(QpApi, MemoryRegistrationChecks) {
   Pair p;
   std::vector<uint8_t> buf(100);
   EXPECT_EQ(p.e(0).reg_mr(999, buf.data(), buf.size(), kAccessLocalWrite).error().code, EINVAL);
-  EXPECT_EQ(p.e(0).reg_mr(p.h(0).pd, buf.data(), buf.size(), kAccessRemoteWrite).error().code, EINVAL);
+  EXPECT_EQ(p.e(0).reg_mr(p.h(0).pd, buf.data(), buf.size(), kAccessRemoteWrite).error().code,
+            EINVAL);
   EXPECT_EQ(p.e(0).reg_mr(p.h(0).pd, buf.data(), buf.size(), 1u << 9).error().code, EINVAL);
   auto mr = p.e(0).reg_mr(p.h(0).pd, buf.data(), buf.size(), kAccessLocalWrite);
   ASSERT_TRUE(mr.ok());
@@ -298,7 +311,8 @@ TEST_P(RemoteAccess, NothingWrittenRequesterSeesRemoteAccessError) {
   uint32_t q0, q1;
   std::tie(q0, q1) = p.connect();
   Buffer src(p.e(0), p.h(0).pd, 64 * 1024, 1, kAccessLocalWrite);
-  uint32_t dst_access = GetParam().kind == 3 ? kAccessLocalWrite : kAccessLocalWrite | kAccessRemoteWrite;
+  uint32_t dst_access =
+      GetParam().kind == 3 ? kAccessLocalWrite : kAccessLocalWrite | kAccessRemoteWrite;
   uint32_t pd = p.h(1).pd;
   if (GetParam().kind == 5) pd = *p.e(1).create_pd();  // MR in another protection domain
   std::vector<uint8_t> guard(3 * 64 * 1024, 0x5a);     // dst lives in the middle third
@@ -307,10 +321,17 @@ TEST_P(RemoteAccess, NothingWrittenRequesterSeesRemoteAccessError) {
   uint32_t rkey = mr.rkey;
   size_t len = 16 * 1024;
   switch (GetParam().kind) {
-    case 0: rkey ^= 0x10000; break;            // bad rkey
-    case 1: raddr += 60 * 1024; break;         // runs past the end
-    case 2: raddr -= 1024; break;              // starts before the region
-    default: break;
+    case 0:
+      rkey ^= 0x10000;
+      break;  // bad rkey
+    case 1:
+      raddr += 60 * 1024;
+      break;  // runs past the end
+    case 2:
+      raddr -= 1024;
+      break;  // starts before the region
+    default:
+      break;
   }
   Sge sg{src.addr(), uint32_t(len), src.mr.lkey};
   SendWr wr;
@@ -321,7 +342,10 @@ TEST_P(RemoteAccess, NothingWrittenRequesterSeesRemoteAccessError) {
   wr.rkey = rkey;
   ASSERT_TRUE(p.e(0).post_send(q0, wr).ok());
   std::vector<Wc> s;
-  ASSERT_TRUE(p.run([&] { p.poll(0, p.h(0).scq, s); return !s.empty(); }));
+  ASSERT_TRUE(p.run([&] {
+    p.poll(0, p.h(0).scq, s);
+    return !s.empty();
+  }));
   EXPECT_EQ(s[0].status, kWcRemAccessErr) << to_string(s[0].status);
   EXPECT_EQ(p.e(0).query_qp(q0)->qp_state, QpState::kErr);
   EXPECT_EQ(p.e(1).query_qp(q1)->qp_state, QpState::kRts);
@@ -341,8 +365,10 @@ TEST_P(RemoteAccess, NothingWrittenRequesterSeesRemoteAccessError) {
 
 INSTANTIATE_TEST_SUITE_P(Engine, RemoteAccess,
                          ::testing::Values(AccessCase{"bad_rkey", 0}, AccessCase{"past_end", 1},
-                                           AccessCase{"before_start", 2}, AccessCase{"mr_without_remote_write", 3},
-                                           AccessCase{"qp_without_remote_write", 4}, AccessCase{"other_pd", 5}),
+                                           AccessCase{"before_start", 2},
+                                           AccessCase{"mr_without_remote_write", 3},
+                                           AccessCase{"qp_without_remote_write", 4},
+                                           AccessCase{"other_pd", 5}),
                          [](const auto& i) { return std::string(i.param.name); });
 
 TEST(QpApi, CqOverrunIsReported) {
@@ -445,8 +471,13 @@ TEST(Transfer, OneGibibyteWriteWithImmediate) {
   wr.imm_data = 0x600d;
   ASSERT_TRUE(p.e(0).post_send(q0, wr).ok());
   std::vector<Wc> s, r;
-  ASSERT_TRUE(p.run([&] { p.poll(0, p.h(0).scq, s); p.poll(1, p.h(1).rcq, r); return !s.empty() && !r.empty(); },
-                    60'000'000'000));
+  ASSERT_TRUE(p.run(
+      [&] {
+        p.poll(0, p.h(0).scq, s);
+        p.poll(1, p.h(1).rcq, r);
+        return !s.empty() && !r.empty();
+      },
+      60'000'000'000));
   EXPECT_EQ(s[0].status, kWcSuccess);
   EXPECT_EQ(r[0].imm_data, 0x600du);
   EXPECT_EQ(r[0].byte_len, n);

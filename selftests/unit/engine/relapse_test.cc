@@ -48,12 +48,13 @@ TEST(Relapse, PathThatPassesProbesButNotDataIsRetiredForLonger) {
   const BlackholeRun flat = run_blackhole(true, PathParams{}.probe_initial);
   ASSERT_TRUE(clean.ok);
   ASSERT_TRUE(hole.ok);
-  std::printf("clean %.2f ms; blackholed plane %.2f ms (%.2fx), retired %llu, readmitted %llu, "
-              "relapses %llu, rtx %llu, timeouts %llu\n",
-              clean.took / 1e6, hole.took / 1e6, double(hole.took) / double(clean.took),
-              (unsigned long long)hole.st.ev_assumed_bad, (unsigned long long)hole.st.ev_readmitted,
-              (unsigned long long)hole.st.ev_relapses, (unsigned long long)hole.st.tx_rtx_pkts,
-              (unsigned long long)hole.st.timeouts);
+  std::printf(
+      "clean %.2f ms; blackholed plane %.2f ms (%.2fx), retired %llu, readmitted %llu, "
+      "relapses %llu, rtx %llu, timeouts %llu\n",
+      clean.took / 1e6, hole.took / 1e6, double(hole.took) / double(clean.took),
+      (unsigned long long)hole.st.ev_assumed_bad, (unsigned long long)hole.st.ev_readmitted,
+      (unsigned long long)hole.st.ev_relapses, (unsigned long long)hole.st.tx_rtx_pkts,
+      (unsigned long long)hole.st.timeouts);
   // Three planes of four carry it: within 1.5x of 4/3 of the clean time.
   EXPECT_LT(double(hole.took), 1.5 * 4.0 / 3.0 * double(clean.took));
   EXPECT_GT(hole.st.ev_relapses, 0u);

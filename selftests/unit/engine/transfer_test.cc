@@ -42,7 +42,7 @@ TEST_P(Sizes, WriteIsPlacedByteForByte) {
   Xfer x(p, std::max<size_t>(n, 1));
   ASSERT_TRUE(x.write(7, 0, n).ok());
   std::vector<Wc> wcs;
-  ASSERT_TRUE(p.run([&] { return p.poll(0, p.h(0).scq, wcs) , !wcs.empty(); }, 5'000'000'000));
+  ASSERT_TRUE(p.run([&] { return p.poll(0, p.h(0).scq, wcs), !wcs.empty(); }, 5'000'000'000));
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, kWcSuccess) << to_string(wcs[0].status);
   EXPECT_EQ(wcs[0].wr_id, 7u);
@@ -53,7 +53,8 @@ TEST_P(Sizes, WriteIsPlacedByteForByte) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Engine, Sizes, ::testing::Values(0, 1, 3, 1023, 1024, 1025, 4096, 65536, 1 << 20));
+INSTANTIATE_TEST_SUITE_P(Engine, Sizes,
+                         ::testing::Values(0, 1, 3, 1023, 1024, 1025, 4096, 65536, 1 << 20));
 
 }  // namespace
 }  // namespace mrc::testing

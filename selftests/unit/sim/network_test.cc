@@ -12,8 +12,8 @@
 
 #include "codec/bytes.hpp"
 #include "codec/packet.hpp"
-#include "lib/packet_factory.hpp"
 #include "sim/network.hpp"
+#include "support/packet_factory.hpp"
 
 namespace mrc::sim {
 namespace {

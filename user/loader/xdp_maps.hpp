@@ -8,13 +8,13 @@
 #include <cstdint>
 #include <string>
 
-#include "bpf/unique_fd.hpp"
 #include "mrc/result.hpp"
 #include "mrc/uapi/maps.h"
+#include "util/unique_fd.hpp"
 
 struct bpf_object;
 
-namespace mrc::bpf {
+namespace mrc::loader {
 
 // Map names in the object and file names under the pin directory.
 inline constexpr const char* kMapXsks = "mrc_xsks";
@@ -84,4 +84,4 @@ class XdpMaps {
   int ncpus_ = 0;
 };
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

@@ -1,4 +1,4 @@
-#include "bpf/xdp_maps.hpp"
+#include "loader/xdp_maps.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -6,9 +6,9 @@
 #include <cstring>
 #include <vector>
 
-#include "bpf/log.hpp"
+#include "loader/log.hpp"
 
-namespace mrc::bpf {
+namespace mrc::loader {
 
 const std::array<const char*, kStatsFields> kStatsFieldNames = {
     "rx_packets",       "rx_bytes",         "pass_non_mrc",   "redirect_data",   "redirect_ctrl",
@@ -138,19 +138,22 @@ Result<mrc_qp_info> XdpMaps::qp(uint32_t qpn) const {
 
 Status XdpMaps::set_xsk(uint32_t port, uint32_t queue, int xsk_fd) {
   if (port >= MRC_MAX_PORTS || queue >= MRC_XSK_QUEUES_PER_PORT)
-    return make_error(EINVAL, "port " + std::to_string(port) + " rx queue " + std::to_string(queue) +
-                                  ": out of range of mrc_xsks (" + std::to_string(MRC_MAX_PORTS) + " ports x " +
+    return make_error(EINVAL, "port " + std::to_string(port) + " rx queue " +
+                                  std::to_string(queue) + ": out of range of mrc_xsks (" +
+                                  std::to_string(MRC_MAX_PORTS) + " ports x " +
                                   std::to_string(MRC_XSK_QUEUES_PER_PORT) + " queues)");
   uint32_t key = MRC_XSK_KEY(port, queue);
   uint32_t v = uint32_t(xsk_fd);
-  return update(xsks_.get(), kMapXsks, &key, &v, "port " + std::to_string(port) + " rx queue " + std::to_string(queue));
+  return update(xsks_.get(), kMapXsks, &key, &v,
+                "port " + std::to_string(port) + " rx queue " + std::to_string(queue));
 }
 
 Status XdpMaps::del_xsk(uint32_t port, uint32_t queue) {
   if (port >= MRC_MAX_PORTS || queue >= MRC_XSK_QUEUES_PER_PORT)
     return make_error(EINVAL, "port/queue out of range of mrc_xsks");
   uint32_t key = MRC_XSK_KEY(port, queue);
-  return remove(xsks_.get(), kMapXsks, &key, "port " + std::to_string(port) + " rx queue " + std::to_string(queue));
+  return remove(xsks_.get(), kMapXsks, &key,
+                "port " + std::to_string(port) + " rx queue " + std::to_string(queue));
 }
 
 Result<mrc_xdp_stats> XdpMaps::stats(uint32_t port) const {
@@ -182,4 +185,4 @@ Status XdpMaps::reset_stats(uint32_t port) {
   return update(stats_.get(), kMapStats, &port, zero.data(), "port " + std::to_string(port));
 }
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

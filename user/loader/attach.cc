@@ -1,4 +1,4 @@
-#include "bpf/attach.hpp"
+#include "loader/attach.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -9,9 +9,9 @@
 #include <cstring>
 #include <utility>
 
-#include "bpf/log.hpp"
+#include "loader/log.hpp"
 
-namespace mrc::bpf {
+namespace mrc::loader {
 namespace {
 
 enum xdp_attach_mode libxdp_mode(XdpMode m) {
@@ -35,9 +35,9 @@ std::string AttachInfo::describe() const {
   return s;
 }
 
-void XdpAttachment::ProgDeleter::operator()(xdp_program* p) const { xdp_program__close(p); }
+void MrcXdpAttachment::ProgDeleter::operator()(xdp_program* p) const { xdp_program__close(p); }
 
-XdpAttachment::XdpAttachment(XdpAttachment&& o) noexcept
+MrcXdpAttachment::MrcXdpAttachment(MrcXdpAttachment&& o) noexcept
     : xprog_(std::move(o.xprog_)),
       prog_fd_(o.prog_fd_),
       info_(std::move(o.info_)),
@@ -45,7 +45,7 @@ XdpAttachment::XdpAttachment(XdpAttachment&& o) noexcept
       attached_(std::exchange(o.attached_, false)),
       keep_(o.keep_) {}
 
-XdpAttachment& XdpAttachment::operator=(XdpAttachment&& o) noexcept {
+MrcXdpAttachment& MrcXdpAttachment::operator=(MrcXdpAttachment&& o) noexcept {
   if (this != &o) {
     if (attached_ && !keep_) {
       Status s = detach();
@@ -61,22 +61,22 @@ XdpAttachment& XdpAttachment::operator=(XdpAttachment&& o) noexcept {
   return *this;
 }
 
-XdpAttachment::~XdpAttachment() {
+MrcXdpAttachment::~MrcXdpAttachment() {
   if (attached_ && !keep_) {
     Status s = detach();
     if (!s) log(LogLevel::kWarn, "%s", s.error().message().c_str());
   }
 }
 
-Result<XdpAttachment> XdpAttachment::attach(const MrcXdp& prog, const std::string& ifname,
-                                            const AttachOptions& opts) {
+Result<MrcXdpAttachment> MrcXdpAttachment::attach(const MrcXdp& prog, const std::string& ifname,
+                                                  const AttachOptions& opts) {
   install_library_logging();
   const std::string ctx = "attaching mrc_xdp to " + ifname;
   if (!prog.loaded()) return Error(EINVAL, ctx + ": the program is not loaded");
   unsigned idx = if_nametoindex(ifname.c_str());
   if (!idx) return Error(errno, ctx + ": no such interface");
 
-  XdpAttachment a;
+  MrcXdpAttachment a;
   a.prog_fd_ = prog.prog_fd();
   a.keep_ = opts.keep;
   a.info_.ifname = ifname;
@@ -159,7 +159,7 @@ Result<XdpAttachment> XdpAttachment::attach(const MrcXdp& prog, const std::strin
   return errno_error(last, ctx + ": " + notes);
 }
 
-Status XdpAttachment::detach() {
+Status MrcXdpAttachment::detach() {
   if (!attached_) return ok_status();
   const std::string ctx = "detaching mrc_xdp from " + info_.ifname;
   int err;
@@ -175,13 +175,13 @@ Status XdpAttachment::detach() {
   return ok_status();
 }
 
-Result<std::vector<XdpAttachment>> attach_all(const MrcXdp& prog,
-                                              const std::vector<std::string>& ifnames,
-                                              const AttachOptions& opts) {
-  std::vector<XdpAttachment> out;
+Result<std::vector<MrcXdpAttachment>> attach_all(const MrcXdp& prog,
+                                                 const std::vector<std::string>& ifnames,
+                                                 const AttachOptions& opts) {
+  std::vector<MrcXdpAttachment> out;
   out.reserve(ifnames.size());
   for (const auto& n : ifnames) {
-    auto a = XdpAttachment::attach(prog, n, opts);
+    auto a = MrcXdpAttachment::attach(prog, n, opts);
     if (!a) {
       for (auto& done : out) done.keep(false);
       return std::move(a).error();  // `out` detaches what was attached
@@ -202,4 +202,4 @@ Result<bool> xdp_attached(const std::string& ifname, uint32_t* prog_id) {
   return id != 0 || q.attach_mode != XDP_ATTACHED_NONE;
 }
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

@@ -1,4 +1,4 @@
-#include "xdp/xdp_attach.hpp"
+#include "xdp/attached_prog.hpp"
 
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
@@ -9,8 +9,8 @@
 
 namespace mrc::xdp {
 
-Result<XdpAttachment> XdpAttachment::attach(int ifindex, int prog_fd, uint32_t flags,
-                                            const std::string& what) {
+Result<AttachedXdpProg> AttachedXdpProg::attach(int ifindex, int prog_fd, uint32_t flags,
+                                                const std::string& what) {
   const uint32_t mode = flags & XDP_FLAGS_MODES;
   const int err = bpf_xdp_attach(ifindex, prog_fd, mode | XDP_FLAGS_UPDATE_IF_NOEXIST, nullptr);
   if (err)
@@ -18,7 +18,7 @@ Result<XdpAttachment> XdpAttachment::attach(int ifindex, int prog_fd, uint32_t f
                                 (-err == EBUSY || -err == EEXIST
                                      ? std::string(" (another XDP program is attached)")
                                      : std::string()));
-  XdpAttachment a;
+  AttachedXdpProg a;
   auto ns = ScopedNetns::current();
   if (!ns) {
     bpf_xdp_detach(ifindex, mode, nullptr);
@@ -31,13 +31,13 @@ Result<XdpAttachment> XdpAttachment::attach(int ifindex, int prog_fd, uint32_t f
   return a;
 }
 
-XdpAttachment::XdpAttachment(XdpAttachment&& o) noexcept
+AttachedXdpProg::AttachedXdpProg(AttachedXdpProg&& o) noexcept
     : netns_(std::move(o.netns_)),
       ifindex_(std::exchange(o.ifindex_, 0)),
       prog_fd_(std::exchange(o.prog_fd_, -1)),
       flags_(o.flags_) {}
 
-XdpAttachment& XdpAttachment::operator=(XdpAttachment&& o) noexcept {
+AttachedXdpProg& AttachedXdpProg::operator=(AttachedXdpProg&& o) noexcept {
   if (this != &o) {
     (void)detach();
     netns_ = std::move(o.netns_);
@@ -48,9 +48,9 @@ XdpAttachment& XdpAttachment::operator=(XdpAttachment&& o) noexcept {
   return *this;
 }
 
-XdpAttachment::~XdpAttachment() { (void)detach(); }
+AttachedXdpProg::~AttachedXdpProg() { (void)detach(); }
 
-Status XdpAttachment::detach() {
+Status AttachedXdpProg::detach() {
   if (ifindex_ == 0) return ok_status();
   auto ns = ScopedNetns::enter_if_other(netns_.get());
   if (!ns) {

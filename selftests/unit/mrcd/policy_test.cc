@@ -4,8 +4,8 @@
 // operator's DENY left alone.
 #include <gtest/gtest.h>
 
-#include "ctl_fixture.hpp"
 #include "mrcd/policy.hpp"
+#include "support/ctl_fixture.hpp"
 
 namespace mrc::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "bpf/log.hpp"
+#include "loader/log.hpp"
 
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-namespace mrc::bpf {
+namespace mrc::loader {
 namespace {
 
 std::mutex g_mu;
@@ -39,21 +39,20 @@ void emit(LogLevel level, std::string_view source, const char* fmt, va_list ap) 
   }
 }
 
+// The level of a libbpf or libxdp message: their warnings are info while a
+// ScopedDemoteLibraryWarnings is alive on this thread (a handled fallback).
+LogLevel library_level(bool warn, bool info) {
+  if (warn) return t_demote > 0 ? LogLevel::kInfo : LogLevel::kWarn;
+  return info ? LogLevel::kInfo : LogLevel::kDebug;
+}
+
 int libbpf_cb(enum libbpf_print_level level, const char* fmt, va_list ap) {
-  LogLevel l = level == LIBBPF_WARN   ? LogLevel::kWarn
-               : level == LIBBPF_INFO ? LogLevel::kInfo
-                                      : LogLevel::kDebug;
-  if (l == LogLevel::kWarn && t_demote > 0) l = LogLevel::kInfo;
-  emit(l, "libbpf", fmt, ap);
+  emit(library_level(level == LIBBPF_WARN, level == LIBBPF_INFO), "libbpf", fmt, ap);
   return 0;
 }
 
 int libxdp_cb(enum libxdp_print_level level, const char* fmt, va_list ap) {
-  LogLevel l = level == LIBXDP_WARN   ? LogLevel::kWarn
-               : level == LIBXDP_INFO ? LogLevel::kInfo
-                                      : LogLevel::kDebug;
-  if (l == LogLevel::kWarn && t_demote > 0) l = LogLevel::kInfo;
-  emit(l, "libxdp", fmt, ap);
+  emit(library_level(level == LIBXDP_WARN, level == LIBXDP_INFO), "libxdp", fmt, ap);
   return 0;
 }
 
@@ -95,8 +94,8 @@ void set_log_level(LogLevel max_level) { g_max.store(int(max_level), std::memory
 void log(LogLevel level, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  emit(level, "mrc_bpf", fmt, ap);
+  emit(level, "mrc_loader", fmt, ap);
   va_end(ap);
 }
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

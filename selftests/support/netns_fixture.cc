@@ -1,4 +1,4 @@
-#include "netns/afxdp/netns_fixture.hpp"
+#include "support/netns_fixture.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,13 +16,14 @@
 #include <random>
 #include <sstream>
 
-#include "xdp/handles.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
 
 extern char** environ;
 
 namespace mrc::xsktest {
 
-using xdp::UniqueFd;
+using mrc::UniqueFd;
 
 Result<std::string> run(const std::vector<std::string>& argv) {
   int p[2];

@@ -17,12 +17,12 @@
 #include <string_view>
 #include <vector>
 
-#include "bpf/mrc_xdp.hpp"
+#include "loader/mrc_xdp.hpp"
 #include "mrc/result.hpp"
 
 struct xdp_program;
 
-namespace mrc::bpf {
+namespace mrc::loader {
 
 enum class XdpMode : uint8_t { kNative, kGeneric };
 std::string_view to_string(XdpMode m);
@@ -44,14 +44,14 @@ struct AttachInfo {
       const;  // "veth3: native, dispatcher" / "... generic, single program (...)"
 };
 
-class XdpAttachment {
+class MrcXdpAttachment {
  public:
-  XdpAttachment(XdpAttachment&&) noexcept;
-  XdpAttachment& operator=(XdpAttachment&&) noexcept;
-  ~XdpAttachment();
+  MrcXdpAttachment(MrcXdpAttachment&&) noexcept;
+  MrcXdpAttachment& operator=(MrcXdpAttachment&&) noexcept;
+  ~MrcXdpAttachment();
 
-  static Result<XdpAttachment> attach(const MrcXdp& prog, const std::string& ifname,
-                                      const AttachOptions& opts = {});
+  static Result<MrcXdpAttachment> attach(const MrcXdp& prog, const std::string& ifname,
+                                         const AttachOptions& opts = {});
 
   const AttachInfo& info() const { return info_; }
   bool attached() const { return attached_; }
@@ -60,7 +60,7 @@ class XdpAttachment {
   Status detach();
 
  private:
-  XdpAttachment() = default;
+  MrcXdpAttachment() = default;
   struct ProgDeleter {
     void operator()(xdp_program* p) const;
   };
@@ -74,12 +74,12 @@ class XdpAttachment {
 
 // Attaches to every interface in `ifnames`; on the first failure detaches the
 // ones already done and returns the error.
-Result<std::vector<XdpAttachment>> attach_all(const MrcXdp& prog,
-                                              const std::vector<std::string>& ifnames,
-                                              const AttachOptions& opts = {});
+Result<std::vector<MrcXdpAttachment>> attach_all(const MrcXdp& prog,
+                                                 const std::vector<std::string>& ifnames,
+                                                 const AttachOptions& opts = {});
 
 // What runs on an interface now: true if any XDP program is attached (any
 // mode); `prog_id` receives its id. For tests and diagnostics.
 Result<bool> xdp_attached(const std::string& ifname, uint32_t* prog_id = nullptr);
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

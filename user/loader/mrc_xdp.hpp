@@ -6,13 +6,13 @@
 #include <memory>
 #include <string>
 
-#include "bpf/xdp_maps.hpp"
+#include "loader/skeleton.hpp"
+#include "loader/xdp_maps.hpp"
 #include "mrc/result.hpp"
 
-struct mrc_xdp;  // generated skeleton (build/bpf/mrc_xdp.skel.h)
 struct bpf_object;
 
-namespace mrc::bpf {
+namespace mrc::loader {
 
 struct LoadOptions {
   mrc_xdp_cfg cfg = default_xdp_cfg();
@@ -24,9 +24,8 @@ struct LoadOptions {
 
 class MrcXdp {
  public:
-  MrcXdp(MrcXdp&&) noexcept;
-  MrcXdp& operator=(MrcXdp&&) noexcept;
-  ~MrcXdp();
+  MrcXdp(MrcXdp&&) noexcept = default;
+  MrcXdp& operator=(MrcXdp&&) noexcept = default;
 
   // Opens the embedded object (no kernel objects yet).
   static Result<MrcXdp> open();
@@ -49,16 +48,13 @@ class MrcXdp {
   const XdpMaps& maps() const { return maps_; }
   int prog_fd() const;
   bpf_object* object() const;
-  ::mrc_xdp* skeleton() const { return skel_; }
+  ::mrc_xdp* skeleton() const { return skel_.get(); }
 
  private:
-  MrcXdp() = default;
-  ::mrc_xdp* skel_ = nullptr;
+  explicit MrcXdp(Skeleton<::mrc_xdp> s) : skel_(std::move(s)) {}
+  Skeleton<::mrc_xdp> skel_;
   XdpMaps maps_;
   bool loaded_ = false;
 };
 
-// Creates `dir` and its parents (mode 0700), ok if it exists.
-Status make_dirs(const std::string& dir);
-
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

@@ -1,5 +1,6 @@
 // Owning file descriptor: closes on destruction, movable, not copyable.
-// Shared by the loader, the AF_XDP layer, the controller and the tools.
+// Shared by the loader, the AF_XDP layer, the controller, mrcd, libmrc and the
+// tools: no other code in user/ closes a descriptor it owns.
 #pragma once
 
 #include <fcntl.h>
@@ -35,6 +36,9 @@ class UniqueFd {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;
   }
+  // Closes now (errors of close(2) are not reported: the descriptor is gone
+  // either way).
+  void close() { reset(); }
   // An independent descriptor for the same open file (close-on-exec).
   static Result<UniqueFd> dup(int fd, const std::string& what) {
     int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "mrc/result.hpp"
-#include "xdp/xdp_attach.hpp"
+#include "xdp/attached_prog.hpp"
 #include "xsk_test.skel.h"
 
 namespace mrc::xsktest {
@@ -56,8 +56,8 @@ class TestProg {
     const uint32_t k = static_cast<uint32_t>(ifindex);
     if (bpf_map_update_elem(bpf_map__fd(skel_->maps.if_base), &k, &key_base, 0) != 0)
       return make_error(errno, "if_base update");
-    auto a = xdp::XdpAttachment::attach(ifindex, prog_fd < 0 ? redirect_fd() : prog_fd,
-                                        XDP_FLAGS_DRV_MODE, ifname);
+    auto a = xdp::AttachedXdpProg::attach(ifindex, prog_fd < 0 ? redirect_fd() : prog_fd,
+                                          XDP_FLAGS_DRV_MODE, ifname);
     if (!a) return std::move(a).error();
     attachments_.push_back(std::move(*a));
     return ok_status();
@@ -84,7 +84,7 @@ class TestProg {
  private:
   TestProg() = default;
   xsk_test* skel_ = nullptr;
-  std::vector<xdp::XdpAttachment> attachments_;
+  std::vector<xdp::AttachedXdpProg> attachments_;
 };
 
 }  // namespace mrc::xsktest

@@ -1,20 +1,19 @@
-// Movable RAII owners for the plain kernel handles of the AF_XDP layer: file
-// descriptors and anonymous memory mappings.
+// Owner of one memory mapping (mmap(2)): munmaps it on destruction, movable,
+// not copyable. Shared by the AF_XDP layer (UMEM, rings, live-frames slots)
+// and the controller's pinned store (mmapable BPF arrays).
 #pragma once
 
 #include <sys/mman.h>
-#include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
+#include <string>
 #include <utility>
 
-#include "mrc/unique_fd.hpp"
+#include "mrc/result.hpp"
 
-namespace mrc::xdp {
+namespace mrc {
 
-using mrc::UniqueFd;  // owns one file descriptor (mrc/unique_fd.hpp)
-
-// Owns one mmap'ed region; munmaps it on destruction.
 class MmapArea {
  public:
   MmapArea() = default;
@@ -33,6 +32,14 @@ class MmapArea {
   MmapArea& operator=(const MmapArea&) = delete;
   ~MmapArea() { reset(); }
 
+  // mmap(nullptr, len, prot, flags, fd, offset), owned.
+  static Result<MmapArea> map(size_t len, int prot, int flags, int fd, off_t offset,
+                              const std::string& what) {
+    void* p = ::mmap(nullptr, len, prot, flags, fd, offset);
+    if (p == MAP_FAILED) return Error(errno, "mapping " + what);
+    return MmapArea(p, len);
+  }
+
   void* get() const { return addr_; }
   size_t size() const { return len_; }
   explicit operator bool() const { return addr_ != nullptr; }
@@ -47,4 +54,4 @@ class MmapArea {
   size_t len_ = 0;
 };
 
-}  // namespace mrc::xdp
+}  // namespace mrc

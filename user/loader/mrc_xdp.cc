@@ -1,4 +1,4 @@
-#include "bpf/mrc_xdp.hpp"
+#include "loader/mrc_xdp.hpp"
 
 #include <bpf/libbpf.h>
 #include <sys/stat.h>
@@ -6,34 +6,17 @@
 
 #include <utility>
 
-#include "bpf/log.hpp"
+#include "loader/log.hpp"
 #include "mrc_xdp.skel.h"
+#include "util/fs.hpp"
 
-namespace mrc::bpf {
-
-MrcXdp::MrcXdp(MrcXdp&& o) noexcept
-    : skel_(std::exchange(o.skel_, nullptr)), maps_(std::move(o.maps_)), loaded_(o.loaded_) {}
-
-MrcXdp& MrcXdp::operator=(MrcXdp&& o) noexcept {
-  if (this != &o) {
-    if (skel_) mrc_xdp__destroy(skel_);
-    skel_ = std::exchange(o.skel_, nullptr);
-    maps_ = std::move(o.maps_);
-    loaded_ = o.loaded_;
-  }
-  return *this;
-}
-
-MrcXdp::~MrcXdp() {
-  if (skel_) mrc_xdp__destroy(skel_);
-}
+namespace mrc::loader {
 
 Result<MrcXdp> MrcXdp::open() {
   install_library_logging();
-  MrcXdp x;
-  x.skel_ = mrc_xdp__open();
-  if (!x.skel_) return Error(errno, "opening the mrc_xdp BPF object");
-  return x;
+  auto s = Skeleton<::mrc_xdp>::open();
+  if (!s) return std::move(s).error();
+  return MrcXdp(std::move(*s));
 }
 
 Result<MrcXdp> MrcXdp::open_and_load(const LoadOptions& opts) {
@@ -44,21 +27,9 @@ Result<MrcXdp> MrcXdp::open_and_load(const LoadOptions& opts) {
   return x;
 }
 
-Status make_dirs(const std::string& dir) {
-  if (dir.empty()) return Error(EINVAL, "empty directory name");
-  for (size_t pos = 1;; pos++) {
-    pos = dir.find('/', pos);
-    std::string part = dir.substr(0, pos);
-    if (::mkdir(part.c_str(), 0700) && errno != EEXIST)
-      return Error(errno, "creating directory " + part);
-    if (pos == std::string::npos) break;
-  }
-  return ok_status();
-}
-
 Status MrcXdp::set_pin_dir(const std::string& dir) {
   if (loaded_) return Error(EBUSY, "pin directory must be set before loading mrc_xdp");
-  MRC_TRY(make_dirs(dir));
+  MRC_TRY(make_dirs(dir, 0700));
   for (const char* name : kMapNames) {
     bpf_map* m = bpf_object__find_map_by_name(skel_->obj, name);
     if (!m) return Error(ENOENT, std::string("map ") + name + " not in mrc_xdp");
@@ -71,9 +42,7 @@ Status MrcXdp::set_pin_dir(const std::string& dir) {
 
 Status MrcXdp::load(const mrc_xdp_cfg& cfg) {
   if (loaded_) return Error(EALREADY, "mrc_xdp is already loaded");
-  int err = mrc_xdp__load(skel_);
-  if (err)
-    return errno_error(err, "loading mrc_xdp (verifier or pinned-map mismatch; see libbpf log)");
+  MRC_TRY(skel_.load("loading mrc_xdp (verifier or pinned-map mismatch; see libbpf log)"));
   loaded_ = true;
   auto m = XdpMaps::from_object(skel_->obj);
   if (!m) return std::move(m).error();
@@ -84,7 +53,7 @@ Status MrcXdp::load(const mrc_xdp_cfg& cfg) {
 
 Status MrcXdp::pin_maps(const std::string& dir) {
   if (!loaded_) return Error(EINVAL, "mrc_xdp is not loaded");
-  MRC_TRY(make_dirs(dir));
+  MRC_TRY(make_dirs(dir, 0700));
   for (const char* name : kMapNames) {
     bpf_map* m = bpf_object__find_map_by_name(skel_->obj, name);
     std::string path = dir + "/" + name;
@@ -115,4 +84,4 @@ int MrcXdp::prog_fd() const { return skel_ ? bpf_program__fd(skel_->progs.mrc_xd
 
 bpf_object* MrcXdp::object() const { return skel_ ? skel_->obj : nullptr; }
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

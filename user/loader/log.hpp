@@ -1,4 +1,4 @@
-// One logging funnel for mrc_bpf and for the libbpf and libxdp messages it
+// One logging funnel for mrc_loader and for the libbpf and libxdp messages it
 // triggers. Install a hook once at start-up (the daemon routes it into its
 // logger); the default prints warnings to stderr.
 #pragma once
@@ -7,12 +7,12 @@
 #include <functional>
 #include <string_view>
 
-namespace mrc::bpf {
+namespace mrc::loader {
 
 enum class LogLevel : uint8_t { kWarn = 0, kInfo = 1, kDebug = 2 };
 std::string_view to_string(LogLevel l);
 
-// Receives one message, without the trailing newline. `source` is "mrc_bpf",
+// Receives one message, without the trailing newline. `source` is "mrc_loader",
 // "libbpf" or "libxdp".
 using LogHook = std::function<void(LogLevel level, std::string_view source, std::string_view msg)>;
 
@@ -23,11 +23,11 @@ void set_log_hook(LogHook hook, LogLevel max_level = LogLevel::kInfo);
 void set_log_level(LogLevel max_level);
 
 // Routes libbpf/libxdp output through the hook; called by every entry point
-// of mrc_bpf, idempotent.
+// of mrc_loader, idempotent.
 void install_library_logging();
 
 // While alive (on this thread), libbpf/libxdp warnings are reported at info
-// level: for attempts whose failure mrc_bpf handles and reports itself (e.g.
+// level: for attempts whose failure mrc_loader handles and reports itself (e.g.
 // libxdp probing its dispatcher before falling back to a single program).
 class ScopedDemoteLibraryWarnings {
  public:
@@ -37,7 +37,7 @@ class ScopedDemoteLibraryWarnings {
   ScopedDemoteLibraryWarnings& operator=(const ScopedDemoteLibraryWarnings&) = delete;
 };
 
-// printf-style message from mrc_bpf itself.
+// printf-style message from mrc_loader itself.
 void log(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
-}  // namespace mrc::bpf
+}  // namespace mrc::loader

@@ -8,23 +8,24 @@
 #include <string>
 
 #include "mrc/result.hpp"
-#include "xdp/handles.hpp"
+#include "util/mmap_area.hpp"
+#include "util/unique_fd.hpp"
 
 namespace mrc::xdp {
 
-class XdpAttachment {
+class AttachedXdpProg {
  public:
   // flags: XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, ...; XDP_FLAGS_UPDATE_IF_NOEXIST
   // is always added so an existing program is never replaced silently.
-  static Result<XdpAttachment> attach(int ifindex, int prog_fd, uint32_t flags,
-                                      const std::string& what);
+  static Result<AttachedXdpProg> attach(int ifindex, int prog_fd, uint32_t flags,
+                                        const std::string& what);
 
-  XdpAttachment() = default;
-  XdpAttachment(XdpAttachment&& o) noexcept;
-  XdpAttachment& operator=(XdpAttachment&& o) noexcept;
-  XdpAttachment(const XdpAttachment&) = delete;
-  XdpAttachment& operator=(const XdpAttachment&) = delete;
-  ~XdpAttachment();
+  AttachedXdpProg() = default;
+  AttachedXdpProg(AttachedXdpProg&& o) noexcept;
+  AttachedXdpProg& operator=(AttachedXdpProg&& o) noexcept;
+  AttachedXdpProg(const AttachedXdpProg&) = delete;
+  AttachedXdpProg& operator=(const AttachedXdpProg&) = delete;
+  ~AttachedXdpProg();
 
   Status detach();
   int ifindex() const { return ifindex_; }

@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "ctl/ep.hpp"
-#include "ctl_fixture.hpp"
 #include "mrcd/ops.hpp"
 #include "mrcd/server.hpp"
+#include "support/ctl_fixture.hpp"
 
 namespace mrc::testing {
 namespace {

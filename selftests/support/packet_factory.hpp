@@ -141,9 +141,9 @@ inline std::vector<uint8_t> build_frame(const codec::Packet& p) {
 }
 
 inline constexpr uint8_t kAllOpcodes[] = {
-    MRC_OP_WRITE_FIRST, MRC_OP_WRITE_MIDDLE, MRC_OP_WRITE_LAST, MRC_OP_WRITE_LAST_IMM,
-    MRC_OP_WRITE_ONLY,  MRC_OP_WRITE_ONLY_IMM, MRC_OP_ACK,      MRC_OP_EP_REQUEST,
-    MRC_OP_EP_RESPONSE, MRC_OP_SACK,           MRC_OP_NACK,     MRC_OP_PROBE,
+    MRC_OP_WRITE_FIRST, MRC_OP_WRITE_MIDDLE,   MRC_OP_WRITE_LAST, MRC_OP_WRITE_LAST_IMM,
+    MRC_OP_WRITE_ONLY,  MRC_OP_WRITE_ONLY_IMM, MRC_OP_ACK,        MRC_OP_EP_REQUEST,
+    MRC_OP_EP_RESPONSE, MRC_OP_SACK,           MRC_OP_NACK,       MRC_OP_PROBE,
 };
 
 }  // namespace mrc::testing
