@@ -47,8 +47,10 @@ uint32_t pinned_map_id(const std::string& path) {
   return info.id;
 }
 
-// True if an XDP BPF link runs program `prog_id`.
-bool held_by_link(uint32_t prog_id) {
+// Calls fn(info) for each BPF link of the system until it returns true;
+// true if one did. Links that vanish or cannot be read are skipped.
+template <class F>
+bool any_link(F fn) {
   uint32_t id = 0;
   while (bpf_link_get_next_id(id, &id) == 0) {
     UniqueFd fd(bpf_link_get_fd_by_id(id));
@@ -56,9 +58,15 @@ bool held_by_link(uint32_t prog_id) {
     bpf_link_info info{};
     uint32_t len = sizeof(info);
     if (bpf_obj_get_info_by_fd(fd.get(), &info, &len)) continue;
-    if (info.type == BPF_LINK_TYPE_XDP && info.prog_id == prog_id) return true;
+    if (fn(info)) return true;
   }
   return false;
+}
+
+// True if an XDP BPF link runs program `prog_id`.
+bool held_by_link(uint32_t prog_id) {
+  return any_link(
+      [&](const bpf_link_info& l) { return l.type == BPF_LINK_TYPE_XDP && l.prog_id == prog_id; });
 }
 
 // The mrc_xdp that an freplace link attaches to libxdp's dispatcher
@@ -66,18 +74,15 @@ bool held_by_link(uint32_t prog_id) {
 // links rather than libxdp, which keeps descriptors of the programs it
 // inspects open and would make this process look like a holder.
 uint32_t mrc_xdp_behind(uint32_t dispatcher_id) {
-  uint32_t id = 0;
-  while (bpf_link_get_next_id(id, &id) == 0) {
-    UniqueFd fd(bpf_link_get_fd_by_id(id));
-    if (!fd) continue;
-    bpf_link_info info{};
-    uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd.get(), &info, &len)) continue;
-    if (info.type != BPF_LINK_TYPE_TRACING || info.tracing.target_obj_id != dispatcher_id) continue;
+  uint32_t found = 0;
+  any_link([&](const bpf_link_info& l) {
+    if (l.type != BPF_LINK_TYPE_TRACING || l.tracing.target_obj_id != dispatcher_id) return false;
     std::vector<uint32_t> maps;
-    if (prog_info(info.prog_id, &maps) == kProgName) return info.prog_id;
-  }
-  return 0;
+    if (prog_info(l.prog_id, &maps) != kProgName) return false;
+    found = l.prog_id;
+    return true;
+  });
+  return found;
 }
 
 bool all_digits(const char* s) {
