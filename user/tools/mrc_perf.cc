@@ -91,9 +91,10 @@ struct Opts {
   std::string ev_log;  // client: every EV state change, one JSON line each
   bool mem = false;    // --mem: memory per QP (idle, connected) and after the run
   uint64_t ev_profile = 0, cc_profile = 0;  // mrcd's profiles (0: the built-in ones)
-  std::string counters_json;  // --counters-json: every counter at exit, one JSON object
-  std::string srv6;           // --srv6 FILE: SRv6 uSID EVs (perf_srv6.hpp)
-  uint32_t srv6_qps = ~0u;    // --srv6-qps N: only the first N QPs use them
+  std::string counters_json;     // --counters-json: every counter at exit, one JSON object
+  std::string srv6;              // --srv6 FILE: SRv6 uSID EVs (perf_srv6.hpp)
+  core::EvProfile srv6_profile;  // read from it while parsing the options
+  uint32_t srv6_qps = ~0u;       // --srv6-qps N: only the first N QPs use them
 };
 
 FILE* g_ev_log = nullptr;
@@ -549,6 +550,15 @@ Opts parse(int argc, char** argv) {
     std::exit(2);
   }
   check_options(o);
+  // --srv6 FILE is read now: a bad file is a usage error, before any device.
+  if (!o.srv6.empty()) {
+    auto p = perf::read_srv6_profile(o.srv6);
+    if (!p) {
+      std::fprintf(stderr, "mrc_perf: %s\n", p.error().message().c_str());
+      std::exit(2);
+    }
+    o.srv6_profile = std::move(*p);
+  }
   return o;
 }
 
@@ -830,8 +840,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
     must(s.ctx->install_cc_profile(1, off), "installing a CC profile");
   }
   if (!o.srv6.empty())
-    must(s.ctx->install_ev_profile(perf::kSrv6ProfileId,
-                                   must(perf::read_srv6_profile(o.srv6), "--srv6")),
+    must(s.ctx->install_ev_profile(perf::kSrv6ProfileId, o.srv6_profile),
          "installing the --srv6 EV profile");
   s.ch = must(s.ctx->create_comp_channel(), "create_comp_channel");
   s.cq = must(s.ctx->create_cq(65536, s.ch.get()), "create_cq");
@@ -1021,7 +1030,7 @@ void write_counters_json(Side& s, const Opts& o) {
         std::vector<uint64_t>(st->plane_tx_bytes + 1, st->plane_tx_bytes + 1 + o.devs.size());
     x["plane_rx_bytes"] =
         std::vector<uint64_t>(st->plane_rx_bytes + 1, st->plane_rx_bytes + 1 + o.devs.size());
-    if (!o.srv6.empty()) x["srv6_evs"] = perf::srv6_ev_json<json>(*q);
+    if (!o.srv6.empty()) x["srv6_evs"] = perf::srv6_ev_json<json>(*q, o.srv6_profile);
     qps.push_back(x);
   }
   j["qps"] = qps;

@@ -582,12 +582,17 @@ int ev_state(Parsed& p, const char* state) {
   if (p.args.contains("hop")) {
     // SRv6: every EV whose path names this uSID (a failed node or link's
     // far end), from the containers ev show decodes (optionally one port).
+    // A uSID is 16 bits: 1-4 hex digits, compared as ev show prints them
+    // (lower case, no leading zeros).
+    std::string hop = p.args["hop"].get<std::string>();
+    if (hop.empty() || hop.size() > 4 ||
+        hop.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+      return local_error("ev", "hop \"" + hop + "\" is not a uSID (1-4 hex digits)", EINVAL, 2);
+    for (auto& ch : hop) ch = char(std::tolower(ch));
+    while (hop.size() > 1 && hop[0] == '0') hop.erase(0, 1);
     json q = {{"profile", id}}, r;
     if (p.args.contains("port")) q["port"] = p.args["port"];
     if (int rc = call(op::kEvShow, q, &r)) return rc;
-    std::string hop = p.args["hop"].get<std::string>();
-    for (auto& ch : hop) ch = char(std::tolower(ch));
-    while (hop.size() > 1 && hop[0] == '0') hop.erase(0, 1);
     for (const json& e : r["evs"]) {
       if (!e.contains("hops")) continue;
       for (const json& h : e["hops"])

@@ -18,9 +18,6 @@ namespace mrc::perf {
 
 inline constexpr uint64_t kSrv6ProfileId = 0x5276;  // the id --srv6 installs its profile under
 
-// The profile read last (the containers of the entropies a QP reports).
-inline core::EvProfile g_srv6_profile;
-
 inline Result<core::EvProfile> read_srv6_profile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return make_error(ENOENT, "--srv6: cannot read " + path);
@@ -34,7 +31,7 @@ inline Result<core::EvProfile> read_srv6_profile(const std::string& path) {
     unsigned port = 0;
     std::string addr;
     core::EvEntry e;
-    if (!(ls >> port >> addr) || port < 1 || port > 16 ||
+    if (!(ls >> port >> addr) || port < 1 || port > core::kMaxPorts ||
         inet_pton(AF_INET6, addr.c_str(), e.sid.data()) != 1)
       return make_error(EINVAL,
                         "--srv6: " + path + ":" + std::to_string(n) + ": not \"PORT CONTAINER\"");
@@ -47,19 +44,19 @@ inline Result<core::EvProfile> read_srv6_profile(const std::string& path) {
   // its packets over all of them (a retired one leaves its plane one fewer).
   uint32_t per_port[17] = {};
   for (const auto& e : p.evs) p.active_per_plane = std::max(p.active_per_plane, ++per_port[e.port]);
-  g_srv6_profile = p;
   return p;
 }
 
-// A QP's SRv6 EVs for -j: container, hops, port, state, packets sent.
+// A QP's SRv6 EVs for -j: container, hops, port, state, packets sent
+// (`p`: the profile --srv6 installed, which names each entropy's container).
 template <class Json, class Qp>
-Json srv6_ev_json(const Qp& q) {
+Json srv6_ev_json(const Qp& q, const core::EvProfile& p) {
   Json a = Json::array();
   auto evs = q.evs();
   if (!evs.ok()) return a;
   for (const auto& e : *evs) {
     const core::EvEntry* w = nullptr;
-    for (const auto& x : g_srv6_profile.evs)
+    for (const auto& x : p.evs)
       if (x.ev == e.ev && x.port == e.port) w = &x;
     if (!w) continue;  // not an SRv6 QP
     a.push_back(Json{{"sid", codec::srv6_to_string(w->sid)},

@@ -46,6 +46,31 @@ for c in "${CASES[@]}"; do
 	rc=$?
 	if [ "$rc" = 2 ] && [ "$err" = "$want" ]; then ok "$args: $err"; else fail "$args: rc $rc, '$err' (want rc 2, '$want')"; fi
 done
+# --srv6 FILE is read while parsing: a missing, garbage or empty file is a
+# usage error naming the file and line.
+d=$(mktemp -d /tmp/mrc-perf-cli.XXXXXX)
+trap 'rm -rf "$d"' EXIT
+printf '1 fd00:1:101:201:102:402::\n2 not-an-address\n' >"$d/bad"
+printf '17 fd00:1:101:201:102:402::\n' >"$d/port"
+printf '1\n' >"$d/short"
+printf '# only a comment\n\n' >"$d/empty"
+SRV6=(
+	"$d/missing|mrc_perf: --srv6: cannot read $d/missing: No such file or directory"
+	"$d/bad|mrc_perf: --srv6: $d/bad:2: not \"PORT CONTAINER\": Invalid argument"
+	"$d/port|mrc_perf: --srv6: $d/port:1: not \"PORT CONTAINER\": Invalid argument"
+	"$d/short|mrc_perf: --srv6: $d/short:1: not \"PORT CONTAINER\": Invalid argument"
+	"$d/empty|mrc_perf: --srv6: $d/empty lists no EV: Invalid argument"
+)
+for c in "${SRV6[@]}"; do
+	file=${c%%|*}
+	want=${c#*|}
+	err=$("$PERF" client 198.18.0.1 -d x --srv6 "$file" 2>&1 >/dev/null)
+	rc=$?
+	if [ "$rc" = 2 ] && [ "$err" = "$want" ]; then ok "--srv6 ${file##*/}: $err"; else fail "--srv6 ${file##*/}: rc $rc, '$err' (want rc 2, '$want')"; fi
+done
+err=$("$PERF" client 198.18.0.1 -d x --srv6-qps x 2>&1 >/dev/null)
+if [ "$err" = "mrc_perf: --srv6-qps: 'x' is not a number" ]; then ok "--srv6-qps x: $err"; else fail "--srv6-qps x: '$err'"; fi
+
 # Good values still parse (the run then fails later, opening the device 'x').
 err=$("$PERF" client 198.18.0.1 -d x -s 10001 -t 8 -D 0.5 --retry 7,7 --cpu -1 2>&1 >/dev/null)
 if [[ "$err" != *"is not a number"* && "$err" != *"out of range"* ]]; then ok "valid values accepted"; else fail "valid values: $err"; fi

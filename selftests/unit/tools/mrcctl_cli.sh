@@ -30,5 +30,13 @@ check "'mrcctl ev-fmt' prints its help, exit 0" $?
 out=$("$M" -s "$sock" dev bogus 2>&1); rc=$?
 [ $rc = 2 ] && echo "$out" | grep -q 'unknown command "bogus"'
 check "an unknown command is refused, exit 2" $?
+for hop in 12345 g1 '' 1:2; do
+  out=$("$M" -s "$sock" ev deny 7 hop "$hop" 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -q 'is not a uSID (1-4 hex digits)' && ! echo "$out" | grep -q 'connecting to mrcd'
+  check "ev deny 7 hop '$hop' is refused before asking mrcd, exit 2 ($out)" $?
+done
+out=$("$M" -s "$sock" ev deny 7 hop 0A3 2>&1)
+echo "$out" | grep -q 'connecting to mrcd'
+check "ev deny 7 hop 0A3 is a uSID: it asks mrcd ($out)" $?
 [ $fail = 0 ] && echo "PASS mrcctl_cli" || echo "FAIL mrcctl_cli"
 exit $fail
