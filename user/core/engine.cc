@@ -67,9 +67,15 @@ Status Engine::destroy_pd(uint32_t pd) {
 }
 
 Result<Engine::MrInfo> Engine::reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access) {
+  return reg_mr(pd, uint64_t(uintptr_t(addr)), addr, length, access);
+}
+
+Result<Engine::MrInfo> Engine::reg_mr(uint32_t pd, uint64_t iova, void* host, size_t length,
+                                      uint32_t access) {
   if (std::find(pds_.begin(), pds_.end(), pd) == pds_.end())
     return Error(EINVAL, "reg_mr: unknown protection domain " + std::to_string(pd));
-  if (!addr && length) return Error(EINVAL, "reg_mr: null address");
+  if (!host && length) return Error(EINVAL, "reg_mr: null address");
+  if (length && iova + length < iova) return Error(EINVAL, "reg_mr: iova + length wraps around");
   if (access & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead))
     return Error(EINVAL, "reg_mr: unknown access flags");
   if ((access & kAccessRemoteWrite) && !(access & kAccessLocalWrite))
@@ -86,7 +92,8 @@ Result<Engine::MrInfo> Engine::reg_mr(uint32_t pd, void* addr, size_t length, ui
   }
   Mr& m = *mrs_[idx];
   m.pd = pd;
-  m.addr = static_cast<uint8_t*>(addr);
+  m.iova = iova;
+  m.delta = uint64_t(uintptr_t(host)) - iova;
   m.len = length;
   m.access = access;
   // 16 secret random bits (a new value at each reuse of the slot) above the
@@ -632,17 +639,22 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
   if (wr.num_sge > q->cap.max_send_sge) return Error(EINVAL, "post_send: too many SGEs");
   if (wr.num_sge && !wr.sg_list) return Error(EINVAL, "post_send: null sg_list");
   if (q->sq_count == q->sq.size()) return Error(ENOMEM, "post_send: send queue full");
+  // The SGEs are checked against their regions' iova ranges and stored with
+  // host addresses (the gather in the requester copies from them). The slot
+  // is not live until sq_tail moves, so a refusal midway leaves nothing.
+  Sge* const stored = q->sq_sge.data() + size_t(q->sq_tail) * q->cap.max_send_sge;
   uint64_t total = 0;
   for (uint32_t i = 0; i < wr.num_sge; i++) {
     const Sge& g = wr.sg_list[i];
+    stored[i] = g;
     total += g.length;
     if (!g.length) continue;
     const Mr* m = mr_by_key(g.lkey);
     if (!m || m->pd != q->pd)
       return Error(EINVAL, "post_send: SGE " + std::to_string(i) + " has an invalid lkey");
-    if (g.addr < uint64_t(uintptr_t(m->addr)) ||
-        g.addr + g.length > uint64_t(uintptr_t(m->addr)) + m->len)
+    if (g.addr < m->iova || g.addr + g.length < g.addr || g.addr + g.length > m->iova + m->len)
       return Error(EINVAL, "post_send: SGE " + std::to_string(i) + " is outside its memory region");
+    stored[i].addr = g.addr + m->delta;
   }
   if (total > 0x80000000ull) return Error(EINVAL, "post_send: message longer than 2 GiB");
   SendWqe& w = q->sq[q->sq_tail];
@@ -655,8 +667,6 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
   w.imm = wr.imm_data;
   w.len = uint32_t(total);
   w.nsge = wr.num_sge;
-  std::copy(wr.sg_list, wr.sg_list + wr.num_sge,
-            q->sq_sge.begin() + long(size_t(q->sq_tail) * q->cap.max_send_sge));
   w.npkts = std::max<uint32_t>(1, (w.len + q->attr.path_mtu - 1) / q->attr.path_mtu);
   q->sq_tail = uint32_t((q->sq_tail + 1) % q->sq.size());
   q->sq_count++;

@@ -91,7 +91,14 @@ class Engine {
   struct MrInfo {
     uint32_t lkey, rkey;
   };
+  // A region the application (and peers) name by [addr, addr + length):
+  // iova == host.
   Result<MrInfo> reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access);
+  // A region named by [iova, iova + length) whose bytes live at `host` (the
+  // service maps a client's pages elsewhere in its own address space,
+  // service.md section 3): local SGE and peer RETH addresses are checked
+  // against the iova range, copies go through host + (va - iova).
+  Result<MrInfo> reg_mr(uint32_t pd, uint64_t iova, void* host, size_t length, uint32_t access);
   Status dereg_mr(uint32_t lkey);
   Result<uint32_t> create_cq(uint32_t cqe);
   Status destroy_cq(uint32_t cq);

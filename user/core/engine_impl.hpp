@@ -41,7 +41,10 @@ class Ring {
 
 struct Engine::Mr {
   uint32_t pd = 0;
-  uint8_t* addr = nullptr;
+  // [iova, iova + len) is the range SGEs and RETHs name; its bytes are at
+  // va + delta (delta = host - iova, modulo 2^64: one add per SGE/packet).
+  uint64_t iova = 0;
+  uint64_t delta = 0;
   size_t len = 0;
   uint32_t access = 0;
   uint32_t key = 0;

@@ -152,7 +152,7 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     // past the end is refused by all its packets and writes nothing.
     const Mr* m = mr_by_key(p.reth.rkey);
     const uint64_t va = p.reth.va, end = va + p.reth.dma_len;
-    const uint64_t base = m ? uint64_t(uintptr_t(m->addr)) : 0;
+    const uint64_t base = m ? m->iova : 0;
     const bool ok = m && m->pd == q.pd && (m->access & kAccessRemoteWrite) &&
                     (q.attr.qp_access_flags & kAccessRemoteWrite) && end > va && va >= base &&
                     end <= base + m->len;
@@ -165,7 +165,7 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
       queue_aeth_nak(q, psn, kAethNakRemoteAccess, port);
       return;
     }
-    auto* dst = reinterpret_cast<uint8_t*>(uintptr_t(va));
+    auto* dst = reinterpret_cast<uint8_t*>(uintptr_t(va + m->delta));  // the region's host bytes
     std::memcpy(dst, p.payload, p.payload_head);
     uint32_t left = p.payload_len - p.payload_head;
     dst += p.payload_head;

@@ -1,0 +1,73 @@
+// Client side of memory option B, "remap in place" (Documentation/service.md
+// section 3): the pages under an application buffer (malloc'd, calloc'd,
+// std::vector storage, an mmapped chunk) are moved onto sealed memfds at the
+// same addresses, so mrc-serviced can map the very same pages and the engine
+// places payload straight into them. Registration-time cost only: the data
+// path never comes here.
+//
+// What remapping changes for the application (service.md, "What remapping
+// changes"): a thread writing into [lo, hi) (edge pages included) between the
+// copy and the mmap loses that write; after fork() without exec the child
+// shares the remapped pages with its parent instead of copying them; pages
+// stay memfd-backed after dereg (un-sharing would cost another copy).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "mrc/result.hpp"
+#include "svc/pieces.hpp"
+#include "util/unique_fd.hpp"
+
+namespace mrc::svc {
+
+// One piece of a shared range: [addr, addr + len) of this process is
+// MAP_SHARED of `fd` (a sealed memfd named "mrc:<n>") from `fd_offset`.
+// `fd` is a fresh descriptor (close-on-exec) the caller owns: pass it to the
+// service and close it.
+struct SharedPiece {
+  UniqueFd fd;
+  uint64_t fd_offset = 0;
+  uint64_t addr = 0;
+  uint64_t len = 0;
+  PieceRef ref() const { return {fd.get(), fd_offset, addr, len}; }
+};
+
+// Makes [addr, addr + len), rounded out to whole pages, backed by sealed
+// memfds (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) at the same addresses,
+// with the same protection, contents and neighbouring objects preserved.
+// Pages already backed by one of this process's "mrc:" memfds (an earlier,
+// overlapping or identical registration, alloc_shared) are reused as they
+// are. Returns the pieces in address order; they tile the rounded range.
+// len == 0 gives no pieces.
+//
+// Refuses, with EOPNOTSUPP and a sentence naming the mapping: shared file
+// mappings (memfds, tmpfs, files), MAP_SHARED anonymous memory, private file
+// mappings, device memory (/dev/...), the stack, special mappings ([vdso],
+// ...). EFAULT when part of the range is not mapped, EACCES when part of it
+// is not readable, E2BIG when the range needs more than kMaxPieces pieces
+// (the pages are remapped by then, which is harmless). Nothing is changed
+// when a refusal is found before remapping (every mapping is checked first).
+// Thread-safe (one registration at a time per process).
+Result<std::vector<SharedPiece>> share_range(void* addr, size_t len);
+
+// Fresh zeroed memory, `len` rounded up to pages, read-write, MAP_SHARED of a
+// new sealed "mrc:" memfd: what mrc_alloc_buf hands out. share_range over it
+// costs no copy.
+Result<void*> alloc_shared(size_t len);
+// Unmaps memory from alloc_shared (same len); the memfd is released once no
+// page of it is mapped in this process any more.
+Status free_shared(void* p, size_t len);
+
+// Drops this process's descriptors of "mrc:" areas no page of which is
+// mapped any more (e.g. a registered malloc chunk that free() unmapped), so
+// their memory returns to the system once the service unmaps its view too.
+// share_range and free_shared do this themselves. Returns how many were
+// dropped.
+Result<size_t> release_unmapped_areas();
+
+// Number of "mrc:" areas this process holds descriptors of (tests, stats).
+size_t shared_area_count();
+
+}  // namespace mrc::svc
