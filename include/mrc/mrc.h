@@ -101,6 +101,18 @@ enum mrc_device_flags {
 	 * stands in only after 1 ms without such a call. Lowest latency for
 	 * applications that poll (Documentation/api.md, "Progress"). */
 	MRC_DEVICE_APP_PROGRESS = 1 << 4,
+	/* Exclusive mode: this process owns the planes even when the host
+	 * service mrc-serviced runs (then the open fails with EBUSY naming
+	 * it). Without the flag the device uses the service when its socket
+	 * accepts the connection (MRC_MODE=auto|service|exclusive and
+	 * MRC_SERVICE_SOCKET refine this; Documentation/service.md). */
+	MRC_DEVICE_EXCLUSIVE = 1 << 5,
+};
+
+/* What mrc_device_mode reports. */
+enum mrc_device_mode_kind {
+	MRC_DEVICE_MODE_EXCLUSIVE = 1, /* the device runs in this process */
+	MRC_DEVICE_MODE_SERVICE = 2,   /* through mrc-serviced */
 };
 
 /* Options of mrc_open_device; a zeroed struct (or NULL) means defaults. */
@@ -302,6 +314,11 @@ int mrc_poll_cq(struct mrc_cq *cq, int num_entries, struct mrc_wc *wc);
  * another. Returns 1 if a pass did something, 0 if not, -1 with errno
  * EINVAL without MRC_DEVICE_APP_PROGRESS or with a negative timeout. */
 int mrc_progress(struct mrc_device *device, int timeout_ms);
+
+/* The mode the device got (enum mrc_device_mode_kind) and, when why is not
+ * NULL, why, as a NUL-terminated sentence cut to len bytes. -1 and EINVAL
+ * for a NULL device. An extension (no OCP mrc.h counterpart). */
+int mrc_device_mode(struct mrc_device *device, char *why, size_t len);
 /* Arms the CQ's channel for its next completion. solicited_only must be 0
  * (EOPNOTSUPP): MRC has no solicited events. EINVAL without a channel. */
 int mrc_req_notify_cq(struct mrc_cq *cq, int solicited_only);

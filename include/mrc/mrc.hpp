@@ -59,7 +59,22 @@ const char* to_string(Progress p);
 // (Documentation/security.md). Pass it as sq_psn here and rq_psn there.
 uint32_t random_psn();
 
+// Who runs the device (Documentation/service.md, "How libmrc finds the
+// service"): kAuto uses the host service mrc-serviced when its socket
+// accepts the connection and runs the device in this process otherwise;
+// the environment variable MRC_MODE (auto, service, exclusive) overrides
+// kAuto. Context::mode() says which mode a device got and why.
+enum class DeviceMode : uint8_t {
+  kAuto,       // the service when it runs, else exclusive
+  kService,    // the service, or open() fails
+  kExclusive,  // this process owns the planes (the in-process device)
+};
+const char* to_string(DeviceMode m);
+
 struct DeviceOptions {
+  DeviceMode mode = DeviceMode::kAuto;
+  // The service's socket; empty: $MRC_SERVICE_SOCKET, else /run/mrc/service.sock.
+  std::string service_socket;
   // Plane interfaces, in port order: the first is port 1.
   std::vector<std::string> interfaces;
   uint16_t udp_port = MRC_UDP_PORT_DEFAULT;
@@ -334,10 +349,18 @@ class Context {
   };
   ProgressStats progress_stats() const;
 
+  // The mode this device got (kService or kExclusive) and why, as a
+  // sentence ("service mode: mrc-serviced pid 311 at /run/mrc/service.sock").
+  DeviceMode mode() const;
+  const std::string& mode_reason() const;
+
   struct Impl;
+  // libmrc's own code (the host service runs its device through it).
+  Impl* internal() { return impl_.get(); }
 
  private:
   Context();
+  static Status open_exclusive(Impl& im);
   std::unique_ptr<Impl> impl_;
   friend class Cq;
   friend class Qp;

@@ -392,7 +392,7 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
   }
   if (opts) {
     const uint32_t known = MRC_DEVICE_NO_MRCD | MRC_DEVICE_BUSY_POLL | MRC_DEVICE_XDP_GENERIC |
-                           MRC_DEVICE_PIN_CPU | MRC_DEVICE_APP_PROGRESS;
+                           MRC_DEVICE_PIN_CPU | MRC_DEVICE_APP_PROGRESS | MRC_DEVICE_EXCLUSIVE;
     if (opts->flags & ~known)
       return fail_null<mrc_device>(EINVAL, "mrc_open_device: unknown flags");
     if (opts->frame_size && opts->frame_size != 2048 && opts->frame_size != 4096)
@@ -409,6 +409,7 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
     o.force_generic = opts->flags & MRC_DEVICE_XDP_GENERIC;
     if (opts->flags & MRC_DEVICE_PIN_CPU) o.engine_cpu = opts->engine_cpu;
     if (opts->flags & MRC_DEVICE_APP_PROGRESS) o.progress = mrc::Progress::kApplication;
+    if (opts->flags & MRC_DEVICE_EXCLUSIVE) o.mode = mrc::DeviceMode::kExclusive;
     o.queues = opts->queues;
     if (opts->frame_size) o.frame_size = opts->frame_size;
     if (opts->umem_frames) o.umem_frames = opts->umem_frames;
@@ -700,6 +701,18 @@ int mrc_progress(struct mrc_device* d, int timeout_ms) {
   auto r = d->ctx->progress(timeout_ms);
   if (!r) return fail(std::move(r).error().wrap("mrc_progress"));
   return *r ? 1 : 0;
+}
+
+int mrc_device_mode(struct mrc_device* d, char* why, size_t len) {
+  if (!d) return fail(EINVAL, "mrc_device_mode: null device");
+  if (why && len) {
+    const std::string& r = d->ctx->mode_reason();
+    const size_t n = std::min(len - 1, r.size());
+    std::memcpy(why, r.data(), n);
+    why[n] = 0;
+  }
+  return d->ctx->mode() == mrc::DeviceMode::kService ? MRC_DEVICE_MODE_SERVICE
+                                                     : MRC_DEVICE_MODE_EXCLUSIVE;
 }
 
 int mrc_poll_cq(struct mrc_cq* cq, int num_entries, struct mrc_wc* wc) {

@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "lib/context_impl.hpp"
 #include "lib/neigh.hpp"
+#include "svc/client.hpp"
 
 namespace mrc {
 
@@ -51,6 +53,18 @@ const char* to_string(Progress p) {
   return "?";
 }
 
+const char* to_string(DeviceMode m) {
+  switch (m) {
+    case DeviceMode::kAuto:
+      return "auto";
+    case DeviceMode::kService:
+      return "service";
+    case DeviceMode::kExclusive:
+      return "exclusive";
+  }
+  return "?";
+}
+
 const char* to_string(TxBackend b) {
   switch (b) {
     case TxBackend::kXsk:
@@ -69,6 +83,10 @@ Context::Context() : impl_(std::make_unique<Impl>()) {}
 
 Context::~Context() {
   if (!impl_) return;
+  if (impl_->svc) {
+    impl_->svc.reset();
+    return;
+  }
   impl_->stop.store(true);
   if (impl_->wake_fd) wake(impl_->wake_fd.get());
   if (impl_->thr.joinable()) impl_->thr.join();
@@ -88,14 +106,69 @@ std::array<uint32_t, 4> Context::query_version() {
   return {kApiVersion, api_version(1, 0, 0), kVendorApiVersion, kVendorApiVersion};
 }
 
+namespace {
+
+// The mode asked for: the option, MRC_MODE for kAuto.
+Result<DeviceMode> wanted_mode(const DeviceOptions& o) {
+  if (o.mode != DeviceMode::kAuto) return o.mode;
+  const char* e = std::getenv("MRC_MODE");
+  if (!e || !*e || !std::strcmp(e, "auto")) return DeviceMode::kAuto;
+  if (!std::strcmp(e, "service")) return DeviceMode::kService;
+  if (!std::strcmp(e, "exclusive")) return DeviceMode::kExclusive;
+  return make_error(EINVAL,
+                    std::string("open: MRC_MODE=") + e + " is not one of auto, service, exclusive");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   if (o.interfaces.empty()) return make_error(EINVAL, "open: no plane interfaces given");
   if (o.interfaces.size() > core::kMaxPorts)
     return make_error(EINVAL,
                       "open: at most " + std::to_string(core::kMaxPorts) + " plane interfaces");
+  auto want = wanted_mode(o);
+  if (!want) return std::move(want).error();
+  const std::string path = svc::socket_path(o);
   std::unique_ptr<Context> ctx(new Context());
   Impl& im = *ctx->impl_;
   im.opts = o;
+  if (*want == DeviceMode::kExclusive) {
+    im.mode_why = o.mode == DeviceMode::kExclusive
+                      ? "exclusive mode: requested by the open flag (MRC_DEVICE_EXCLUSIVE)"
+                      : "exclusive mode: requested by MRC_MODE=exclusive";
+  } else {
+    auto sock = svc::connect_service(path);
+    if (sock) {
+      auto c = svc::Client::open(std::move(*sock), path, im);
+      if (!c) return std::move(c).error();
+      im.svc = std::move(*c);
+      im.mode = DeviceMode::kService;
+      im.mode_why =
+          "service mode: mrc-serviced pid " + std::to_string(im.svc->service_pid()) + " at " + path;
+      return ctx;
+    }
+    if (*want == DeviceMode::kService)
+      return make_error(sock.error().code,
+                        "service mode required (MRC_MODE=service): no service at " + path);
+    im.mode_why =
+        "exclusive mode: no service at " + path + " (" + svc::errno_name(sock.error().code) + ")";
+  }
+  auto st = open_exclusive(im);
+  if (!st) {
+    // The planes may be busy because the service holds them: say so.
+    if (auto busy = svc::service_holder(path); !busy.empty())
+      return make_error(EBUSY, busy +
+                                   "; unset MRC_MODE=exclusive (or the exclusive flag) to "
+                                   "use the service (" +
+                                   st.error().message() + ")");
+
+    return std::move(st).error();
+  }
+  return ctx;
+}
+
+Status Context::open_exclusive(Impl& im) {
+  const DeviceOptions& o = im.opts;
   auto have_mrcd = im.open_program();
   if (!have_mrcd) return std::move(have_mrcd).error();
   MRC_TRY(im.open_sockets());
@@ -106,9 +179,13 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   if (!ec.seed || ec.seed == 1) ec.seed = mono_ns() ^ uint64_t(getpid()) << 32;
   MRC_TRY(im.open_ports(*have_mrcd, ec));
   MRC_TRY(im.open_tx_backend());
+  im.rx_frame_cap = im.dev.umem().rx_frame_capacity();
   MRC_TRY(im.start(ec));
-  return ctx;
+  return {};
 }
+
+DeviceMode Context::mode() const { return impl_->mode; }
+const std::string& Context::mode_reason() const { return impl_->mode_why; }
 
 Result<bool> Context::Impl::open_program() {
   const DeviceOptions& o = opts;
@@ -281,6 +358,12 @@ Status Context::Impl::open_tx_backend() {
   return {};
 }
 
+Status Context::Impl::destroy_qp_locked(uint32_t qpn) {
+  MRC_TRY(eng->destroy_qp(qpn));
+  (void)maps->del_qp(qpn);
+  return {};
+}
+
 Status Context::Impl::start(const core::EngineConfig& ec) {
   eng = std::make_unique<core::Engine>(ec);
   if (ctl) {
@@ -301,13 +384,16 @@ Status Context::Impl::start(const core::EngineConfig& ec) {
   return {};
 }
 
-TxBackend Context::tx_backend() const { return impl_->live ? TxBackend::kLive : TxBackend::kXsk; }
+TxBackend Context::tx_backend() const {
+  if (impl_->svc) return impl_->svc->tx_live() ? TxBackend::kLive : TxBackend::kXsk;
+  return impl_->live ? TxBackend::kLive : TxBackend::kXsk;
+}
 std::string Context::tx_note() const { return impl_->tx_note; }
 
 Context::LiveTxStats Context::live_tx_stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   LiveTxStats x{};
-  if (!impl_->live) return x;
+  if (impl_->svc || !impl_->live) return x;
   const xdp::LiveTxCounters& c = impl_->live.counters();
   x.submits = c.submits;
   x.frames = c.committed;
@@ -324,7 +410,9 @@ Context::LiveTxStats Context::live_tx_stats() const {
   return x;
 }
 
-DeviceAttr Context::query_device() const { return impl_->eng->device_attr(); }
+DeviceAttr Context::query_device() const {
+  return impl_->svc ? impl_->svc->attr() : impl_->eng->device_attr();
+}
 std::vector<PortInfo> Context::ports() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->ports;
@@ -376,7 +464,7 @@ Result<uint32_t> Context::path_mtu_limit(codec::IpVersion v, uint32_t want) cons
   uint32_t dev = im.max_path_mtu;
   if (!dev) {
     constexpr uint32_t kSingleBufferFrame = 4096 - 256 - 320;
-    const uint32_t frame = std::min(kSingleBufferFrame, im.dev.umem().rx_frame_capacity());
+    const uint32_t frame = std::min(kSingleBufferFrame, im.rx_frame_cap);
     dev = frame > max_frame_overhead() + 256 ? (frame - max_frame_overhead()) / 64 * 64 : 256;
   }
   if (want > dev) {
@@ -401,16 +489,19 @@ Result<Gid> Context::gid(uint8_t port, codec::IpVersion v) const {
 }
 
 Result<uint32_t> Context::alloc_pd() {
+  if (impl_->svc) return impl_->svc->alloc_pd();
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->eng->create_pd();
 }
 
 Status Context::dealloc_pd(uint32_t pd) {
+  if (impl_->svc) return impl_->svc->dealloc_pd(pd);
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->eng->destroy_pd(pd);
 }
 
 Result<MemoryRegion> Context::reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access) {
+  if (impl_->svc) return impl_->svc->reg_mr(pd, addr, length, access);
   std::lock_guard<std::mutex> lk(impl_->mu);
   auto r = impl_->eng->reg_mr(pd, addr, length, access);
   if (!r) return std::move(r).error();
@@ -418,6 +509,7 @@ Result<MemoryRegion> Context::reg_mr(uint32_t pd, void* addr, size_t length, uin
 }
 
 Status Context::dereg_mr(const MemoryRegion& mr) {
+  if (impl_->svc) return impl_->svc->dereg_mr(mr);
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->eng->dereg_mr(mr.lkey);
 }
@@ -427,6 +519,12 @@ Result<std::unique_ptr<CompChannel>> Context::create_comp_channel() {
   ch->fd_ = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   if (ch->fd_ < 0) return errno_error(errno, "create_comp_channel: eventfd");
   ch->ctx_ = this;
+  if (impl_->svc) {
+    auto st = impl_->svc->create_channel(ch->fd_);
+    if (!st) return std::move(st).error();
+    ch->state_ = *st;
+    return ch;
+  }
   std::lock_guard<std::mutex> lk(impl_->mu);
   impl_->channels.push_back(std::make_unique<ChannelState>());
   ch->state_ = impl_->channels.back().get();
@@ -434,6 +532,16 @@ Result<std::unique_ptr<CompChannel>> Context::create_comp_channel() {
 }
 
 Result<std::unique_ptr<Cq>> Context::create_cq(uint32_t cqe, CompChannel* channel) {
+  if (impl_->svc) {
+    auto cq = std::make_unique<Cq>();
+    auto m = impl_->svc->create_cq(std::max<uint32_t>(cqe, kBurst),
+                                   channel ? channel->state_ : nullptr, cq.get());
+    if (!m) return std::move(m).error();
+    cq->ctx_ = this;
+    cq->handle_ = m->h;
+    cq->ring_ = m->ring;
+    return cq;
+  }
   std::lock_guard<std::mutex> lk(impl_->mu);
   auto h = impl_->eng->create_cq(std::max<uint32_t>(cqe, kBurst));
   if (!h) return std::move(h).error();
@@ -450,6 +558,11 @@ Result<std::unique_ptr<Cq>> Context::create_cq(uint32_t cqe, CompChannel* channe
 
 Status Context::destroy_cq(std::unique_ptr<Cq>&& cq) {
   if (!cq) return make_error(EINVAL, "destroy_cq: null CQ");
+  if (impl_->svc) {
+    MRC_TRY(impl_->svc->destroy_cq(cq->ring_));
+    cq.reset();
+    return {};
+  }
   std::lock_guard<std::mutex> lk(impl_->mu);
   MRC_TRY(impl_->eng->destroy_cq(cq->handle_));
   auto& v = impl_->cqs;
@@ -464,6 +577,15 @@ Result<std::unique_ptr<Qp>> Context::create_qp(const QpInitAttr& init_in, const 
   QpInitAttr init = init_in;
   init.send_cq = send_cq.handle_;
   init.recv_cq = recv_cq.handle_;
+  if (impl_->svc) {
+    auto m = impl_->svc->create_qp(init);
+    if (!m) return std::move(m).error();
+    auto qp = std::make_unique<Qp>();
+    qp->ctx_ = this;
+    qp->qpn_ = m->qpn;
+    qp->post_ = m->post;
+    return qp;
+  }
   std::lock_guard<std::mutex> lk(impl_->mu);
   auto qpn = impl_->eng->create_qp(init);
   if (!qpn) return std::move(qpn).error();
@@ -481,9 +603,13 @@ Result<std::unique_ptr<Qp>> Context::create_qp(const QpInitAttr& init_in, const 
 
 Status Context::destroy_qp(std::unique_ptr<Qp>&& qp) {
   if (!qp) return make_error(EINVAL, "destroy_qp: null QP");
+  if (impl_->svc) {
+    MRC_TRY(impl_->svc->destroy_qp(qp->post_));
+    qp.reset();
+    return {};
+  }
   std::lock_guard<std::mutex> lk(impl_->mu);
-  MRC_TRY(impl_->eng->destroy_qp(qp->qpn_));
-  (void)impl_->maps->del_qp(qp->qpn_);
+  MRC_TRY(impl_->destroy_qp_locked(qp->qpn_));
   auto* r = static_cast<QpRings*>(qp->post_);
   r->alive.store(false);
   // The ring object stays until the context goes: a stale entry in the ready
@@ -528,8 +654,9 @@ Status Context::destroy_qp_hint(uint64_t id) {
   auto it = impl_->hints.find(id);
   if (it == impl_->hints.end())
     return make_error(EINVAL, "destroy_qp_hint: unknown hint " + std::to_string(id));
-  for (uint32_t qpn : impl_->eng->qp_list()) {
-    auto a = impl_->eng->query_qp(qpn);
+  const std::vector<uint32_t> qpns = impl_->svc ? impl_->svc->qp_list() : impl_->eng->qp_list();
+  for (uint32_t qpn : qpns) {
+    auto a = impl_->svc ? impl_->svc->query_qpn(qpn) : impl_->eng->query_qp(qpn);
     if (a && a->hint == id)
       return make_error(
           EBUSY, "destroy_qp_hint: QP " + std::to_string(qpn) + " uses hint " + std::to_string(id));
@@ -559,11 +686,19 @@ Status Context::modify_qp_hint(uint64_t id, const QpHintAttr& a, uint32_t mask) 
 }
 
 Status Context::install_ev_profile(uint64_t id, const core::EvProfile& p) {
+  if (impl_->svc)
+    return make_error(EOPNOTSUPP,
+                      "install_ev_profile: in service mode profiles come from mrcd (or "
+                      "mrc-serviced's own); open the device in exclusive mode to install one");
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->eng->install_ev_profile(id, p);
 }
 
 Status Context::install_cc_profile(uint64_t id, const core::CcProfile& p) {
+  if (impl_->svc)
+    return make_error(EOPNOTSUPP,
+                      "install_cc_profile: in service mode profiles come from mrcd (or "
+                      "mrc-serviced's own); open the device in exclusive mode to install one");
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->eng->install_cc_profile(id, p);
 }
@@ -578,9 +713,12 @@ Result<core::PlaneAddr> Context::resolve(uint8_t port, const Gid& peer) {
   return core::PlaneAddr{peer, *mac, true};
 }
 
-int Context::async_fd() const { return impl_->async_fd.get(); }
+int Context::async_fd() const {
+  return impl_->svc ? impl_->svc->async_fd() : impl_->async_fd.get();
+}
 
 bool Context::get_async_event(AsyncEvent& ev) {
+  if (impl_->svc) return impl_->svc->get_async_event(ev);
   if (!impl_->async.pop(ev)) return false;
   uint64_t v;
   (void)!read(impl_->async_fd.get(), &v, sizeof v);
@@ -588,11 +726,19 @@ bool Context::get_async_event(AsyncEvent& ev) {
 }
 
 core::EngineStats Context::engine_stats() const {
+  if (impl_->svc) {
+    auto st = impl_->svc->stats();
+    return st ? st->eng : core::EngineStats{};
+  }
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->eng->stats();
 }
 
 Result<std::vector<mrc_xdp_stats>> Context::xdp_stats() const {
+  if (impl_->svc)
+    return make_error(EOPNOTSUPP,
+                      "xdp_stats: the XDP program belongs to mrc-serviced (service "
+                      "mode); read its counters with mrcctl or bpftool");
   std::vector<mrc_xdp_stats> v;
   for (const auto& p : impl_->ports) {
     auto s = impl_->maps->stats(p.port);
@@ -607,6 +753,10 @@ std::vector<std::string> Context::xdp_stats_names() {
 }
 
 Context::XskStats Context::xsk_stats() const {
+  if (impl_->svc) {
+    auto st = impl_->svc->stats();
+    return st ? st->xsk : XskStats{};
+  }
   std::lock_guard<std::mutex> lk(impl_->mu);
   XskStats x{};
   auto c = impl_->dev.counters();
@@ -652,6 +802,7 @@ Result<bool> Context::progress(int timeout_ms) {
 }
 
 size_t Context::poll_ev_events(std::span<EvEvent> out) {
+  if (impl_->svc) return 0;  // EV events stay in the service (service.md, "Status")
   size_t n = 0;
   while (n < out.size() && impl_->app_events.pop(out[n])) n++;
   return n;
@@ -662,13 +813,23 @@ size_t Context::poll_ev_events(std::span<EvEvent> out) {
 
 Status Qp::modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask) {
   Context::Impl& im = *ctx_->impl_;
-  std::lock_guard<std::mutex> lk(im.mu);
+  std::unique_lock<std::mutex> lk(im.mu);
   if ((mrc_mask & core::kMrcHint) && attr.hint && !im.hints.count(attr.hint))
     return make_error(EINVAL, "modify_qp " + std::to_string(qpn_) + ": unknown QP hint " +
                                   std::to_string(attr.hint));
+  if (im.svc) {
+    lk.unlock();
+    return im.svc->modify_qp(post_, attr, ibv_mask, mrc_mask);
+  }
   // Work posted before this call reaches the engine before the transition
   // (as verbs orders post and modify), not after it.
   im.drain_posts();
+  return im.modify_qp_locked(qpn_, attr, ibv_mask, mrc_mask);
+}
+
+Status Context::Impl::modify_qp_locked(uint32_t qpn_, const QpAttr& attr, uint32_t ibv_mask,
+                                       uint32_t mrc_mask) {
+  Context::Impl& im = *this;
   // Profiles come from mrcd (pinned, ONLINE) when it runs: install the ones
   // this QP names in the engine first. Without mrcd, install_*_profile did.
   if (im.sync) {
@@ -700,16 +861,20 @@ Status Qp::modify(const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask) {
 }
 
 Result<QpAttr> Qp::query() const {
+  if (ctx_->impl_->svc) return ctx_->impl_->svc->query_qp(post_);
   std::lock_guard<std::mutex> lk(ctx_->impl_->mu);
   return ctx_->impl_->eng->query_qp(qpn_);
 }
 
 Result<QpStats> Qp::stats() const {
+  if (ctx_->impl_->svc) return ctx_->impl_->svc->qp_stats(post_);
   std::lock_guard<std::mutex> lk(ctx_->impl_->mu);
   return ctx_->impl_->eng->qp_stats(qpn_);
 }
 
 Result<std::vector<EvInfo>> Qp::evs() const {
+  if (ctx_->impl_->svc)
+    return make_error(EOPNOTSUPP, "evs: not served by mrc-serviced yet (service mode)");
   std::lock_guard<std::mutex> lk(ctx_->impl_->mu);
   auto evs = ctx_->impl_->eng->qp_evs(qpn_);
   if (!evs) return std::move(evs).error();
@@ -735,6 +900,7 @@ Status Qp::post_send(const SendWr& wr) {
   if (wr.num_sge && !wr.sg_list) return make_error(EINVAL, "post_send: null sg_list");
   if (wr.opcode != WrOpcode::kRdmaWrite && wr.opcode != WrOpcode::kRdmaWriteWithImm)
     return make_error(EINVAL, "post_send: only RDMA WRITE and WRITE_WITH_IMM are supported");
+  if (ctx_->impl_->svc) return svc::Client::post_send(post_, wr);
   PostedSend ps;
   ps.wr = wr;
   std::copy(wr.sg_list, wr.sg_list + wr.num_sge, ps.sg.begin());
@@ -745,6 +911,7 @@ Status Qp::post_send(const SendWr& wr) {
 }
 
 Status Qp::post_recv(const RecvWr& wr) {
+  if (ctx_->impl_->svc) return svc::Client::post_recv(post_, wr);
   auto* r = static_cast<QpRings*>(post_);
   if (!r->rq.push(wr.wr_id)) return make_error(ENOMEM, "post_recv: receive queue full");
   if (!r->queued.exchange(true)) ctx_->impl_->ready.push(r);
@@ -753,6 +920,7 @@ Status Qp::post_recv(const RecvWr& wr) {
 }
 
 Result<size_t> Cq::poll(std::span<Wc> out) {
+  if (ctx_->impl_->svc) return svc::Client::poll(ring_, out);
   auto* r = static_cast<CqRing*>(ring_);
   size_t n = 0;
   while (n < out.size() && r->ring.pop(out[n])) n++;
@@ -765,6 +933,7 @@ Result<size_t> Cq::poll(std::span<Wc> out) {
 }
 
 Status Cq::req_notify() {
+  if (ctx_->impl_->svc) return svc::Client::req_notify(ring_);
   auto* r = static_cast<CqRing*>(ring_);
   if (!r->channel) return make_error(EINVAL, "req_notify: the CQ has no completion channel");
   r->armed.store(true, std::memory_order_seq_cst);
@@ -777,6 +946,7 @@ Status Cq::req_notify() {
 }
 
 Result<Cq*> CompChannel::get_event() {
+  if (ctx_->impl_->svc) return svc::Client::get_event(state_, fd_);
   uint64_t v;
   if (read(fd_, &v, sizeof v) < 0) return errno_error(errno, "get_cq_event");
   Cq* cq = nullptr;

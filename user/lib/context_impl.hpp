@@ -39,8 +39,38 @@
 #include "xdp/device.hpp"
 #include "xdp/live_tx.hpp"
 
+#include <poll.h>
+
+#include <span>
+
 namespace mrc {
+namespace svc {
+class Client;  // the client backend of service mode (user/svc/client.hpp)
+}
 namespace lib {
+
+// The host service's part of the engine loop (user/svc/server.cc): its
+// clients' posts in, their completions and events out, their doorbells in
+// the sleep. Called by the thread that runs a pass, with the engine lock
+// held.
+class LoopHook {
+ public:
+  virtual ~LoopHook() = default;
+  // Clients' posts into the engine; true if there were any.
+  virtual bool drain(core::Engine& eng) = 0;
+  // The engine's completions of clients' CQs into their rings; true if any.
+  virtual bool deliver(core::Engine& eng, std::span<Wc> scratch) = 0;
+  // A QP failed on its own: true if a client owns it (it got the event).
+  virtual bool qp_error(uint32_t qpn) = 0;
+  // A port event, for every client.
+  virtual void port_event(const AsyncEvent& ev) = 0;
+  // Before the engine thread sleeps: marks every client's area "sleeping"
+  // and appends the doorbells to fds; false when a client posted meanwhile
+  // (no sleep).
+  virtual bool sleep_prepare(std::vector<pollfd>& fds) = 0;
+  // After the sleep: clears the marks, reads the doorbells.
+  virtual void woke() = 0;
+};
 
 using mrc::mono_ns;  // util/clock.hpp
 
@@ -116,6 +146,16 @@ struct Context::Impl {
   std::unique_ptr<ctl::Client> ctl;       // mrcd's state (profiles, EV policy, ports)
   std::unique_ptr<ctl::EngineSync> sync;  // keeps the engine in step with it
   lib::MpmcQueue<core::EvEvent> app_events{16384};
+  // Which mode this device runs in and why (Context::mode()).
+  DeviceMode mode = DeviceMode::kExclusive;
+  std::string mode_why;
+  // Service mode: the client backend; nothing of the in-process device
+  // (sockets, engine, thread) exists then, except ports, idx and
+  // max_path_mtu, filled from the service's HELLO reply.
+  std::unique_ptr<svc::Client> svc;
+  uint32_t rx_frame_cap = 0;  // the UMEM's receive capacity of one frame
+  // The host service (set under mu): its clients' rings in the loop.
+  lib::LoopHook* hook = nullptr;
   mutable std::mutex mu;
   std::thread thr;
   std::atomic<bool> stop{false};
@@ -159,6 +199,12 @@ struct Context::Impl {
   Status open_tx_backend();
   // 5. The engine, mrcd's sync, the wake-up descriptors and the thread.
   Status start(const core::EngineConfig& ec);
+
+  // ---- control calls shared with the host service (the caller holds mu) --
+  // Qp::modify's work after its checks: the engine, then the XDP maps.
+  Status modify_qp_locked(uint32_t qpn, const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask);
+  // destroy_qp's: the engine, then the XDP maps.
+  Status destroy_qp_locked(uint32_t qpn);
 
   // ---- the engine loop (engine_loop.cc) ---------------------------------
   // The engine thread's body, until stop.

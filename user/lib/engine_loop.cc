@@ -105,17 +105,17 @@ bool Context::Impl::deliver_all() {
       any = true;
     }
   }
+  if (hook && hook->deliver(*eng, wc)) any = true;
   return any;
 }
 
 // Sleeps until a socket has input, a post or a stop wakes it, the engine's
 // next timer, or max_wait (ns), whichever comes first.
 void Context::Impl::sleep_on_io(core::Time max_wait, bool app) {
+  thread_local std::vector<pollfd> pfds;
   core::Time deadline;
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    deadline = eng->next_deadline();
-  }
+  std::unique_lock<std::mutex> lk(mu);
+  deadline = eng->next_deadline();
   const core::Time now = mono_ns();
   if (deadline <= now) return;
   sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -123,6 +123,16 @@ void Context::Impl::sleep_on_io(core::Time max_wait, bool app) {
     sleepers.fetch_sub(1);
     return;
   }
+  auto fds = dev.poll_fds();
+  pfds.assign(fds.begin(), fds.end());
+  pfds.push_back({wake_fd.get(), POLLIN, 0});
+  lib::LoopHook* const h = hook;
+  if (h && !h->sleep_prepare(pfds)) {
+    h->woke();
+    sleepers.fetch_sub(1);
+    return;
+  }
+  lk.unlock();
   const core::Time wait =
       deadline == core::kNever ? max_wait : std::min<core::Time>(deadline - now, max_wait);
   if (app) {
@@ -130,14 +140,15 @@ void Context::Impl::sleep_on_io(core::Time max_wait, bool app) {
     app_until.store(until, std::memory_order_relaxed);
     arm_idle(now, until);
   }
-  thread_local std::vector<pollfd> pfds;
-  auto fds = dev.poll_fds();
-  pfds.assign(fds.begin(), fds.end());
-  pfds.push_back({wake_fd.get(), POLLIN, 0});
   timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
   int r = ppoll(pfds.data(), pfds.size(), &ts, nullptr);
   sleepers.fetch_sub(1, std::memory_order_release);
-  if (r > 0 && (pfds.back().revents & POLLIN)) {
+  if (h) {
+    lk.lock();
+    if (hook == h) h->woke();
+    lk.unlock();
+  }
+  if (r > 0 && (pfds[fds.size()].revents & POLLIN)) {
     uint64_t v;
     (void)!read(wake_fd.get(), &v, sizeof v);
   }
@@ -178,6 +189,7 @@ bool Context::Impl::iteration(bool may_defer_tx) {
     drain_posts();
     work = true;
   }
+  if (hook && hook->drain(*eng)) work = true;
   if (!scratch) scratch = std::make_unique<lib::LoopScratch>();
   if (!sink)
     sink = std::make_unique<lib::DeviceTxSink>(dev, idx, tx_socket, ports.size(),
@@ -245,7 +257,8 @@ bool Context::Impl::iteration(bool may_defer_tx) {
   auto& errs = scratch->errs;
   size_t ne;
   while ((ne = eng->poll_qp_errors(errs)) > 0)
-    for (size_t i = 0; i < ne; i++) push_async({AsyncEventType::kQpFatal, errs[i], 0, 0});
+    for (size_t i = 0; i < ne; i++)
+      if (!hook || !hook->qp_error(errs[i])) push_async({AsyncEventType::kQpFatal, errs[i], 0, 0});
   return work;
 }
 
@@ -267,7 +280,9 @@ void Context::Impl::link_events_locked() {
     const uint8_t port = ports[i].port;
     // An administratively disabled port (mrcd) stays unused whatever the link says.
     eng->set_port_state(port, up && (!ctl || ctl->port_usable(port)), mono_ns());
-    push_async({up ? AsyncEventType::kPortActive : AsyncEventType::kPortError, 0, port, 0});
+    const AsyncEvent ev{up ? AsyncEventType::kPortActive : AsyncEventType::kPortError, 0, port, 0};
+    push_async(ev);
+    if (hook) hook->port_event(ev);
   }
 }
 

@@ -1,0 +1,800 @@
+// mrc-serviced's service side (server.hpp): the control thread's socket,
+// the clients' tables and the engine thread's hook.
+#include "svc/server.hpp"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <set>
+
+#include "util/mmap_area.hpp"
+
+namespace mrc::svc {
+
+struct Server::SQp {
+  uint32_t qpn = 0, scq_h = 0, rcq_h = 0;
+  QpLayout lay{};
+  QpCtl* ctl = nullptr;
+  ServiceRing<Sqe> sq;
+  ServiceRing<Rqe> rq;
+};
+
+struct Server::SCq {
+  uint32_t ecq = 0;
+  CqLayout lay{};
+  CqCtl* ctl = nullptr;
+  ServiceRing<Wc> ring;
+  int channel = -1;  // index into channels, -1: none
+};
+
+struct Server::ClientState {
+  uint32_t id = 0;
+  UniqueFd sock;
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  bool hello = false;
+  unsigned bad_in_row = 0;
+  UniqueFd area_fd, doorbell, async_efd;
+  MmapArea area_map;
+  uint8_t* area = nullptr;
+  uint64_t area_size = 0;
+  AreaHdr* hdr = nullptr;
+  AreaAlloc alloc;
+  ServiceRing<uint32_t> ready;
+  ServiceRing<AsyncEvent> async;
+  std::vector<std::optional<uint32_t>> pds;  // handle -> engine PD
+  std::vector<std::unique_ptr<SQp>> qps;     // handle -> QP
+  std::vector<std::unique_ptr<SCq>> cqs;     // handle -> CQ
+  std::vector<UniqueFd> channels;            // handle -> eventfd
+  std::map<uint32_t, MappedRegion> mrs;      // lkey -> the service's view
+  size_t live_qps = 0, live_cqs = 0;
+};
+
+namespace {
+
+constexpr uint32_t kAsyncSlots = 4096;
+constexpr unsigned kMaxBadInRow = 64;
+
+// Writes one count to an eventfd a client gave us, never blocking: a client
+// that filled its counter loses the wake-up, the engine does not wait.
+void notify(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  if (::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) lib::wake(fd);
+}
+
+// Is fd an eventfd? (A client may pass any descriptor.)
+bool is_eventfd(int fd) {
+  char path[64], link[64] = {};
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(path, link, sizeof link - 1);
+  return n > 0 && std::string(link, size_t(n)) == "anon_inode:[eventfd]";
+}
+
+Error err(int code, const std::string& s) { return Error(code, s); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Setup
+
+Result<std::unique_ptr<Server>> Server::create(const ServerOptions& o) {
+  std::unique_ptr<Server> s(new Server());
+  s->o_ = o;
+  s->o_.dev.mode = DeviceMode::kExclusive;
+  auto c = Context::open(s->o_.dev);
+  if (!c) return std::move(c).error().wrap("opening the planes");
+  s->ctx_ = std::move(*c);
+  s->im_ = s->ctx_->internal();
+  MRC_TRY(s->listen_socket());
+  std::lock_guard<std::mutex> lk(s->im_->mu);
+  s->im_->hook = s.get();
+  return s;
+}
+
+Server::~Server() {
+  if (!im_) return;
+  std::lock_guard<std::mutex> lk(im_->mu);
+  for (auto& c : clients_) free_client_locked(*c);
+  clients_.clear();
+  im_->hook = nullptr;
+  if (!o_.socket_path.empty() && listen_) unlink(o_.socket_path.c_str());
+}
+
+Status Server::listen_socket() {
+  const std::string& path = o_.socket_path;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) return err(ENAMETOOLONG, "socket path too long: " + path);
+  std::memcpy(a.sun_path, path.data(), path.size());
+  // A socket file nobody listens on is stale (a killed service): remove it.
+  {
+    UniqueFd probe(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (connect(probe.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0)
+      return err(EADDRINUSE, "another mrc-serviced serves " + path);
+    unlink(path.c_str());
+  }
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) (void)mkdir(path.substr(0, slash).c_str(), 0755);
+  listen_.reset(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!listen_) return errno_error(errno, "socket");
+  if (bind(listen_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
+    return errno_error(errno, "binding " + path);
+  if (chmod(path.c_str(), o_.socket_mode) < 0) return errno_error(errno, "chmod " + path);
+  if (o_.socket_group != gid_t(-1) && chown(path.c_str(), uid_t(-1), o_.socket_group) < 0)
+    return errno_error(errno, "chown " + path);
+  if (listen(listen_.get(), 64) < 0) return errno_error(errno, "listen " + path);
+  epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_) return errno_error(errno, "epoll_create1");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) < 0)
+    return errno_error(errno, "epoll_ctl");
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// The control loop
+
+Status Server::run(int stop_fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = ~0ull;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stop_fd, &ev) < 0)
+    return errno_error(errno, "epoll_ctl");
+  std::array<epoll_event, 32> evs;
+  for (;;) {
+    const int n = epoll_wait(epoll_.get(), evs.data(), int(evs.size()), -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_error(errno, "epoll_wait");
+    for (int i = 0; i < n; i++) {
+      const uint64_t id = evs[size_t(i)].data.u64;
+      if (id == ~0ull) return {};
+      if (id == 0) {
+        accept_client();
+        continue;
+      }
+      ClientState* c = nullptr;
+      for (auto& p : clients_)
+        if (p->id == id) c = p.get();
+      if (!c) continue;
+      if (evs[size_t(i)].events & EPOLLIN) {
+        handle(*c);
+      } else {
+        drop(*c, "hung up");
+      }
+    }
+  }
+}
+
+void Server::accept_client() {
+  for (;;) {
+    UniqueFd s(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!s) return;  // EAGAIN: all taken
+    auto c = std::make_unique<ClientState>();
+    ucred cr{};
+    socklen_t l = sizeof cr;
+    if (getsockopt(s.get(), SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0) continue;
+    c->pid = cr.pid;
+    c->uid = cr.uid;
+    c->gid = cr.gid;
+    c->id = ++next_id_;
+    c->sock = std::move(s);
+    if (clients_.size() >= o_.max_clients) {
+      const std::string why = "mrc-serviced: service limit: " + std::to_string(o_.max_clients) +
+                              " clients (--max-clients)";
+      MsgHdr h{kMagic, kVersion, uint16_t(Op::kHello), 0, uint32_t(why.size()), EAGAIN, 0};
+      (void)send_msg(c->sock.get(), h, why.data(), why.size(), nullptr, 0);
+      continue;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = c->id;
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c->sock.get(), &ev) < 0) continue;
+    cnt_.clients_total++;
+    cnt_.clients_now++;
+    std::lock_guard<std::mutex> lk(im_->mu);
+    clients_.push_back(std::move(c));
+  }
+}
+
+void Server::drop(ClientState& c, const char* why) {
+  (void)why;
+  (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.sock.get(), nullptr);
+  std::lock_guard<std::mutex> lk(im_->mu);
+  free_client_locked(c);
+  cnt_.clients_now--;
+  std::erase_if(clients_, [&](const auto& p) { return p.get() == &c; });
+}
+
+// Everything of a client goes: its QPs first (the engine flushes their
+// work), then CQs, regions (the service's view unmapped), PDs.
+void Server::free_client_locked(ClientState& c) {
+  for (auto& q : c.qps) {
+    if (!q) continue;
+    (void)im_->destroy_qp_locked(q->qpn);
+    by_qpn_.erase(q->qpn);
+  }
+  c.qps.clear();
+  for (auto& q : c.cqs)
+    if (q) (void)im_->eng->destroy_cq(q->ecq);
+  c.cqs.clear();
+  for (auto& [lkey, map] : c.mrs) (void)im_->eng->dereg_mr(lkey);
+  c.mrs.clear();
+  for (auto& pd : c.pds)
+    if (pd) (void)im_->eng->destroy_pd(*pd);
+  c.pds.clear();
+  c.hello = false;
+}
+
+void Server::handle(ClientState& c) {
+  auto m = recv_msg(c.sock.get());
+  if (!m) {
+    if (m.error().code != ENOTCONN && m.error().code != ECONNRESET) cnt_.clients_broken++;
+    drop(c, "message cannot be framed");
+    return;
+  }
+  Result<Reply> r = [&]() -> Result<Reply> {
+    MRC_TRY(check_request(*m));
+    if (!c.hello && m->hdr.op != uint16_t(Op::kHello))
+      return err(EINVAL, std::string(to_string(Op(m->hdr.op))) + ": HELLO first");
+    if (c.hello && m->hdr.op == uint16_t(Op::kHello)) return err(EINVAL, "HELLO: twice");
+    return dispatch(c, *m);
+  }();
+  Status sent;
+  if (r) {
+    c.bad_in_row = 0;
+    std::vector<int> fds;
+    for (auto& f : r->fds) fds.push_back(f.get());
+    sent = send_msg(c.sock.get(), reply_hdr(m->hdr, 0, r->payload.size(), fds.size()),
+                    r->payload.data(), r->payload.size(), fds.data(), fds.size());
+  } else {
+    cnt_.bad_requests++;
+    std::string why = r.error().context;
+    if (why.size() > kMaxPayload) why.resize(kMaxPayload);
+    const int code = r.error().code > 0 ? r.error().code : EINVAL;
+    sent = send_msg(c.sock.get(), reply_hdr(m->hdr, code, why.size(), 0), why.data(), why.size(),
+                    nullptr, 0);
+    if (++c.bad_in_row > kMaxBadInRow) {
+      cnt_.clients_broken++;
+      drop(c, "too many bad requests in a row");
+      return;
+    }
+  }
+  if (!sent) drop(c, "reply failed");
+}
+
+namespace {
+template <class T>
+std::vector<uint8_t> bytes(const T& v) {
+  std::vector<uint8_t> b(sizeof v);
+  std::memcpy(b.data(), &v, sizeof v);
+  return b;
+}
+}  // namespace
+
+Result<Server::Reply> Server::dispatch(ClientState& c, Msg& m) {
+  switch (Op(m.hdr.op)) {
+    case Op::kHello:
+      return op_hello(c, m);
+    case Op::kStats: {
+      StatsRep st{};
+      st.xsk = ctx_->xsk_stats();  // takes the engine lock itself
+      std::lock_guard<std::mutex> lk(im_->mu);
+      st.eng = im_->eng->stats();
+      return Reply{bytes(st), {}};
+    }
+    case Op::kRegMr:
+      return op_reg_mr(c, m);
+    case Op::kCreateCq:
+      return op_create_cq(c, m);
+    case Op::kCreateQp:
+      return op_create_qp(c, m);
+    case Op::kModifyQp:
+      return op_modify_qp(c, m);
+    case Op::kDeallocPd:
+    case Op::kDeregMr:
+    case Op::kDestroyCq:
+    case Op::kDestroyQp:
+      return op_destroy(c, m);
+    default:
+      return op_simple(c, m);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// HELLO: the interfaces and the namespace must be ours; then the client's
+// shared area, its doorbell, and what the device looks like.
+
+namespace {
+
+Status check_same_netns(pid_t pid) {
+  struct stat mine {}, theirs {};
+  if (stat("/proc/self/ns/net", &mine) < 0) return errno_error(errno, "stat /proc/self/ns/net");
+  const std::string p = "/proc/" + std::to_string(pid) + "/ns/net";
+  if (stat(p.c_str(), &theirs) < 0) return errno_error(errno, "stat " + p);
+  if (mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev)
+    return err(EXDEV, "mrc-serviced serves another network namespace than this process's; run "
+                      "a service in this namespace (MRC_SERVICE_SOCKET names its socket)");
+  return {};
+}
+
+void fill_port(WirePort& w, const PortInfo& pi) {
+  w = WirePort{};
+  w.port = pi.port;
+  w.link_up = pi.link_up;
+  w.ifindex = pi.ifindex;
+  w.mtu = pi.mtu;
+  w.queues = pi.queues;
+  w.max_path_mtu = pi.max_path_mtu;
+  std::memcpy(w.mac, pi.mac.data(), 6);
+  std::strncpy(w.ifname, pi.ifname.c_str(), sizeof w.ifname - 1);
+  std::strncpy(w.xdp_mode, pi.xdp_mode.c_str(), sizeof w.xdp_mode - 1);
+  std::strncpy(w.xsk_mode, pi.xsk_mode.c_str(), sizeof w.xsk_mode - 1);
+  std::strncpy(w.tx, pi.tx.c_str(), sizeof w.tx - 1);
+  w.naddrs = uint8_t(std::min<size_t>(pi.addrs.size(), kPortAddrs));
+  for (size_t i = 0; i < w.naddrs; i++) w.addrs[i] = pi.addrs[i];
+}
+
+}  // namespace
+
+Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
+  const HelloReq& rq = *m.as<HelloReq>();
+  std::set<std::string> want, have;
+  for (size_t i = 0; i < std::min<size_t>(rq.nifs, kMaxPorts); i++)
+    want.insert(std::string(rq.ifnames[i], strnlen(rq.ifnames[i], kIfName)));
+  std::string list;
+  for (const auto& n : o_.dev.interfaces) {
+    have.insert(n);
+    list += (list.empty() ? "" : ",") + n;
+  }
+  if (want != have || rq.nifs != o_.dev.interfaces.size())
+    return err(EINVAL, "mrc-serviced serves the planes " + list +
+                           "; open the device on exactly these (or use MRC_MODE=exclusive on "
+                           "other interfaces)");
+  if (rq.udp_port != o_.dev.udp_port)
+    return err(EINVAL, "mrc-serviced runs UDP port " + std::to_string(o_.dev.udp_port));
+  MRC_TRY(check_same_netns(c.pid));
+  if (!is_eventfd(m.fds[0].get())) return err(EINVAL, "HELLO: the async descriptor is no eventfd");
+  // The shared area: sealed so the client cannot shrink it under us.
+  UniqueFd fd(memfd_create("mrc:svc-area", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return errno_error(errno, "memfd_create");
+  if (ftruncate(fd.get(), off_t(o_.area_bytes)) < 0) return errno_error(errno, "ftruncate");
+  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+    return errno_error(errno, "sealing the shared area");
+  auto map = MmapArea::map(o_.area_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0,
+                           "the shared area");
+  if (!map) return std::move(map).error();
+  UniqueFd bell(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!bell) return errno_error(errno, "eventfd");
+  auto* area = static_cast<uint8_t*>(map->get());
+  c.alloc = AreaAlloc(o_.area_bytes);
+  const uint64_t ready_n = pow2_at_least(o_.max_qps), async_n = kAsyncSlots;
+  const uint64_t ready_off = c.alloc.alloc(ring_bytes<uint32_t>(ready_n));
+  const uint64_t async_off = c.alloc.alloc(ring_bytes<AsyncEvent>(async_n));
+  if (!ready_off || !async_off) return err(ENOMEM, "mrc-serviced: shared area too small");
+  auto* hdr = reinterpret_cast<AreaHdr*>(area);
+  hdr->magic = kAreaMagic;
+  hdr->version = kAreaVersion;
+  hdr->client_id = c.id;
+  hdr->area_size = o_.area_bytes;
+  hdr->svc_state.store(uint32_t(SvcState::kRunning));
+  hdr->engine_sleeping.store(1);  // until the engine's first wake-up: ring
+  hdr->ready_off = ready_off;
+  hdr->ready_n = ready_n;
+  hdr->async_off = async_off;
+  hdr->async_n = async_n;
+  std::unique_ptr<HelloRep> rep(new HelloRep{});
+  rep->client_id = c.id;
+  rep->service_pid = getpid();
+  rep->area_size = o_.area_bytes;
+  {
+    std::lock_guard<std::mutex> lk(im_->mu);
+    c.ready = ServiceRing<uint32_t>(area, ready_off, ready_n);
+    c.ready.init();
+    c.async = ServiceRing<AsyncEvent>(area, async_off, async_n);
+    c.async.init();
+    c.area_map = std::move(*map);
+    c.area = area;
+    c.area_size = o_.area_bytes;
+    c.hdr = hdr;
+    c.area_fd = std::move(fd);
+    c.doorbell = std::move(bell);
+    c.async_efd = std::move(m.fds[0]);
+    c.hello = true;
+    rep->attr = im_->eng->device_attr();
+    rep->max_path_mtu = im_->max_path_mtu;
+    rep->rx_frame_capacity = im_->rx_frame_cap;
+    rep->tx_live = bool(im_->live);
+    rep->nports = uint8_t(std::min<size_t>(im_->ports.size(), kMaxPorts));
+    for (size_t i = 0; i < rep->nports; i++) fill_port(rep->ports[i], im_->ports[i]);
+    std::strncpy(rep->tx_note, im_->tx_note.c_str(), sizeof rep->tx_note - 1);
+  }
+  lib::wake(im_->wake_fd.get());  // sleep again with this client's doorbell
+  Reply r{bytes(*rep), {}};
+  auto a = UniqueFd::dup(c.area_fd.get(), "the shared area");
+  auto b = UniqueFd::dup(c.doorbell.get(), "the doorbell");
+  if (!a || !b) return err(EMFILE, "HELLO: duplicating descriptors");
+  r.fds.push_back(std::move(*a));
+  r.fds.push_back(std::move(*b));
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Objects
+
+namespace {
+template <class V>
+bool valid(const V& v, uint32_t h) {
+  return h < v.size() && bool(v[h]);
+}
+}  // namespace
+
+Result<Server::Reply> Server::op_reg_mr(ClientState& c, Msg& m) {
+  const RegMrReq& rq = *m.as<RegMrReq>();
+  if (rq.npieces > kMaxPieces || rq.npieces != m.fds.size())
+    return err(EINVAL, "REG_MR: " + std::to_string(rq.npieces) + " pieces, " +
+                           std::to_string(m.fds.size()) + " descriptors");
+  std::vector<PieceRef> pieces(rq.npieces);
+  for (size_t i = 0; i < rq.npieces; i++)
+    pieces[i] = {m.fds[i].get(), rq.pieces[i].fd_offset, rq.pieces[i].addr, rq.pieces[i].len};
+  std::lock_guard<std::mutex> lk(im_->mu);
+  if (!valid(c.pds, rq.pd)) return err(EINVAL, "reg_mr: no PD " + std::to_string(rq.pd));
+  if (c.mrs.size() >= o_.max_mrs)
+    return err(ENOMEM, "reg_mr: service limit: " + std::to_string(o_.max_mrs) +
+                           " regions per process");
+  auto map = MappedRegion::map(pieces, rq.iova, rq.length);
+  if (!map) return std::move(map).error();
+  auto r = im_->eng->reg_mr(*c.pds[rq.pd], rq.iova, map->host(), rq.length, rq.access);
+  if (!r) return std::move(r).error();
+  c.mrs.emplace(r->lkey, std::move(*map));
+  return Reply{bytes(RegMrRep{r->lkey, r->rkey}), {}};
+}
+
+Result<Server::Reply> Server::op_create_cq(ClientState& c, const Msg& m) {
+  const CreateCqReq& rq = *m.as<CreateCqReq>();
+  std::lock_guard<std::mutex> lk(im_->mu);
+  if (rq.channel && !valid(c.channels, rq.channel - 1))
+    return err(EINVAL, "create_cq: no completion channel " + std::to_string(rq.channel - 1));
+  if (rq.cqe > o_.max_cqe)
+    return err(EINVAL, "create_cq: at most " + std::to_string(o_.max_cqe) + " entries");
+  if (c.live_cqs >= o_.max_cqs)
+    return err(ENOMEM, "create_cq: service limit: " + std::to_string(o_.max_cqs) +
+                           " CQs per process");
+  const uint32_t cqe = std::max<uint32_t>(rq.cqe, lib::kBurst);
+  const uint64_t n = pow2_at_least(cqe);
+  auto cq = std::make_unique<SCq>();
+  cq->lay.ctl_off = c.alloc.alloc(sizeof(CqCtl));
+  cq->lay.ring_off = c.alloc.alloc(ring_bytes<Wc>(n));
+  cq->lay.ring_n = n;
+  if (!cq->lay.ctl_off || !cq->lay.ring_off) {
+    c.alloc.free(cq->lay.ctl_off, cq->lay.ctl_off ? sizeof(CqCtl) : 0);
+    c.alloc.free(cq->lay.ring_off, cq->lay.ring_off ? ring_bytes<Wc>(n) : 0);
+    return err(ENOMEM, "create_cq: service limit: the shared area (" +
+                           std::to_string(o_.area_bytes >> 20) + " MiB per process) is full");
+  }
+  auto e = im_->eng->create_cq(cqe);
+  if (!e) {
+    c.alloc.free(cq->lay.ctl_off, sizeof(CqCtl));
+    c.alloc.free(cq->lay.ring_off, ring_bytes<Wc>(n));
+    return std::move(e).error();
+  }
+  cq->ecq = *e;
+  cq->ctl = new (c.area + cq->lay.ctl_off) CqCtl{};
+  cq->ring = ServiceRing<Wc>(c.area, cq->lay.ring_off, n);
+  cq->ring.init();
+  cq->channel = rq.channel ? int(rq.channel - 1) : -1;
+  CreateCqRep rep{uint32_t(c.cqs.size()), 0, cq->lay};
+  c.cqs.push_back(std::move(cq));
+  c.live_cqs++;
+  return Reply{bytes(rep), {}};
+}
+
+Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
+  QpInitAttr init = m.as<CreateQpReq>()->init;
+  std::lock_guard<std::mutex> lk(im_->mu);
+  if (!valid(c.pds, init.pd) || !valid(c.cqs, init.send_cq) || !valid(c.cqs, init.recv_cq))
+    return err(EINVAL, "create_qp: no such PD or CQ");
+  if (init.cap.max_send_wr > o_.max_wr || init.cap.max_recv_wr > o_.max_wr)
+    return err(EINVAL, "create_qp: at most " + std::to_string(o_.max_wr) + " work requests");
+  if (c.live_qps >= o_.max_qps)
+    return err(ENOMEM, "create_qp: service limit: " + std::to_string(o_.max_qps) +
+                           " QPs per process");
+  const uint32_t scq_h = init.send_cq, rcq_h = init.recv_cq;
+  init.pd = *c.pds[init.pd];
+  init.send_cq = c.cqs[scq_h]->ecq;
+  init.recv_cq = c.cqs[rcq_h]->ecq;
+  auto q = std::make_unique<SQp>();
+  q->lay.sq_n = pow2_at_least(init.cap.max_send_wr);
+  q->lay.rq_n = pow2_at_least(std::max<uint32_t>(init.cap.max_recv_wr, 1));
+  q->lay.ctl_off = c.alloc.alloc(sizeof(QpCtl));
+  q->lay.sq_off = c.alloc.alloc(ring_bytes<Sqe>(q->lay.sq_n));
+  q->lay.rq_off = c.alloc.alloc(ring_bytes<Rqe>(q->lay.rq_n));
+  auto give_back = [&] {
+    if (q->lay.ctl_off) c.alloc.free(q->lay.ctl_off, sizeof(QpCtl));
+    if (q->lay.sq_off) c.alloc.free(q->lay.sq_off, ring_bytes<Sqe>(q->lay.sq_n));
+    if (q->lay.rq_off) c.alloc.free(q->lay.rq_off, ring_bytes<Rqe>(q->lay.rq_n));
+  };
+  if (!q->lay.ctl_off || !q->lay.sq_off || !q->lay.rq_off) {
+    give_back();
+    return err(ENOMEM, "create_qp: service limit: the shared area (" +
+                           std::to_string(o_.area_bytes >> 20) + " MiB per process) is full");
+  }
+  auto qpn = im_->eng->create_qp(init);
+  if (!qpn) {
+    give_back();
+    return std::move(qpn).error();
+  }
+  q->qpn = *qpn;
+  q->scq_h = scq_h;
+  q->rcq_h = rcq_h;
+  q->ctl = new (c.area + q->lay.ctl_off) QpCtl{};
+  q->sq = ServiceRing<Sqe>(c.area, q->lay.sq_off, q->lay.sq_n);
+  q->sq.init();
+  q->rq = ServiceRing<Rqe>(c.area, q->lay.rq_off, q->lay.rq_n);
+  q->rq.init();
+  CreateQpRep rep{uint32_t(c.qps.size()), *qpn, q->lay};
+  by_qpn_[*qpn] = &c;
+  c.qps.push_back(std::move(q));
+  c.live_qps++;
+  return Reply{bytes(rep), {}};
+}
+
+Result<Server::Reply> Server::op_modify_qp(ClientState& c, const Msg& m) {
+  const ModifyQpReq& rq = *m.as<ModifyQpReq>();
+  std::lock_guard<std::mutex> lk(im_->mu);
+  if (!valid(c.qps, rq.h)) return err(EINVAL, "modify_qp: no QP handle " + std::to_string(rq.h));
+  SQp& q = *c.qps[rq.h];
+  // Work posted before this call reaches the engine before the transition.
+  drain_qp(*im_->eng, c, q);
+  QpAttr a = rq.attr;
+  // The bytes came from a client: make the enums and flags values the
+  // engine knows (it checks the rest).
+  auto state_ok = [](QpState s) {
+    return s == QpState::kReset || s == QpState::kInit || s == QpState::kRtr ||
+           s == QpState::kRts || s == QpState::kErr;
+  };
+  if (!state_ok(a.qp_state) || !state_ok(a.cur_qp_state))
+    return err(EINVAL, "modify_qp: unknown QP state");
+  for (auto& av : a.av) {
+    if (av.ip.ver != IpVersion::kV4 && av.ip.ver != IpVersion::kV6) av.ip.ver = IpVersion::kV4;
+    av.valid = bool(reinterpret_cast<const uint8_t&>(av.valid) & 1);
+  }
+  MRC_TRY(im_->modify_qp_locked(q.qpn, a, rq.ibv_mask, rq.mrc_mask));
+  return Reply{};
+}
+
+Result<Server::Reply> Server::op_simple(ClientState& c, Msg& m) {
+  std::lock_guard<std::mutex> lk(im_->mu);
+  switch (Op(m.hdr.op)) {
+    case Op::kAllocPd: {
+      auto pd = im_->eng->create_pd();
+      if (!pd) return std::move(pd).error();
+      c.pds.push_back(*pd);
+      return Reply{bytes(Handle{uint32_t(c.pds.size() - 1)}), {}};
+    }
+    case Op::kCreateChannel: {
+      if (!is_eventfd(m.fds[0].get()))
+        return err(EINVAL, "create_comp_channel: the descriptor is no eventfd");
+      c.channels.push_back(std::move(m.fds[0]));
+      return Reply{bytes(Handle{uint32_t(c.channels.size() - 1)}), {}};
+    }
+    case Op::kQueryQp:
+    case Op::kQpStats: {
+      const uint32_t h = m.as<Handle>()->h;
+      if (!valid(c.qps, h)) return err(EINVAL, "query_qp: no QP handle " + std::to_string(h));
+      if (Op(m.hdr.op) == Op::kQpStats) {
+        auto s = im_->eng->qp_stats(c.qps[h]->qpn);
+        if (!s) return std::move(s).error();
+        return Reply{bytes(*s), {}};
+      }
+      auto a = im_->eng->query_qp(c.qps[h]->qpn);
+      if (!a) return std::move(a).error();
+      return Reply{bytes(*a), {}};
+    }
+    default:
+      return err(EINVAL, "unknown op");
+  }
+}
+
+Result<Server::Reply> Server::op_destroy(ClientState& c, const Msg& m) {
+  const uint32_t h = m.as<Handle>()->h;
+  std::lock_guard<std::mutex> lk(im_->mu);
+  switch (Op(m.hdr.op)) {
+    case Op::kDeallocPd:
+      if (!valid(c.pds, h)) return err(EINVAL, "dealloc_pd: no PD " + std::to_string(h));
+      MRC_TRY(im_->eng->destroy_pd(*c.pds[h]));
+      c.pds[h].reset();
+      return Reply{};
+    case Op::kDeregMr: {
+      auto it = c.mrs.find(h);
+      if (it == c.mrs.end()) return err(EINVAL, "dereg_mr: no region " + std::to_string(h));
+      MRC_TRY(im_->eng->dereg_mr(h));
+      c.mrs.erase(it);  // unmaps the service's view
+      return Reply{};
+    }
+    case Op::kDestroyCq: {
+      if (!valid(c.cqs, h)) return err(EINVAL, "destroy_cq: no CQ handle " + std::to_string(h));
+      SCq& q = *c.cqs[h];
+      MRC_TRY(im_->eng->destroy_cq(q.ecq));
+      c.alloc.free(q.lay.ctl_off, sizeof(CqCtl));
+      c.alloc.free(q.lay.ring_off, ring_bytes<Wc>(q.lay.ring_n));
+      c.cqs[h].reset();
+      c.live_cqs--;
+      return Reply{};
+    }
+    case Op::kDestroyQp: {
+      if (!valid(c.qps, h)) return err(EINVAL, "destroy_qp: no QP handle " + std::to_string(h));
+      SQp& q = *c.qps[h];
+      MRC_TRY(im_->destroy_qp_locked(q.qpn));
+      by_qpn_.erase(q.qpn);
+      c.alloc.free(q.lay.ctl_off, sizeof(QpCtl));
+      c.alloc.free(q.lay.sq_off, ring_bytes<Sqe>(q.lay.sq_n));
+      c.alloc.free(q.lay.rq_off, ring_bytes<Rqe>(q.lay.rq_n));
+      c.qps[h].reset();
+      c.live_qps--;
+      return Reply{};
+    }
+    default:
+      return err(EINVAL, "unknown op");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The engine thread's side (engine lock held)
+
+namespace {
+
+// Completions into a client's CQ ring; the channel fires when armed.
+// Returns false when the ring was full (the client did not poll: its CQ
+// overran, as on a NIC).
+bool deliver_to(const std::vector<UniqueFd>& channels, Server::SCq& q, const Wc* wc, size_t n) {
+  bool ok = true;
+  for (size_t i = 0; i < n; i++)
+    if (!q.ring.produce(wc[i])) ok = false;
+  if (!ok) q.ctl->overflow.store(1, std::memory_order_release);
+  if (n && q.channel >= 0 && q.ctl->armed.exchange(0, std::memory_order_acq_rel)) {
+    q.ctl->fired.fetch_add(1, std::memory_order_acq_rel);
+    if (size_t(q.channel) < channels.size() && channels[size_t(q.channel)])
+      notify(channels[size_t(q.channel)].get());
+  }
+  return ok;
+}
+
+}  // namespace
+
+void Server::push_async(ClientState& c, const AsyncEvent& ev) {
+  if (c.async.produce(ev)) notify(c.async_efd.get());
+}
+
+// One QP's posted work into the engine: at most one ring's worth of each
+// per pass. Every entry is copied out of shared memory once (consume) and
+// only the copy is looked at.
+void Server::drain_qp(core::Engine& eng, ClientState& c, SQp& q) {
+  SCq* rcq = valid(c.cqs, q.rcq_h) ? c.cqs[q.rcq_h].get() : nullptr;
+  SCq* scq = valid(c.cqs, q.scq_h) ? c.cqs[q.scq_h].get() : nullptr;
+  auto fail = [&](SCq* cq, uint64_t wr_id, WcOpcode op) {
+    Wc wc;
+    wc.wr_id = wr_id;
+    wc.status = kWcLocQpOpErr;
+    wc.opcode = op;
+    wc.qp_num = q.qpn;
+    if (cq && !deliver_to(c.channels, *cq, &wc, 1)) cnt_.cq_overruns++;
+  };
+  Rqe r;
+  for (uint64_t k = q.rq.size(); k-- && q.rq.consume(r);) {
+    RecvWr w;
+    w.wr_id = r.wr_id;
+    if (!eng.post_recv(q.qpn, w)) fail(rcq, r.wr_id, WcOpcode::kRecvRdmaWithImm);
+  }
+  Sqe e;
+  for (uint64_t k = q.sq.size(); k-- && q.sq.consume(e);) {
+    if (e.num_sge > kMaxSge || e.opcode > uint8_t(WrOpcode::kRdmaWriteWithImm)) {
+      // Garbage in a published slot: that QP fails, nothing else.
+      cnt_.bad_wqe++;
+      fail(scq, e.wr_id, WcOpcode::kRdmaWrite);
+      QpAttr a;
+      a.qp_state = QpState::kErr;
+      (void)eng.modify_qp(q.qpn, a, kQpState, 0);
+      continue;
+    }
+    SendWr w;
+    w.wr_id = e.wr_id;
+    w.opcode = WrOpcode(e.opcode);
+    w.send_flags = e.send_flags;
+    w.sg_list = e.sg;
+    w.num_sge = e.num_sge;
+    w.remote_addr = e.remote_addr;
+    w.rkey = e.rkey;
+    w.imm_data = e.imm_data;
+    if (!eng.post_send(q.qpn, w)) fail(scq, e.wr_id, WcOpcode::kRdmaWrite);
+  }
+}
+
+bool Server::drain(core::Engine& eng) {
+  bool any = false;
+  for (auto& cp : clients_) {
+    ClientState& c = *cp;
+    if (!c.hello) continue;
+    uint32_t h;
+    for (uint64_t k = c.ready.size(); k-- && c.ready.consume(h);) {
+      any = true;
+      if (!valid(c.qps, h)) {
+        cnt_.bad_ready++;
+        continue;
+      }
+      SQp& q = *c.qps[h];
+      q.ctl->queued.store(0, std::memory_order_seq_cst);
+      drain_qp(eng, c, q);
+    }
+  }
+  return any;
+}
+
+bool Server::deliver(core::Engine& eng, std::span<Wc> scratch) {
+  bool any = false;
+  for (auto& cp : clients_) {
+    ClientState& c = *cp;
+    for (auto& q : c.cqs) {
+      if (!q) continue;
+      for (;;) {
+        auto r = eng.poll_cq(q->ecq, scratch);
+        if (!r) {
+          q->ctl->overflow.store(1, std::memory_order_release);
+          break;
+        }
+        if (!*r) break;
+        any = true;
+        if (!deliver_to(c.channels, *q, scratch.data(), *r)) cnt_.cq_overruns++;
+      }
+    }
+  }
+  return any;
+}
+
+bool Server::qp_error(uint32_t qpn) {
+  auto it = by_qpn_.find(qpn);
+  if (it == by_qpn_.end()) return false;
+  push_async(*it->second, {AsyncEventType::kQpFatal, qpn, 0, 0});
+  return true;
+}
+
+void Server::port_event(const AsyncEvent& ev) {
+  for (auto& c : clients_)
+    if (c->hello) push_async(*c, ev);
+}
+
+bool Server::sleep_prepare(std::vector<pollfd>& fds) {
+  for (auto& c : clients_)
+    if (c->hello) c->hdr->engine_sleeping.store(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (auto& c : clients_) {
+    if (!c->hello) continue;
+    if (c->ready.ready()) return false;
+    fds.push_back({c->doorbell.get(), POLLIN, 0});
+  }
+  return true;
+}
+
+void Server::woke() {
+  for (auto& c : clients_) {
+    if (!c->hello) continue;
+    c->hdr->engine_sleeping.store(0, std::memory_order_relaxed);
+    uint64_t v;
+    (void)!read(c->doorbell.get(), &v, sizeof v);
+  }
+}
+
+}  // namespace mrc::svc

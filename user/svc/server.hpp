@@ -1,0 +1,106 @@
+// mrc-serviced's service side (Documentation/service.md): it owns one
+// in-process device (a Context in exclusive mode: the planes' AF_XDP sockets,
+// the UMEM, the engine and its thread) and serves clients over a
+// SOCK_SEQPACKET socket. The control thread (run()) accepts clients, reads
+// their credentials and answers their requests under the engine lock; the
+// engine thread, through lib::LoopHook, drains the clients' post rings into
+// the engine and writes their completions and events into their rings.
+//
+// Every value a client writes (messages, ring entries, indexes, handles) is
+// untrusted: messages are checked for their exact shape, ring entries are
+// copied once and the copy validated, handles are indexes into the client's
+// own tables (another client's handle is answered as a nonexistent one,
+// EINVAL). A client's misbehaviour costs an error reply, a counter, or that
+// client's connection; never the service.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/context_impl.hpp"
+#include "mrc/mrc.hpp"
+#include "svc/mapping.hpp"
+#include "svc/proto.hpp"
+#include "svc/shm.hpp"
+#include "util/unique_fd.hpp"
+
+namespace mrc::svc {
+
+struct ServerOptions {
+  DeviceOptions dev;  // the planes (mode is forced to exclusive)
+  std::string socket_path = kDefaultSocket;
+  uint32_t socket_mode = 0660;
+  gid_t socket_group = gid_t(-1);  // -1: leave the group as created
+  uint64_t area_bytes = 64ull << 20;  // shared area per client
+  uint32_t max_clients = 64;
+  uint32_t max_qps = 1024, max_cqs = 1024, max_mrs = 4096, max_wr = 8192, max_cqe = 1 << 20;
+};
+
+struct ServerCounters {
+  std::atomic<uint64_t> clients_total{0}, clients_now{0}, clients_broken{0};
+  std::atomic<uint64_t> bad_requests{0}, bad_wqe{0}, bad_ready{0}, cq_overruns{0};
+};
+
+class Server : public lib::LoopHook {
+ public:
+  static Result<std::unique_ptr<Server>> create(const ServerOptions& o);
+  ~Server() override;
+  // The control loop, until stop_fd becomes readable (a signalfd or an
+  // eventfd of the caller).
+  Status run(int stop_fd);
+  const ServerCounters& counters() const { return cnt_; }
+  Context& context() { return *ctx_; }
+
+  // lib::LoopHook (engine thread, engine lock held)
+  bool drain(core::Engine& eng) override;
+  bool deliver(core::Engine& eng, std::span<Wc> scratch) override;
+  bool qp_error(uint32_t qpn) override;
+  void port_event(const AsyncEvent& ev) override;
+  bool sleep_prepare(std::vector<pollfd>& fds) override;
+  void woke() override;
+
+  struct SQp;
+  struct SCq;
+  struct SMr;
+  struct ClientState;
+
+ private:
+  Server() = default;
+  Status listen_socket();
+  void accept_client();
+  void handle(ClientState& c);
+  void drop(ClientState& c, const char* why);
+  struct Reply {
+    std::vector<uint8_t> payload;
+    std::vector<UniqueFd> fds;
+  };
+  Result<Reply> dispatch(ClientState& c, Msg& m);
+  Result<Reply> op_hello(ClientState& c, Msg& m);
+  Result<Reply> op_reg_mr(ClientState& c, Msg& m);
+  Result<Reply> op_create_cq(ClientState& c, const Msg& m);
+  Result<Reply> op_create_qp(ClientState& c, const Msg& m);
+  Result<Reply> op_modify_qp(ClientState& c, const Msg& m);
+  Result<Reply> op_simple(ClientState& c, Msg& m);
+  Result<Reply> op_destroy(ClientState& c, const Msg& m);
+  void free_client_locked(ClientState& c);
+  void drain_qp(core::Engine& eng, ClientState& c, SQp& q);
+  void push_async(ClientState& c, const AsyncEvent& ev);
+
+  ServerOptions o_;
+  std::unique_ptr<Context> ctx_;
+  Context::Impl* im_ = nullptr;
+  UniqueFd listen_, epoll_;
+  std::vector<std::unique_ptr<ClientState>> clients_;  // under im_->mu
+  std::unordered_map<uint32_t, ClientState*> by_qpn_;  // under im_->mu
+  uint32_t next_id_ = 1;
+  ServerCounters cnt_;
+};
+
+}  // namespace mrc::svc
