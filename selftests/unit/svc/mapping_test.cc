@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "svc/mapping.hpp"
-#include "unit/svc/mem_test_util.hpp"
 #include "svc/remap.hpp"
+#include "unit/svc/mem_test_util.hpp"
 
 namespace mrc::testing {
 namespace {

@@ -54,8 +54,7 @@ inline bool all_pages_shared_mrc(const void* p, size_t n) {
   const uint64_t lo = uint64_t(uintptr_t(p)) & ~uint64_t(pg - 1);
   for (uint64_t a = lo; a < uint64_t(uintptr_t(p)) + n; a += pg) {
     MapsLine m = maps_line(reinterpret_cast<const void*>(uintptr_t(a)));
-    if (!m.found || m.perms.size() < 4 || m.perms[3] != 's' ||
-        m.name.rfind("/memfd:mrc:", 0) != 0)
+    if (!m.found || m.perms.size() < 4 || m.perms[3] != 's' || m.name.rfind("/memfd:mrc:", 0) != 0)
       return false;
   }
   return true;

@@ -4,17 +4,19 @@
 // and refuses memory it cannot share with a reason.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
-#include "unit/svc/mem_test_util.hpp"
 #include "svc/remap.hpp"
+#include "unit/svc/mem_test_util.hpp"
 
 namespace mrc::testing {
 namespace {
@@ -50,7 +52,8 @@ TEST(ShareRange, SmallHeapObjectsAndNeighbours) {
     more.push_back(std::malloc(size_t(64 + i % 500)));
     fill(more.back(), size_t(64 + i % 500), uint32_t(i));
   }
-  for (int i = 0; i < 1000; i++) EXPECT_TRUE(check(more[size_t(i)], size_t(64 + i % 500), uint32_t(i)));
+  for (int i = 0; i < 1000; i++)
+    EXPECT_TRUE(check(more[size_t(i)], size_t(64 + i % 500), uint32_t(i)));
   for (void* p : more) std::free(p);
 }
 
@@ -201,6 +204,48 @@ TEST(ShareRange, FreeThenReuseSameAddresses) {
   std::free(t);
 }
 
+// MADV_DONTNEED does not zero a shared mapping (service.md, "What remapping
+// changes"). glibc's calloc trusts only memory it knows is fresh (new mmapped
+// chunks, top memory past the main heap's sbrk or a thread heap's mprotect
+// high-water mark), so registered heap memory that was freed, trimmed and
+// handed out again by calloc is cleared, in the main arena and in a
+// thread's arena.
+void calloc_after_trim(int* nonzero) {
+  std::vector<uint8_t*> v;
+  for (int i = 0; i < 40; i++) {
+    v.push_back(static_cast<uint8_t*>(std::malloc(60000)));
+    std::memset(v.back(), 0xff, 60000);
+  }
+  uint8_t *lo = v[0], *hi = v[0] + 60000;
+  for (uint8_t* p : v) {
+    lo = std::min(lo, p);
+    hi = std::max(hi, p + 60000);
+  }
+  auto r = svc::share_range(lo, size_t(hi - lo));
+  if (!r.ok() || !all_pages_shared_mrc(lo, size_t(hi - lo))) *nonzero = -1;
+  for (uint8_t* p : v) std::free(p);
+  ::malloc_trim(0);
+  v.clear();
+  for (int i = 0; i < 40; i++) {
+    v.push_back(static_cast<uint8_t*>(std::calloc(60000, 1)));
+    for (size_t k = 0; k < 60000; k++)
+      if (v.back()[k]) {
+        (*nonzero)++;
+        break;
+      }
+  }
+  for (uint8_t* p : v) std::free(p);
+}
+
+TEST(ShareRange, CallocAfterTrimIsZeroInEveryArena) {
+  int main_arena = 0, thread_arena = 0;
+  calloc_after_trim(&main_arena);
+  std::thread t([&] { calloc_after_trim(&thread_arena); });
+  t.join();
+  EXPECT_EQ(main_arena, 0) << "-1: sharing failed";
+  EXPECT_EQ(thread_arena, 0) << "-1: sharing failed";
+}
+
 // Protection survives: a read-only private mapping stays read-only.
 TEST(ShareRange, ProtectionKept) {
   const size_t pg = svc::page_size();
@@ -226,8 +271,7 @@ TEST(ShareRange, RefusesSharedAnonymous) {
   auto r = svc::share_range(p, 4 * pg);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, EOPNOTSUPP);
-  EXPECT_NE(r.error().context.find("MAP_SHARED anonymous"), std::string::npos)
-      << r.error().context;
+  EXPECT_NE(r.error().context.find("MAP_SHARED anonymous"), std::string::npos) << r.error().context;
   ::munmap(p, 4 * pg);
 }
 
