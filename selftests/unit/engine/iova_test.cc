@@ -164,8 +164,8 @@ TEST(Iova, IovaEqualHostUnchanged) {
 TEST(Iova, RegistrationChecks) {
   Fixture f(4096);
   std::vector<uint8_t> host(8192);
-  auto wrap = f.p.e(1).reg_mr(f.p.h(1).pd, ~uint64_t(0) - 4095, host.data(), 8192,
-                              kAccessLocalWrite);
+  auto wrap =
+      f.p.e(1).reg_mr(f.p.h(1).pd, ~uint64_t(0) - 4095, host.data(), 8192, kAccessLocalWrite);
   ASSERT_FALSE(wrap.ok());
   EXPECT_EQ(wrap.error().code, EINVAL);
   auto null_host = f.p.e(1).reg_mr(f.p.h(1).pd, kDstIova, nullptr, 8192, kAccessLocalWrite);
