@@ -160,7 +160,7 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
       return make_error(EBUSY, busy +
                                    "; unset MRC_MODE=exclusive (or the exclusive flag) to "
                                    "use the service (" +
-                                   st.error().message() + ")");
+                                   st.error().context + ")");
 
     return std::move(st).error();
   }

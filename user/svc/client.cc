@@ -157,9 +157,7 @@ Client::~Client() {
   if (area_) munmap(area_, area_size_);
 }
 
-Error Client::gone() const {
-  return make_error(EIO, dead_why_);
-}
+Error Client::gone() const { return make_error(EIO, dead_why_); }
 
 void Client::mark_dead(const std::string& why) {
   std::lock_guard<std::mutex> lk(obj_mu_);
@@ -205,9 +203,8 @@ Result<Msg> Client::call(Op op, const void* req, size_t len, const int* fds, siz
     return gone();
   }
   if (m->hdr.status)
-    return make_error(m->hdr.status,
-                      std::string(reinterpret_cast<const char*>(m->payload.data()),
-                                  m->payload.size()));
+    return make_error(m->hdr.status, std::string(reinterpret_cast<const char*>(m->payload.data()),
+                                                 m->payload.size()));
   return m;
 }
 
@@ -279,9 +276,7 @@ Result<void*> Client::create_channel(int fd) {
 }
 
 namespace {
-bool inside(uint64_t off, uint64_t len, uint64_t size) {
-  return off <= size && len <= size - off;
-}
+bool inside(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
 }  // namespace
 
 Result<Client::Made> Client::create_cq(uint32_t cqe, void* channel_state, Cq* cq) {

@@ -67,7 +67,7 @@ class Client {
   // HELLO on a connected socket; fills im's ports, idx, max_path_mtu,
   // rx_frame_cap and tx_note from the reply.
   static Result<std::unique_ptr<Client>> open(UniqueFd sock, const std::string& path,
-                                               Context::Impl& im);
+                                              Context::Impl& im);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -111,8 +111,7 @@ class Client {
   Client() = default;
   // One request and its reply (serialized); the reply's payload, or the
   // service's error; EIO once the service is gone.
-  Result<Msg> call(Op op, const void* req, size_t len, const int* fds = nullptr,
-                   size_t nfds = 0);
+  Result<Msg> call(Op op, const void* req, size_t len, const int* fds = nullptr, size_t nfds = 0);
   Error gone() const;
   void mark_dead(const std::string& why);
   void monitor();

@@ -122,9 +122,9 @@ Status check_request(const Msg& m) {
 Status check_reply(const Msg& m, Op op, uint32_t seq) {
   MRC_TRY(check_hdr(m.hdr));
   if (m.hdr.op != uint16_t(op) || m.hdr.seq != seq)
-    return make_error(EPROTO, std::string("service reply: to ") + to_string(Op(m.hdr.op)) +
-                                  " #" + std::to_string(m.hdr.seq) + ", expected " +
-                                  to_string(op) + " #" + std::to_string(seq));
+    return make_error(EPROTO, std::string("service reply: to ") + to_string(Op(m.hdr.op)) + " #" +
+                                  std::to_string(m.hdr.seq) + ", expected " + to_string(op) + " #" +
+                                  std::to_string(seq));
   if (m.hdr.nfds != m.fds.size())
     return make_error(EPROTO, "service reply: descriptor count disagrees with its header");
   if (m.hdr.status < 0) return make_error(EPROTO, "service reply: negative status");
@@ -138,8 +138,7 @@ Status check_reply(const Msg& m, Op op, uint32_t seq) {
     return make_error(EPROTO, std::string("service reply to ") + to_string(op) + ": " +
                                   std::to_string(m.payload.size()) + " bytes and " +
                                   std::to_string(m.fds.size()) + " descriptors, expected " +
-                                  std::to_string(s.rep_len) + " and " +
-                                  std::to_string(s.rep_fds));
+                                  std::to_string(s.rep_len) + " and " + std::to_string(s.rep_fds));
   return {};
 }
 
@@ -154,8 +153,8 @@ Result<Msg> decode(const uint8_t* buf, size_t len, std::vector<UniqueFd>&& fds) 
   Msg m;
   m.fds = std::move(fds);
   if (len < sizeof(MsgHdr))
-    return make_error(EPROTO, "service message: " + std::to_string(len) +
-                                  " bytes, shorter than a header");
+    return make_error(EPROTO,
+                      "service message: " + std::to_string(len) + " bytes, shorter than a header");
   std::memcpy(&m.hdr, buf, sizeof m.hdr);
   if (m.hdr.len > kMaxPayload || m.hdr.len != len - sizeof(MsgHdr))
     return make_error(EPROTO, "service message: header says " + std::to_string(m.hdr.len) +

@@ -53,9 +53,9 @@ struct MsgHdr {
   uint16_t version;
   uint16_t op;
   uint32_t seq;
-  uint32_t len;     // payload bytes that follow
-  int32_t status;   // reply: 0 or a positive errno
-  uint32_t nfds;    // SCM_RIGHTS descriptors attached
+  uint32_t len;    // payload bytes that follow
+  int32_t status;  // reply: 0 or a positive errno
+  uint32_t nfds;   // SCM_RIGHTS descriptors attached
 };
 static_assert(sizeof(MsgHdr) == 24);
 
@@ -67,7 +67,7 @@ struct HelloReq {
   uint16_t udp_port;
   uint8_t nifs, rsvd;
   char ifnames[kMaxPorts][kIfName];  // NUL-terminated within kIfName
-};  // fds: the client's async eventfd
+};                                   // fds: the client's async eventfd
 
 struct WirePort {
   uint8_t port, link_up, naddrs, rsvd;

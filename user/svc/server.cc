@@ -321,13 +321,15 @@ Result<Server::Reply> Server::dispatch(ClientState& c, Msg& m) {
 namespace {
 
 Status check_same_netns(pid_t pid) {
-  struct stat mine {}, theirs {};
+  struct stat mine {
+  }, theirs{};
   if (stat("/proc/self/ns/net", &mine) < 0) return errno_error(errno, "stat /proc/self/ns/net");
   const std::string p = "/proc/" + std::to_string(pid) + "/ns/net";
   if (stat(p.c_str(), &theirs) < 0) return errno_error(errno, "stat " + p);
   if (mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev)
-    return err(EXDEV, "mrc-serviced serves another network namespace than this process's; run "
-                      "a service in this namespace (MRC_SERVICE_SOCKET names its socket)");
+    return err(EXDEV,
+               "mrc-serviced serves another network namespace than this process's; run "
+               "a service in this namespace (MRC_SERVICE_SOCKET names its socket)");
   return {};
 }
 
@@ -453,8 +455,8 @@ Result<Server::Reply> Server::op_reg_mr(ClientState& c, Msg& m) {
   std::lock_guard<std::mutex> lk(im_->mu);
   if (!valid(c.pds, rq.pd)) return err(EINVAL, "reg_mr: no PD " + std::to_string(rq.pd));
   if (c.mrs.size() >= o_.max_mrs)
-    return err(ENOMEM, "reg_mr: service limit: " + std::to_string(o_.max_mrs) +
-                           " regions per process");
+    return err(ENOMEM,
+               "reg_mr: service limit: " + std::to_string(o_.max_mrs) + " regions per process");
   auto map = MappedRegion::map(pieces, rq.iova, rq.length);
   if (!map) return std::move(map).error();
   auto r = im_->eng->reg_mr(*c.pds[rq.pd], rq.iova, map->host(), rq.length, rq.access);
@@ -471,8 +473,8 @@ Result<Server::Reply> Server::op_create_cq(ClientState& c, const Msg& m) {
   if (rq.cqe > o_.max_cqe)
     return err(EINVAL, "create_cq: at most " + std::to_string(o_.max_cqe) + " entries");
   if (c.live_cqs >= o_.max_cqs)
-    return err(ENOMEM, "create_cq: service limit: " + std::to_string(o_.max_cqs) +
-                           " CQs per process");
+    return err(ENOMEM,
+               "create_cq: service limit: " + std::to_string(o_.max_cqs) + " CQs per process");
   const uint32_t cqe = std::max<uint32_t>(rq.cqe, lib::kBurst);
   const uint64_t n = pow2_at_least(cqe);
   auto cq = std::make_unique<SCq>();
@@ -510,8 +512,8 @@ Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
   if (init.cap.max_send_wr > o_.max_wr || init.cap.max_recv_wr > o_.max_wr)
     return err(EINVAL, "create_qp: at most " + std::to_string(o_.max_wr) + " work requests");
   if (c.live_qps >= o_.max_qps)
-    return err(ENOMEM, "create_qp: service limit: " + std::to_string(o_.max_qps) +
-                           " QPs per process");
+    return err(ENOMEM,
+               "create_qp: service limit: " + std::to_string(o_.max_qps) + " QPs per process");
   const uint32_t scq_h = init.send_cq, rcq_h = init.recv_cq;
   init.pd = *c.pds[init.pd];
   init.send_cq = c.cqs[scq_h]->ecq;

@@ -37,7 +37,7 @@ struct ServerOptions {
   DeviceOptions dev;  // the planes (mode is forced to exclusive)
   std::string socket_path = kDefaultSocket;
   uint32_t socket_mode = 0660;
-  gid_t socket_group = gid_t(-1);  // -1: leave the group as created
+  gid_t socket_group = gid_t(-1);     // -1: leave the group as created
   uint64_t area_bytes = 64ull << 20;  // shared area per client
   uint32_t max_clients = 64;
   uint32_t max_qps = 1024, max_cqs = 1024, max_mrs = 4096, max_wr = 8192, max_cqe = 1 << 20;

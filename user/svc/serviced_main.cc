@@ -83,10 +83,14 @@ mrc::svc::ServerOptions parse(int argc, char** argv) {
       o.dev.queues = uint32_t(num("--queues", val(), 1024));
     } else if (a == "--tx") {
       const std::string t = val();
-      if (t == "xsk") o.dev.tx = mrc::TxBackend::kXsk;
-      else if (t == "live") o.dev.tx = mrc::TxBackend::kLive;
-      else if (t == "auto") o.dev.tx = mrc::TxBackend::kAuto;
-      else bad("--tx takes xsk, live or auto");
+      if (t == "xsk")
+        o.dev.tx = mrc::TxBackend::kXsk;
+      else if (t == "live")
+        o.dev.tx = mrc::TxBackend::kLive;
+      else if (t == "auto")
+        o.dev.tx = mrc::TxBackend::kAuto;
+      else
+        bad("--tx takes xsk, live or auto");
     } else if (a == "--udp-port") {
       o.dev.udp_port = uint16_t(num("--udp-port", val(), 65535));
     } else if (a == "--max-clients") {
@@ -149,7 +153,8 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "mrc-serviced: stopping; clients served %llu, broken %llu, bad requests %llu, "
                "bad work requests %llu, bad ready entries %llu, CQ overruns %llu\n",
-               (unsigned long long)c.clients_total.load(), (unsigned long long)c.clients_broken.load(),
+               (unsigned long long)c.clients_total.load(),
+               (unsigned long long)c.clients_broken.load(),
                (unsigned long long)c.bad_requests.load(), (unsigned long long)c.bad_wqe.load(),
                (unsigned long long)c.bad_ready.load(), (unsigned long long)c.cq_overruns.load());
   if (!r) {

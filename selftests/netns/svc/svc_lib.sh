@@ -1,0 +1,42 @@
+# Helpers of the host-service netns tests (Documentation/service.md): one
+# mrc-serviced per host namespace, each with its own socket (path sockets are
+# not per namespace), stopped in the trap with the fabric.
+# shellcheck shell=bash
+. "$(dirname "${BASH_SOURCE[0]}")/../../fabric/tests/lib.sh"
+
+SVCD=$MRC_BUILD_DIR/user/svc/mrc-serviced
+ifs() { jq -r --arg h "$1" '[.hosts[$h].ports[].ifname] | join(",")' "$ST"; }
+declare -A SVC_PID
+
+# svc_start HOST: mrc-serviced in HOST's namespace on its planes; waits
+# (bounded) until it accepts connections. Socket: $T_TMP/HOST.sock.
+svc_start() {
+	local h=$1 i
+	rm -f "$T_TMP/$h.sock"
+	ip netns exec "$(t_ns "$h")" "$SVCD" --no-mrcd --socket "$T_TMP/$h.sock" "$(ifs "$h")" \
+		>>"$T_TMP/svc.$h.log" 2>&1 &
+	SVC_PID[$h]=$!
+	T_PIDS+=("${SVC_PID[$h]}")
+	for ((i = 0; i < 1000; i++)); do
+		grep -q "serving" "$T_TMP/svc.$h.log" 2>/dev/null && return 0
+		kill -0 "${SVC_PID[$h]}" 2>/dev/null || break
+		sleep 0.01
+	done
+	echo "mrc-serviced on $h did not start:"
+	cat "$T_TMP/svc.$h.log"
+	return 1
+}
+
+# svc_stop HOST: SIGTERM, wait; its exit status is the result.
+svc_stop() {
+	local h=$1
+	kill -TERM "${SVC_PID[$h]}" 2>/dev/null
+	wait "${SVC_PID[$h]}"
+}
+
+# In HOST's namespace, with HOST's service socket: svc_in HOST cmd...
+svc_in() {
+	local h=$1
+	shift
+	ip netns exec "$(t_ns "$h")" env MRC_SERVICE_SOCKET="$T_TMP/$h.sock" "$@"
+}
