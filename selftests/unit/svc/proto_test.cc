@@ -135,7 +135,7 @@ TEST(SvcProto, DecodeFramesExactly) {
   auto m = svc::decode(b.data(), b.size(), {});
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->payload.size(), 4u);
-  EXPECT_EQ(svc::decode(b.data(), b.size() - 1, {}).error().code, EPROTO);  // len disagrees
+  EXPECT_EQ(svc::decode(b.data(), b.size() - 1, {}).error().code, EPROTO);        // len disagrees
   EXPECT_EQ(svc::decode(b.data(), sizeof(MsgHdr) - 1, {}).error().code, EPROTO);  // no header
   h.len = svc::kMaxPayload + 1;
   std::vector<uint8_t> big = svc::encode(h, std::vector<uint8_t>(h.len).data(), h.len);
