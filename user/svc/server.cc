@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <set>
@@ -211,9 +212,13 @@ void Server::accept_client() {
 }
 
 void Server::drop(ClientState& c, const char* why) {
-  (void)why;
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.sock.get(), nullptr);
   std::lock_guard<std::mutex> lk(im_->mu);
+  if (c.hello)
+    std::fprintf(stderr,
+                 "mrc-serviced: client %u (pid %d, uid %u) left (%s): freed %zu QPs, %zu CQs, "
+                 "%zu regions\n",
+                 c.id, int(c.pid), unsigned(c.uid), why, c.live_qps, c.live_cqs, c.mrs.size());
   free_client_locked(c);
   cnt_.clients_now--;
   std::erase_if(clients_, [&](const auto& p) { return p.get() == &c; });

@@ -11,14 +11,14 @@ declare -A SVC_PID
 # svc_start HOST: mrc-serviced in HOST's namespace on its planes; waits
 # (bounded) until it accepts connections. Socket: $T_TMP/HOST.sock.
 svc_start() {
-	local h=$1 i
-	rm -f "$T_TMP/$h.sock"
+	local h=$1 i n0
+	n0=$(grep -c "serving" "$T_TMP/svc.$h.log" 2>/dev/null)
 	ip netns exec "$(t_ns "$h")" "$SVCD" --no-mrcd --socket "$T_TMP/$h.sock" "$(ifs "$h")" \
 		>>"$T_TMP/svc.$h.log" 2>&1 &
 	SVC_PID[$h]=$!
 	T_PIDS+=("${SVC_PID[$h]}")
 	for ((i = 0; i < 1000; i++)); do
-		grep -q "serving" "$T_TMP/svc.$h.log" 2>/dev/null && return 0
+		[ "$(grep -c "serving" "$T_TMP/svc.$h.log" 2>/dev/null)" -gt "${n0:-0}" ] && return 0
 		kill -0 "${SVC_PID[$h]}" 2>/dev/null || break
 		sleep 0.01
 	done
