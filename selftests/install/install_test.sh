@@ -81,6 +81,7 @@ done
 UNIT=$MRC_PREFIX/lib/systemd/system/mrcd.service
 CONF=$MRC_SYSCONFDIR/mrc/mrcd.toml
 for f in "$MRC_BINDIR/mrc_perf" "$MRC_SBINDIR/mrcctl" "$MRC_SBINDIR/mrcd" "$UNIT" "$CONF" \
+	"$MRC_SBINDIR/mrc-serviced" "$MRC_PREFIX/lib/systemd/system/mrc-serviced.service" \
 	"$MRC_MANDIR/man1/mrc_perf.1" "$MRC_MANDIR/man8/mrcctl.8" "$MRC_MANDIR/man8/mrcd.8" \
 	"$MRC_MANDIR/man5/mrcd.toml.5" "$MRC_DOCDIR/mrcd.toml.sample"; do
 	t_check "mrc-tools ships $f" has mrc-tools "$f"
