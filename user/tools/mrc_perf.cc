@@ -833,6 +833,10 @@ Side open_side(const Opts& o, uint32_t nqps) {
   if (o.live_min >= 0) d.live_tx_min = uint32_t(o.live_min);
   s.ctx = must(Context::open(d), "opening " + o.devs[0] + "...");
   if (!s.ctx->tx_note().empty()) std::fprintf(stderr, "mrc_perf: %s\n", s.ctx->tx_note().c_str());
+  // Through the host service: say so (exclusive mode, the default without
+  // one, stays silent; --counters-json has the mode and its reason either way).
+  if (s.ctx->mode() == DeviceMode::kService)
+    std::fprintf(stderr, "mrc_perf: %s\n", s.ctx->mode_reason().c_str());
   s.pd = must(s.ctx->alloc_pd(), "alloc_pd");
   if (o.no_cc) {
     core::CcProfile off;
@@ -963,6 +967,8 @@ void write_counters_json(Side& s, const Opts& o) {
   json j;
   j["role"] = o.server ? "server" : "client";
   j["op"] = o.imm ? "write_imm" : "write";
+  j["device_mode"] = to_string(s.ctx->mode());
+  j["device_mode_reason"] = s.ctx->mode_reason();
   const auto es = s.ctx->engine_stats();
   json e =
       json{MRC_KV(es, rx_frames),         MRC_KV(es, rx_bytes),        MRC_KV(es, tx_frames),
