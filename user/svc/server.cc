@@ -182,7 +182,9 @@ Status Server::run(int stop_fd) {
 
 void Server::accept_client() {
   for (;;) {
-    UniqueFd s(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    // Non-blocking: a client that does not read its replies must not stall
+    // the control thread (a reply that does not fit ends that client).
+    UniqueFd s(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!s) return;  // EAGAIN: all taken
     auto c = std::make_unique<ClientState>();
     ucred cr{};
@@ -246,6 +248,7 @@ void Server::free_client_locked(ClientState& c) {
 
 void Server::handle(ClientState& c) {
   auto m = recv_msg(c.sock.get());
+  if (!m && (m.error().code == EAGAIN || m.error().code == EINTR)) return;
   if (!m) {
     if (m.error().code != ENOTCONN && m.error().code != ECONNRESET) cnt_.clients_broken++;
     drop(c, "message cannot be framed");
@@ -510,7 +513,13 @@ Result<Server::Reply> Server::op_create_cq(ClientState& c, const Msg& m) {
 }
 
 Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
-  QpInitAttr init = m.as<CreateQpReq>()->init;
+  CreateQpReq rq;
+  std::memcpy(static_cast<void*>(&rq), m.payload.data(), sizeof rq);
+  // A client's bytes: the one bool gets a value the language allows.
+  uint8_t sig;
+  std::memcpy(&sig, &rq.init.sq_sig_all, 1);
+  rq.init.sq_sig_all = sig & 1;
+  QpInitAttr init = rq.init;
   std::lock_guard<std::mutex> lk(im_->mu);
   if (!valid(c.pds, init.pd) || !valid(c.cqs, init.send_cq) || !valid(c.cqs, init.recv_cq))
     return err(EINVAL, "create_qp: no such PD or CQ");
@@ -576,8 +585,12 @@ Result<Server::Reply> Server::op_modify_qp(ClientState& c, const Msg& m) {
   if (!state_ok(a.qp_state) || !state_ok(a.cur_qp_state))
     return err(EINVAL, "modify_qp: unknown QP state");
   for (auto& av : a.av) {
-    if (av.ip.ver != IpVersion::kV4 && av.ip.ver != IpVersion::kV6) av.ip.ver = IpVersion::kV4;
-    av.valid = bool(reinterpret_cast<const uint8_t&>(av.valid) & 1);
+    uint8_t ver, valid;
+    std::memcpy(&ver, &av.ip.ver, 1);
+    std::memcpy(&valid, &av.valid, 1);
+    if (ver != uint8_t(IpVersion::kV4) && ver != uint8_t(IpVersion::kV6))
+      av.ip.ver = IpVersion::kV4;
+    av.valid = valid & 1;
   }
   MRC_TRY(im_->modify_qp_locked(q.qpn, a, rq.ibv_mask, rq.mrc_mask));
   return Reply{};

@@ -8,17 +8,24 @@ SVCD=$MRC_BUILD_DIR/user/svc/mrc-serviced
 ifs() { jq -r --arg h "$1" '[.hosts[$h].ports[].ifname] | join(",")' "$ST"; }
 declare -A SVC_PID
 
+# How many times HOST's service log says it serves (0 without a log).
+svc_serving() {
+	local n
+	n=$(grep -c "serving" "$T_TMP/svc.$1.log" 2>/dev/null)
+	echo "${n:-0}"
+}
+
 # svc_start HOST: mrc-serviced in HOST's namespace on its planes; waits
 # (bounded) until it accepts connections. Socket: $T_TMP/HOST.sock.
 svc_start() {
 	local h=$1 i n0
-	n0=$(grep -c "serving" "$T_TMP/svc.$h.log" 2>/dev/null)
+	n0=$(svc_serving "$h")
 	ip netns exec "$(t_ns "$h")" "$SVCD" --no-mrcd --socket "$T_TMP/$h.sock" "$(ifs "$h")" \
 		>>"$T_TMP/svc.$h.log" 2>&1 &
 	SVC_PID[$h]=$!
 	T_PIDS+=("${SVC_PID[$h]}")
 	for ((i = 0; i < 1000; i++)); do
-		[ "$(grep -c "serving" "$T_TMP/svc.$h.log" 2>/dev/null)" -gt "${n0:-0}" ] && return 0
+		[ "$(svc_serving "$h")" -gt "$n0" ] && return 0
 		kill -0 "${SVC_PID[$h]}" 2>/dev/null || break
 		sleep 0.01
 	done

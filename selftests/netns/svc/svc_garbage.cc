@@ -1,0 +1,227 @@
+// An adversarial client of mrc-serviced (svc_garbage_test.sh): for a bounded
+// time it sends the service garbage on its control socket (random datagrams,
+// bad magic and versions, unknown ops, wrong lengths and descriptor counts,
+// descriptors of the wrong kind, requests before HELLO, foreign handles) and,
+// after an honest HELLO and a real PD, CQ and QP, writes random bytes over its
+// whole shared area, publishes garbage work requests and ready entries and
+// floods the doorbell. It checks nothing itself; the test checks that the
+// service and an honest transfer beside it survive. Prints what it sent.
+//   svc_garbage SOCKET IF[,IF...] SECONDS SEED
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "svc/client.hpp"
+#include "svc/proto.hpp"
+
+namespace svc = mrc::svc;
+using mrc::UniqueFd;
+
+namespace {
+
+std::mt19937_64 rng;
+uint64_t sent = 0, replies = 0, errors = 0, connects = 0, area_writes = 0;
+
+void drain_reply(int s) {
+  pollfd p{s, POLLIN, 0};
+  if (poll(&p, 1, 50) == 1 && (p.revents & POLLIN)) {
+    auto m = svc::recv_msg(s);
+    if (m) {
+      replies++;
+      if (m->hdr.status) errors++;
+    }
+  }
+}
+
+void send_hdr(int s, uint16_t op, uint32_t magic, uint16_t ver, size_t len, const int* fds,
+              size_t nfds, uint32_t announced) {
+  std::vector<uint8_t> payload(len);
+  for (auto& b : payload) b = uint8_t(rng());
+  svc::MsgHdr h{magic, ver, op, uint32_t(rng()), uint32_t(len), 0, announced};
+  (void)svc::send_msg(s, h, payload.data(), len, fds, nfds);
+  sent++;
+}
+
+// One connection, one kind of garbage, before any HELLO.
+void pre_hello_garbage(const std::string& path) {
+  auto s = svc::connect_service(path);
+  if (!s) return;
+  connects++;
+  const int kind = int(rng() % 7);
+  UniqueFd p[2];
+  int pp[2];
+  if (pipe(pp) == 0) p[0].reset(pp[0]), p[1].reset(pp[1]);
+  const int pf[3] = {p[0].get(), p[1].get(), p[0].get()};
+  svc::OpShape sh{};
+  (void)svc::op_shape(uint16_t(svc::Op::kHello), sh);
+  switch (kind) {
+    case 0: {  // random bytes, random length
+      std::vector<uint8_t> b(rng() % 5000);
+      for (auto& x : b) x = uint8_t(rng());
+      (void)!send(s->get(), b.data(), b.size(), MSG_NOSIGNAL);
+      sent++;
+      break;
+    }
+    case 1:
+      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic ^ 1, svc::kVersion, sh.req_len, pf, 1, 1);
+      break;
+    case 2:
+      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic, 77, sh.req_len, pf, 1, 1);
+      break;
+    case 3:
+      send_hdr(s->get(), uint16_t(rng()), svc::kMagic, svc::kVersion, rng() % 64, nullptr, 0, 0);
+      break;
+    case 4:  // a HELLO with a pipe for the async eventfd
+      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic, svc::kVersion, sh.req_len, pf, 1, 1);
+      break;
+    case 5:  // wrong descriptor count
+      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic, svc::kVersion, sh.req_len, pf, 3, 2);
+      break;
+    default:  // an op before HELLO
+      send_hdr(s->get(), uint16_t(svc::Op::kAllocPd), svc::kMagic, svc::kVersion, 0, nullptr, 0, 0);
+  }
+  drain_reply(s->get());
+}
+
+struct Honest {
+  UniqueFd sock, area_fd, bell, async;
+  uint8_t* area = nullptr;
+  uint64_t size = 0;
+  uint32_t seq = 0;
+  svc::QpLayout qp{};
+  svc::CqLayout cq{};
+};
+
+mrc::Result<svc::Msg> call(Honest& h, svc::Op op, const void* req, size_t len, const int* fds = nullptr,
+                           size_t nfds = 0) {
+  svc::MsgHdr hd{svc::kMagic, svc::kVersion, uint16_t(op), ++h.seq, uint32_t(len), 0, uint32_t(nfds)};
+  MRC_TRY(svc::send_msg(h.sock.get(), hd, req, len, fds, nfds));
+  sent++;
+  auto m = svc::recv_msg(h.sock.get());
+  if (m) {
+    replies++;
+    if (m->hdr.status) errors++;
+  }
+  return m;
+}
+
+bool hello(Honest& h, const std::string& path, const std::vector<std::string>& ifs) {
+  auto s = svc::connect_service(path);
+  if (!s) return false;
+  h.sock = std::move(*s);
+  svc::HelloReq rq{};
+  rq.api_version = mrc::kApiVersion;
+  rq.udp_port = MRC_UDP_PORT_DEFAULT;
+  rq.nifs = uint8_t(ifs.size());
+  for (size_t i = 0; i < ifs.size(); i++) std::strncpy(rq.ifnames[i], ifs[i].c_str(), svc::kIfName - 1);
+  h.async.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  const int a = h.async.get();
+  auto m = call(h, svc::Op::kHello, &rq, sizeof rq, &a, 1);
+  if (!m || m->hdr.status || m->fds.size() != 2) return false;
+  h.size = m->as<svc::HelloRep>()->area_size;
+  h.area_fd = std::move(m->fds[0]);
+  h.bell = std::move(m->fds[1]);
+  void* p = mmap(nullptr, h.size, PROT_READ | PROT_WRITE, MAP_SHARED, h.area_fd.get(), 0);
+  if (p == MAP_FAILED) return false;
+  h.area = static_cast<uint8_t*>(p);
+  // A real PD, CQ and QP: rings the engine drains.
+  auto pd = call(h, svc::Op::kAllocPd, nullptr, 0);
+  svc::CreateCqReq cr{256, 0};
+  auto cq = call(h, svc::Op::kCreateCq, &cr, sizeof cr);
+  if (!pd || !cq || pd->hdr.status || cq->hdr.status) return false;
+  h.cq = cq->as<svc::CreateCqRep>()->lay;
+  svc::CreateQpReq qr{};
+  qr.init.pd = pd->as<svc::Handle>()->h;
+  qr.init.send_cq = qr.init.recv_cq = cq->as<svc::CreateCqRep>()->h;
+  auto qp = call(h, svc::Op::kCreateQp, &qr, sizeof qr);
+  if (!qp || qp->hdr.status) return false;
+  h.qp = qp->as<svc::CreateQpRep>()->lay;
+  return true;
+}
+
+// Random control requests of the exact size of a random op (random handles).
+void control_garbage(Honest& h) {
+  const uint16_t op = uint16_t(2 + rng() % (uint16_t(svc::Op::kEnd) - 2));  // not HELLO
+  svc::OpShape sh{};
+  if (!svc::op_shape(op, sh)) return;
+  std::vector<uint8_t> b(sh.req_len);
+  for (auto& x : b) x = uint8_t(rng());
+  UniqueFd e(eventfd(0, EFD_CLOEXEC));
+  const int f = e.get();
+  const size_t nfds = sh.req_fds_variable ? 0 : sh.req_fds;
+  (void)call(h, svc::Op(op), b.data(), b.size(), &f, nfds);
+}
+
+// Published garbage: work requests and ready entries whose seq says
+// "published" for the positions the service is at (and anything else).
+void ring_garbage(Honest& h, uint64_t lap) {
+  auto* sq = reinterpret_cast<svc::Slot<svc::Sqe>*>(h.area + h.qp.sq_off + sizeof(svc::RingIdx));
+  for (uint64_t i = 0; i < h.qp.sq_n; i++) {
+    uint8_t* v = reinterpret_cast<uint8_t*>(&sq[i].v);
+    for (size_t k = 0; k < sizeof(svc::Sqe); k++) v[k] = uint8_t(rng());
+    sq[i].seq.store(lap * h.qp.sq_n + i + 1 + (rng() % 4 == 0 ? rng() : 0));
+  }
+  auto* hdr = reinterpret_cast<svc::AreaHdr*>(h.area);
+  const uint64_t rn = h.size > sizeof *hdr ? hdr->ready_n : 0;
+  if (rn && rn <= 65536 && hdr->ready_off + svc::ring_bytes<uint32_t>(rn) <= h.size) {
+    auto* rd = reinterpret_cast<svc::Slot<uint32_t>*>(h.area + hdr->ready_off + sizeof(svc::RingIdx));
+    for (uint64_t i = 0; i < rn; i++) {
+      rd[i].v = uint32_t(rng() % 4 ? 0 : rng());
+      rd[i].seq.store(lap * rn + i + 1);
+    }
+  }
+  for (int k = 0; k < 64; k++) mrc::lib::wake(h.bell.get());
+  area_writes++;
+}
+
+void area_garbage(Honest& h) {
+  for (uint64_t off = 0; off < h.size; off += 4096)
+    for (size_t k = 0; k < 64; k++) h.area[off + (rng() % 4096)] = uint8_t(rng());
+  area_writes++;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: svc_garbage SOCKET IF[,IF...] SECONDS SEED\n");
+    return 2;
+  }
+  const std::string path = argv[1];
+  std::vector<std::string> ifs;
+  for (char* t = std::strtok(argv[2], ","); t; t = std::strtok(nullptr, ",")) ifs.push_back(t);
+  const double secs = std::atof(argv[3]);
+  rng.seed(std::strtoull(argv[4], nullptr, 0));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  uint64_t hellos = 0;
+  while (elapsed() < secs) {
+    uint64_t lap = 0;  // the service's positions start at 0 per client
+    for (int i = 0; i < 20; i++) pre_hello_garbage(path);
+    Honest h;
+    if (!hello(h, path, ifs)) continue;
+    hellos++;
+    for (int i = 0; i < 200 && elapsed() < secs; i++) {
+      control_garbage(h);
+      if (i % 10 == 0) ring_garbage(h, lap++);
+    }
+    area_garbage(h);
+    for (int k = 0; k < 256; k++) mrc::lib::wake(h.bell.get());
+    if (h.area) munmap(h.area, h.size);
+  }
+  std::printf("garbage: %llu connections, %llu honest HELLOs, %llu messages, %llu replies (%llu errors), "
+              "%llu area writes\n",
+              (unsigned long long)connects, (unsigned long long)hellos, (unsigned long long)sent,
+              (unsigned long long)replies, (unsigned long long)errors, (unsigned long long)area_writes);
+  return 0;
+}
