@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # M1 of the host service (Documentation/service.md): examples/write_imm_server
-# and write_imm_client, unmodified, through an mrc-serviced on each host (4
-# planes, MRC_MODE=service so a fallback cannot pass), every message verified
+# and write_imm_client (and write_imm_client_cpp, the C++ API's), unmodified,
+# through an mrc-serviced on each host (4 planes, MRC_MODE=service so a
+# fallback cannot pass), every message verified
 # byte for byte by the server; then the same with a ~1 MB message size; the
 # services count one client per example process, no broken client and no bad
 # request, and exit 0 on SIGTERM.
@@ -9,7 +10,8 @@
 t_require
 SRV=$MRC_BUILD_DIR/examples/write_imm_server
 CLI=$MRC_BUILD_DIR/examples/write_imm_client
-for b in "$SRV" "$CLI" "$SVCD"; do
+CLI_CPP=$MRC_BUILD_DIR/examples/write_imm_client_cpp
+for b in "$SRV" "$CLI" "$CLI_CPP" "$SVCD"; do
 	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
 done
 
@@ -18,9 +20,10 @@ svc_start A || exit 1
 svc_start B || exit 1
 PORT=$((20000 + RANDOM % 10000))
 
-# run NAME N SIZE: one server/client pair; N messages of SIZE bytes (0: defaults).
+# run NAME N SIZE [CLIENT]: one server/client pair; N messages of SIZE bytes
+# (0: defaults); CLIENT defaults to the C client.
 run() {
-	local name=$1 n=$2 size=$3 args=() spid crc src i want
+	local name=$1 n=$2 size=$3 cli=${4:-$CLI} args=() spid crc src i want
 	[ "$n" = 0 ] || args=(-n "$n" -s "$size")
 	[ "$n" = 0 ] && n=4
 	PORT=$((PORT + 1))
@@ -28,7 +31,7 @@ run() {
 		>"$T_TMP/$name.srv" 2>"$T_TMP/$name.srv.err" &
 	spid=$!
 	T_PIDS+=("$spid")
-	svc_in A env MRC_MODE=service timeout 120 "$CLI" -p "$PORT" "${args[@]}" \
+	svc_in A env MRC_MODE=service timeout 120 "$cli" -p "$PORT" "${args[@]}" \
 		"$(t_port B 0 ipv4)" "$(ifs A)" >"$T_TMP/$name.cli" 2>"$T_TMP/$name.cli.err"
 	crc=$?
 	wait "$spid"
@@ -48,6 +51,7 @@ run() {
 
 run defaults 0 0
 run large 16 1000003 # ~1 MB messages of an odd size: ~300 packets each over 4 planes
+run cpp 8 65537 "$CLI_CPP" # the C++ API's client (<mrc/mrc.hpp>)
 
 for p in 0 1 2 3; do
 	rx=$(t_cnt "$(t_ns B)" "$(t_port B "$p" ifname)" rx_bytes)
@@ -56,7 +60,7 @@ done
 for h in A B; do
 	svc_stop "$h"
 	t_eq "service $h: exit status" "$?" 0
-	t_eq "service $h: clients served" "$(grep -o 'clients served [0-9]*' "$T_TMP/svc.$h.log")" "clients served 2"
+	t_eq "service $h: clients served" "$(grep -o 'clients served [0-9]*' "$T_TMP/svc.$h.log")" "clients served 3"
 	t_eq "service $h: broken clients, bad requests" \
 		"$(grep -o 'broken [0-9]*, bad requests [0-9]*' "$T_TMP/svc.$h.log")" "broken 0, bad requests 0"
 done
