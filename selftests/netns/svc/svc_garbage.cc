@@ -73,7 +73,8 @@ void pre_hello_garbage(const std::string& path) {
       break;
     }
     case 1:
-      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic ^ 1, svc::kVersion, sh.req_len, pf, 1, 1);
+      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic ^ 1, svc::kVersion, sh.req_len, pf,
+               1, 1);
       break;
     case 2:
       send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic, 77, sh.req_len, pf, 1, 1);
@@ -82,10 +83,12 @@ void pre_hello_garbage(const std::string& path) {
       send_hdr(s->get(), uint16_t(rng()), svc::kMagic, svc::kVersion, rng() % 64, nullptr, 0, 0);
       break;
     case 4:  // a HELLO with a pipe for the async eventfd
-      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic, svc::kVersion, sh.req_len, pf, 1, 1);
+      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic, svc::kVersion, sh.req_len, pf, 1,
+               1);
       break;
     case 5:  // wrong descriptor count
-      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic, svc::kVersion, sh.req_len, pf, 3, 2);
+      send_hdr(s->get(), uint16_t(svc::Op::kHello), svc::kMagic, svc::kVersion, sh.req_len, pf, 3,
+               2);
       break;
     default:  // an op before HELLO
       send_hdr(s->get(), uint16_t(svc::Op::kAllocPd), svc::kMagic, svc::kVersion, 0, nullptr, 0, 0);
@@ -102,9 +105,10 @@ struct Honest {
   svc::CqLayout cq{};
 };
 
-mrc::Result<svc::Msg> call(Honest& h, svc::Op op, const void* req, size_t len, const int* fds = nullptr,
-                           size_t nfds = 0) {
-  svc::MsgHdr hd{svc::kMagic, svc::kVersion, uint16_t(op), ++h.seq, uint32_t(len), 0, uint32_t(nfds)};
+mrc::Result<svc::Msg> call(Honest& h, svc::Op op, const void* req, size_t len,
+                           const int* fds = nullptr, size_t nfds = 0) {
+  svc::MsgHdr hd{svc::kMagic, svc::kVersion, uint16_t(op), ++h.seq, uint32_t(len),
+                 0,           uint32_t(nfds)};
   MRC_TRY(svc::send_msg(h.sock.get(), hd, req, len, fds, nfds));
   sent++;
   auto m = svc::recv_msg(h.sock.get());
@@ -123,7 +127,8 @@ bool hello(Honest& h, const std::string& path, const std::vector<std::string>& i
   rq.api_version = mrc::kApiVersion;
   rq.udp_port = MRC_UDP_PORT_DEFAULT;
   rq.nifs = uint8_t(ifs.size());
-  for (size_t i = 0; i < ifs.size(); i++) std::strncpy(rq.ifnames[i], ifs[i].c_str(), svc::kIfName - 1);
+  for (size_t i = 0; i < ifs.size(); i++)
+    std::strncpy(rq.ifnames[i], ifs[i].c_str(), svc::kIfName - 1);
   h.async.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   const int a = h.async.get();
   auto m = call(h, svc::Op::kHello, &rq, sizeof rq, &a, 1);
@@ -174,7 +179,8 @@ void ring_garbage(Honest& h, uint64_t lap) {
   auto* hdr = reinterpret_cast<svc::AreaHdr*>(h.area);
   const uint64_t rn = h.size > sizeof *hdr ? hdr->ready_n : 0;
   if (rn && rn <= 65536 && hdr->ready_off + svc::ring_bytes<uint32_t>(rn) <= h.size) {
-    auto* rd = reinterpret_cast<svc::Slot<uint32_t>*>(h.area + hdr->ready_off + sizeof(svc::RingIdx));
+    auto* rd =
+        reinterpret_cast<svc::Slot<uint32_t>*>(h.area + hdr->ready_off + sizeof(svc::RingIdx));
     for (uint64_t i = 0; i < rn; i++) {
       rd[i].v = uint32_t(rng() % 4 ? 0 : rng());
       rd[i].seq.store(lap * rn + i + 1);
@@ -203,7 +209,9 @@ int main(int argc, char** argv) {
   const double secs = std::atof(argv[3]);
   rng.seed(std::strtoull(argv[4], nullptr, 0));
   const auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   uint64_t hellos = 0;
   while (elapsed() < secs) {
     uint64_t lap = 0;  // the service's positions start at 0 per client
@@ -219,9 +227,10 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 256; k++) mrc::lib::wake(h.bell.get());
     if (h.area) munmap(h.area, h.size);
   }
-  std::printf("garbage: %llu connections, %llu honest HELLOs, %llu messages, %llu replies (%llu errors), "
-              "%llu area writes\n",
-              (unsigned long long)connects, (unsigned long long)hellos, (unsigned long long)sent,
-              (unsigned long long)replies, (unsigned long long)errors, (unsigned long long)area_writes);
+  std::printf(
+      "garbage: %llu connections, %llu honest HELLOs, %llu messages, %llu replies (%llu errors), "
+      "%llu area writes\n",
+      (unsigned long long)connects, (unsigned long long)hellos, (unsigned long long)sent,
+      (unsigned long long)replies, (unsigned long long)errors, (unsigned long long)area_writes);
   return 0;
 }
