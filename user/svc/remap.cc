@@ -140,7 +140,8 @@ std::string refusal(const MapLine& m) {
   else if (!m.name.empty() && m.name[0] == '[')
     what = "the special mapping " + m.name;
   else
-    what = "a private file mapping of " + (m.name.empty() ? std::string("an unnamed file") : m.name);
+    what =
+        "a private file mapping of " + (m.name.empty() ? std::string("an unnamed file") : m.name);
   return "the mapping " + m.range() + " is " + what +
          "; service mode shares only private anonymous memory (heap, malloc, "
          "MAP_PRIVATE|MAP_ANONYMOUS) and mrc_alloc_buf memory: use exclusive mode "
@@ -200,8 +201,8 @@ Status remap_gap(Registry& reg, const std::vector<MapLine>& lines, size_t first,
   auto n = new_area(reg, g1 - g0);
   if (!n) return std::move(n).error();
   const int fd = reg.areas[*n].fd.get();
-  auto view = MmapArea::map(size_t(g1 - g0), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0,
-                            "a new memfd area");
+  auto view =
+      MmapArea::map(size_t(g1 - g0), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, "a new memfd area");
   if (!view) return std::move(view).error();
   auto* dst = static_cast<uint8_t*>(view->get());
   const auto* src = reinterpret_cast<const uint8_t*>(uintptr_t(g0));
@@ -298,8 +299,8 @@ Result<std::vector<SharedPiece>> collect(const Registry& reg, const std::vector<
       out.back().len += e - s;
       continue;
     }
-    auto fd = UniqueFd::dup(a->fd.get(), "memfd " + std::string(kAreaNamePrefix) +
-                                             std::to_string(n));
+    auto fd =
+        UniqueFd::dup(a->fd.get(), "memfd " + std::string(kAreaNamePrefix) + std::to_string(n));
     if (!fd) return std::move(fd).error();
     out.push_back(SharedPiece{std::move(*fd), off, s, e - s});
     last_n = n;
@@ -360,8 +361,8 @@ Result<void*> alloc_shared(size_t len) {
   std::lock_guard<std::mutex> lock(reg.mu);
   auto n = new_area(reg, size);
   if (!n) return std::move(n).error();
-  void* p = ::mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   reg.areas[*n].fd.get(), 0);
+  void* p =
+      ::mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_SHARED, reg.areas[*n].fd.get(), 0);
   if (p == MAP_FAILED) {
     const int e = errno;
     reg.areas.erase(*n);
