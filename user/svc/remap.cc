@@ -279,7 +279,7 @@ Status check_lines(const Registry& reg, const std::vector<MapLine>& maps, size_t
 
 // The pieces over [lo, hi) once every line there is one of ours.
 Result<std::vector<SharedPiece>> collect(const Registry& reg, const std::vector<MapLine>& maps,
-                                         uint64_t lo, uint64_t hi) {
+                                         uint64_t lo, uint64_t hi, uint64_t first_new) {
   auto span = lines_over(maps, lo, hi);
   if (!span) return std::move(span).error();
   std::vector<SharedPiece> out;
@@ -302,7 +302,7 @@ Result<std::vector<SharedPiece>> collect(const Registry& reg, const std::vector<
     auto fd =
         UniqueFd::dup(a->fd.get(), "memfd " + std::string(kAreaNamePrefix) + std::to_string(n));
     if (!fd) return std::move(fd).error();
-    out.push_back(SharedPiece{std::move(*fd), off, s, e - s});
+    out.push_back(SharedPiece{std::move(*fd), off, s, e - s, n, n >= first_new});
     last_n = n;
   }
   if (out.size() > kMaxPieces)
@@ -329,6 +329,7 @@ Result<std::vector<SharedPiece>> share_range(void* addr, size_t len) {
   if (!span) return std::move(span).error();
   MRC_TRY(check_lines(reg, *maps, span->first, span->second, lo, hi));
   // Every maximal run of private anonymous lines becomes one new area.
+  const uint64_t first_new = reg.next;
   bool changed = false;
   for (size_t i = span->first; i < span->second;) {
     if (!private_anonymous((*maps)[i])) {
@@ -349,7 +350,7 @@ Result<std::vector<SharedPiece>> share_range(void* addr, size_t len) {
     if (!maps) return std::move(maps).error();
   }
   prune(reg, *maps);
-  return collect(reg, *maps, lo, hi);
+  return collect(reg, *maps, lo, hi, first_new);
 }
 
 Result<void*> alloc_shared(size_t len) {

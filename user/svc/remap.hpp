@@ -31,6 +31,13 @@ struct SharedPiece {
   uint64_t fd_offset = 0;
   uint64_t addr = 0;
   uint64_t len = 0;
+  // The area's number n ("mrc:<n>", unique in this process while the area
+  // lives): pieces of one memfd share it, so a client can send each area's
+  // descriptor once and name areas the service already holds by number.
+  uint64_t area = 0;
+  // The area was created by this share_range call (its pages were private
+  // anonymous memory until now).
+  bool created = false;
   PieceRef ref() const { return {fd.get(), fd_offset, addr, len}; }
 };
 

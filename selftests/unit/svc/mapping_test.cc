@@ -136,6 +136,15 @@ TEST(MappedRegion, RefusesUnsealedTooSmallAndNonMemfd) {
     EXPECT_NE(m.error().context.find("too small"), std::string::npos) << m.error().context;
   }
   {
+    // Sealed against writes: the service could not place a peer's WRITE.
+    UniqueFd fd = memfd(4 * pg, kSeals | F_SEAL_WRITE);
+    PieceRef p{fd.get(), 0, iova, 4 * pg};
+    auto m = MappedRegion::map({&p, 1}, iova, 4 * pg);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.error().code, EPERM);
+    EXPECT_NE(m.error().context.find("mapping piece 0"), std::string::npos) << m.error().context;
+  }
+  {
     char path[] = "/tmp/mrc_svc_map_XXXXXX";
     UniqueFd fd(::mkstemp(path));
     ASSERT_TRUE(fd.valid());

@@ -125,6 +125,11 @@ TEST(ShareRange, PartialOverlapReusesEarlierArea) {
   EXPECT_TRUE(tiles(*b, p + 64 * pg + 5, 192 * pg - 5));
   ASSERT_EQ(b->size(), 2u);
   EXPECT_EQ(inode_of((*b)[0].fd.get()), ino_a) << "the overlap is the earlier area";
+  EXPECT_TRUE((*a)[0].created);
+  EXPECT_EQ((*b)[0].area, (*a)[0].area);
+  EXPECT_FALSE((*b)[0].created);
+  EXPECT_TRUE((*b)[1].created);
+  EXPECT_NE((*b)[1].area, (*a)[0].area);
   EXPECT_EQ((*b)[0].fd_offset, 64 * pg);
   EXPECT_EQ((*b)[0].len, 64 * pg);
   EXPECT_NE(inode_of((*b)[1].fd.get()), ino_a);
@@ -155,6 +160,8 @@ TEST(ShareRange, SameRangeTwice) {
     EXPECT_EQ((*a)[i].fd_offset, (*b)[i].fd_offset);
     EXPECT_EQ((*a)[i].addr, (*b)[i].addr);
     EXPECT_EQ((*a)[i].len, (*b)[i].len);
+    EXPECT_EQ((*a)[i].area, (*b)[i].area);
+    EXPECT_FALSE((*b)[i].created) << "nothing new the second time";
   }
   EXPECT_TRUE(check(p, n, 21));
   std::free(p);
