@@ -7,8 +7,8 @@
 // in the client's buffer, with no copy besides the engine's own.
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -150,8 +150,7 @@ TEST(ServiceMemory, EngineSendsFromAndPlacesIntoAnotherProcess) {
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   MmapArea held;
   if (hold != MAP_FAILED) held = MmapArea(hold, span);
-  auto region =
-      svc::MappedRegion::map({h.pieces, h.npieces}, h.iova, h.len);  // the service's view
+  auto region = svc::MappedRegion::map({h.pieces, h.npieces}, h.iova, h.len);  // the service's view
   ASSERT_TRUE(region.ok()) << region.error().message();
   fds.clear();  // the mapping holds the memfds
   ASSERT_NE(uint64_t(uintptr_t(region->host())), h.iova);
