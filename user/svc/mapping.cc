@@ -40,8 +40,8 @@ Status check_layout(std::span<const PieceRef> pieces, uint64_t lo, uint64_t hi) 
     if (p.len == 0 || p.addr % pg || p.len % pg || p.fd_offset % pg)
       return Error(EINVAL, piece_name(i, p) + " is empty or not page-aligned");
     if (p.addr != at)
-      return Error(EINVAL,
-                   piece_name(i, p) + " does not start where the region continues (" + hex(at) + ")");
+      return Error(EINVAL, piece_name(i, p) + " does not start where the region continues (" +
+                               hex(at) + ")");
     if (p.len > hi - at) return Error(EINVAL, piece_name(i, p) + " runs past the region's end");
     at += p.len;
   }

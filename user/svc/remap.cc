@@ -3,9 +3,12 @@
 #include "svc/remap.hpp"
 
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -140,7 +143,8 @@ std::string refusal(const MapLine& m) {
   else if (!m.name.empty() && m.name[0] == '[')
     what = "the special mapping " + m.name;
   else
-    what = "a private file mapping of " + (m.name.empty() ? std::string("an unnamed file") : m.name);
+    what =
+        "a private file mapping of " + (m.name.empty() ? std::string("an unnamed file") : m.name);
   return "the mapping " + m.range() + " is " + what +
          "; service mode shares only private anonymous memory (heap, malloc, "
          "MAP_PRIVATE|MAP_ANONYMOUS) and mrc_alloc_buf memory: use exclusive mode "
@@ -159,8 +163,90 @@ std::pair<uint64_t, uint64_t> own_stack() {
   return {uint64_t(uintptr_t(addr)), uint64_t(uintptr_t(addr)) + size};
 }
 
+bool all_zero(const uint8_t* p, size_t n);
+void copy_run(uint8_t* dst, const uint8_t* src, uint64_t len, size_t pg);
+
+// fork() without exec (service.md, "What remapping changes"). Left alone,
+// a child would share every remapped page with its parent, heap pages
+// included, and the two processes' allocators would corrupt each other.
+// Instead the child replaces each of its "mrc:" mappings with a private copy
+// before fork() returns in it, and the forking thread of the parent waits
+// for that, so the copy is the parent's memory at the time of fork. The
+// child's side allocates nothing until its heap pages are private again.
+struct ForkState {
+  std::vector<MapLine> lines;  // the "mrc:" mappings at the time of fork
+  int pipe_r = -1, pipe_w = -1;
+  bool active = false;
+};
+
+ForkState& fork_state() {
+  static ForkState f;
+  return f;
+}
+
+void fork_prepare() {
+  Registry& reg = registry();
+  reg.mu.lock();  // no registration is half done at fork; both sides unlock
+  ForkState& f = fork_state();
+  f.lines.clear();
+  f.active = false;
+  if (reg.areas.empty()) return;
+  auto maps = read_maps();
+  if (!maps) return;  // the child then shares the pages (documented)
+  for (const MapLine& m : *maps) {
+    uint64_t n = 0;
+    if (area_of(reg, m, &n)) f.lines.push_back(m);
+  }
+  int p[2];
+  if (f.lines.empty() || ::pipe2(p, O_CLOEXEC) != 0) return;
+  f.pipe_r = p[0];
+  f.pipe_w = p[1];
+  f.active = true;
+}
+
+void fork_parent() {
+  ForkState& f = fork_state();
+  if (f.active) {
+    ::close(f.pipe_w);
+    char b = 0;
+    while (::read(f.pipe_r, &b, 1) < 0 && errno == EINTR) {
+    }  // one byte, or EOF if the child died first
+    ::close(f.pipe_r);
+    f.active = false;
+  }
+  registry().mu.unlock();
+}
+
+// Moves private anonymous pages holding the mapping's contents over it.
+void privatize(const MapLine& m) {
+  const size_t len = size_t(m.end - m.start);
+  void* tmp = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (tmp == MAP_FAILED) return;  // the child keeps sharing this mapping
+  auto* at = reinterpret_cast<uint8_t*>(uintptr_t(m.start));
+  if (!m.r) ::mprotect(at, len, PROT_READ);
+  copy_run(static_cast<uint8_t*>(tmp), at, len, page_size());
+  ::mprotect(tmp, len, m.prot());
+  if (::mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) ::munmap(tmp, len);
+}
+
+void fork_child() {
+  ForkState& f = fork_state();
+  if (f.active) {
+    ::close(f.pipe_r);
+    for (const MapLine& m : f.lines) privatize(m);
+    const char b = 1;
+    if (::write(f.pipe_w, &b, 1) < 0) {
+    }  // the parent also wakes on EOF
+    ::close(f.pipe_w);
+    f.active = false;
+  }
+  registry().mu.unlock();
+}
+
 // A new sealed memfd "mrc:<n>" of `size` bytes, entered in the registry.
 Result<uint64_t> new_area(Registry& reg, uint64_t size) {
+  static std::once_flag once;
+  std::call_once(once, [] { ::pthread_atfork(fork_prepare, fork_parent, fork_child); });
   const uint64_t n = reg.next++;
   const std::string name = kAreaNamePrefix + std::to_string(n);
   UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
@@ -190,35 +276,95 @@ void copy_run(uint8_t* dst, const uint8_t* src, uint64_t len, size_t pg) {
     if (!all_zero(src + o, pg)) std::memcpy(dst + o, src + o, pg);
 }
 
+// A userfaultfd write-protection over [lo, hi) of private anonymous memory
+// for the time its contents are copied and the memfd is mapped over it
+// (service.md, "Concurrent writers"): another thread writing there waits in
+// its page fault instead of writing into pages about to be replaced; closing
+// the descriptor wakes it, and its fault is retried on the new mapping. Needs
+// UFFD_FEATURE_WP_UNPOPULATED (Linux 6.4) so untouched pages are protected
+// too; without it, or when userfaultfd is not allowed or the range is
+// registered with another userfaultfd, there is no fence and the window
+// stays open. While armed, the arming thread must not write into [lo, hi)
+// nor call anything that could (malloc): it would wait on itself.
+class WriteFence {
+ public:
+  WriteFence(uint64_t lo, uint64_t hi) {
+    fd_ = open_uffd();
+    if (!fd_) return;
+    uffdio_register reg{};
+    reg.range = {lo, hi - lo};
+    reg.mode = UFFDIO_REGISTER_MODE_WP;
+    uffdio_writeprotect wp{};
+    wp.range = {lo, hi - lo};
+    wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+    if (::ioctl(fd_.get(), UFFDIO_REGISTER, &reg) != 0 ||
+        ::ioctl(fd_.get(), UFFDIO_WRITEPROTECT, &wp) != 0)
+      fd_.close();  // closing unregisters whatever was registered
+  }
+  bool armed() const { return fd_.valid(); }
+  // Lifts the fence and wakes every writer waiting on it.
+  void release() { fd_.close(); }
+
+  // A userfaultfd with write protection of unpopulated pages, or none.
+  static UniqueFd open_uffd() {
+    UniqueFd fd(int(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK)));
+    if (!fd && errno == EPERM)  // unprivileged: faults from user mode only
+      fd = UniqueFd(int(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | kUserModeOnly)));
+    if (!fd) return {};
+    uffdio_api api{};
+    api.api = UFFD_API;
+    api.features = kWpUnpopulated;
+    if (::ioctl(fd.get(), UFFDIO_API, &api) != 0 || !(api.features & kWpUnpopulated)) return {};
+    return fd;
+  }
+
+ private:
+  // Newer than Debian 12's headers; the kernel decides at run time.
+  static constexpr uint64_t kWpUnpopulated = uint64_t(1) << 13;  // UFFD_FEATURE_WP_UNPOPULATED
+  static constexpr int kUserModeOnly = 1;                        // UFFD_USER_MODE_ONLY
+  UniqueFd fd_;
+};
+
 // Moves the private anonymous lines [first, last] (contiguous) onto a new
-// area: copy the contents (interior pages first, the two edge pages last,
-// they hold neighbouring objects other threads may be writing), then map the
-// memfd over the same addresses with each line's protection.
+// area: fence off writers, copy the contents (interior pages first, the two
+// edge pages last, they hold neighbouring objects other threads may be
+// writing), then map the memfd over the same addresses with each line's
+// protection, and lift the fence. Nothing between arming and lifting the
+// fence allocates or writes into the range.
 Status remap_gap(Registry& reg, const std::vector<MapLine>& lines, size_t first, size_t last,
                  uint64_t g0, uint64_t g1) {
   const size_t pg = page_size();
   auto n = new_area(reg, g1 - g0);
   if (!n) return std::move(n).error();
   const int fd = reg.areas[*n].fd.get();
-  auto view = MmapArea::map(size_t(g1 - g0), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0,
-                            "a new memfd area");
+  auto view =
+      MmapArea::map(size_t(g1 - g0), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, "a new memfd area");
   if (!view) return std::move(view).error();
   auto* dst = static_cast<uint8_t*>(view->get());
   const auto* src = reinterpret_cast<const uint8_t*>(uintptr_t(g0));
   const uint64_t len = g1 - g0;
+  WriteFence fence(g0, g1);  // when it cannot be armed, the window stays open
   if (len > 2 * pg) copy_run(dst + pg, src + pg, len - 2 * pg, pg);
   copy_run(dst, src, pg, pg);
   if (len > pg) copy_run(dst + len - pg, src + len - pg, pg, pg);
   // One mmap per run of equal protection (usually one for the whole gap).
+  size_t failed = last + 1;
+  int err = 0;
   for (size_t i = first; i <= last;) {
     size_t j = i;
     while (j < last && lines[j + 1].prot() == lines[i].prot()) j++;
     const uint64_t s = std::max(lines[i].start, g0), e = std::min(lines[j].end, g1);
     void* p = ::mmap(reinterpret_cast<void*>(uintptr_t(s)), size_t(e - s), lines[i].prot(),
                      MAP_SHARED | MAP_FIXED, fd, off_t(s - g0));
-    if (p == MAP_FAILED) return Error(errno, "mapping memfd over " + lines[i].range());
+    if (p == MAP_FAILED) {
+      err = errno;
+      failed = i;
+      break;
+    }
     i = j + 1;
   }
+  fence.release();
+  if (failed <= last) return Error(err, "mapping memfd over " + lines[failed].range());
   return {};
 }
 
@@ -278,7 +424,7 @@ Status check_lines(const Registry& reg, const std::vector<MapLine>& maps, size_t
 
 // The pieces over [lo, hi) once every line there is one of ours.
 Result<std::vector<SharedPiece>> collect(const Registry& reg, const std::vector<MapLine>& maps,
-                                         uint64_t lo, uint64_t hi) {
+                                         uint64_t lo, uint64_t hi, uint64_t first_new) {
   auto span = lines_over(maps, lo, hi);
   if (!span) return std::move(span).error();
   std::vector<SharedPiece> out;
@@ -298,10 +444,10 @@ Result<std::vector<SharedPiece>> collect(const Registry& reg, const std::vector<
       out.back().len += e - s;
       continue;
     }
-    auto fd = UniqueFd::dup(a->fd.get(), "memfd " + std::string(kAreaNamePrefix) +
-                                             std::to_string(n));
+    auto fd =
+        UniqueFd::dup(a->fd.get(), "memfd " + std::string(kAreaNamePrefix) + std::to_string(n));
     if (!fd) return std::move(fd).error();
-    out.push_back(SharedPiece{std::move(*fd), off, s, e - s});
+    out.push_back(SharedPiece{std::move(*fd), off, s, e - s, n, n >= first_new});
     last_n = n;
   }
   if (out.size() > kMaxPieces)
@@ -328,6 +474,7 @@ Result<std::vector<SharedPiece>> share_range(void* addr, size_t len) {
   if (!span) return std::move(span).error();
   MRC_TRY(check_lines(reg, *maps, span->first, span->second, lo, hi));
   // Every maximal run of private anonymous lines becomes one new area.
+  const uint64_t first_new = reg.next;
   bool changed = false;
   for (size_t i = span->first; i < span->second;) {
     if (!private_anonymous((*maps)[i])) {
@@ -348,7 +495,7 @@ Result<std::vector<SharedPiece>> share_range(void* addr, size_t len) {
     if (!maps) return std::move(maps).error();
   }
   prune(reg, *maps);
-  return collect(reg, *maps, lo, hi);
+  return collect(reg, *maps, lo, hi, first_new);
 }
 
 Result<void*> alloc_shared(size_t len) {
@@ -360,8 +507,8 @@ Result<void*> alloc_shared(size_t len) {
   std::lock_guard<std::mutex> lock(reg.mu);
   auto n = new_area(reg, size);
   if (!n) return std::move(n).error();
-  void* p = ::mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   reg.areas[*n].fd.get(), 0);
+  void* p =
+      ::mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_SHARED, reg.areas[*n].fd.get(), 0);
   if (p == MAP_FAILED) {
     const int e = errno;
     reg.areas.erase(*n);
@@ -387,6 +534,11 @@ Result<size_t> release_unmapped_areas() {
   auto maps = read_maps();
   if (!maps) return std::move(maps).error();
   return prune(reg, *maps);
+}
+
+bool write_fence_supported() {
+  static const bool ok = WriteFence::open_uffd().valid();
+  return ok;
 }
 
 size_t shared_area_count() {

@@ -6,10 +6,12 @@
 // path never comes here.
 //
 // What remapping changes for the application (service.md, "What remapping
-// changes"): a thread writing into [lo, hi) (edge pages included) between the
-// copy and the mmap loses that write; after fork() without exec the child
-// shares the remapped pages with its parent instead of copying them; pages
-// stay memfd-backed after dereg (un-sharing would cost another copy).
+// changes"): without write_fence_supported(), a thread writing into [lo, hi)
+// (edge pages included) between the copy and the mmap loses that write (with
+// it, such a writer waits a few milliseconds); fork() copies every remapped
+// page into the child (pthread_atfork handlers; the parent's forking thread
+// waits for the copy) instead of copy-on-write; pages stay memfd-backed
+// after dereg (un-sharing would cost another copy).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +33,13 @@ struct SharedPiece {
   uint64_t fd_offset = 0;
   uint64_t addr = 0;
   uint64_t len = 0;
+  // The area's number n ("mrc:<n>", unique in this process while the area
+  // lives): pieces of one memfd share it, so a client can send each area's
+  // descriptor once and name areas the service already holds by number.
+  uint64_t area = 0;
+  // The area was created by this share_range call (its pages were private
+  // anonymous memory until now).
+  bool created = false;
   PieceRef ref() const { return {fd.get(), fd_offset, addr, len}; }
 };
 
@@ -66,6 +75,14 @@ Status free_shared(void* p, size_t len);
 // share_range and free_shared do this themselves. Returns how many were
 // dropped.
 Result<size_t> release_unmapped_areas();
+
+// Whether share_range can fence off concurrent writers while it copies
+// (userfaultfd write protection with UFFD_FEATURE_WP_UNPOPULATED, Linux 6.4,
+// and userfaultfd allowed for this process, or UFFD_USER_MODE_ONLY). When
+// it can, a thread writing into the range during registration waits (for
+// the copy and the mmap) instead of losing its write; when it cannot, the
+// window of the header comment stays open.
+bool write_fence_supported();
 
 // Number of "mrc:" areas this process holds descriptors of (tests, stats).
 size_t shared_area_count();

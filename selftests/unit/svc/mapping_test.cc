@@ -79,33 +79,39 @@ TEST(MappedRegion, SamePagesBothWays) {
   ::munmap(buf, n + pg);
 }
 
-// fork without exec: the child shares the registered pages with its parent
-// (service.md, "What remapping changes"), unregistered heap stays
-// copy-on-write.
-TEST(MappedRegion, ForkedChildSharesRegisteredPages) {
+// fork without exec (service.md, "What remapping changes"): the child gets
+// a private copy of every registered page as it was at fork, heap pages
+// included, so its writes and its malloc stay its own; the parent's pages
+// and the service's view of them are untouched.
+TEST(MappedRegion, ForkedChildGetsPrivateCopy) {
   const size_t n = 2 << 20;
   auto* reg = static_cast<uint8_t*>(std::malloc(n));
-  auto* priv = static_cast<uint8_t*>(std::malloc(n));
   fill(reg, n, 81);
-  fill(priv, n, 82);
   auto ps = svc::share_range(reg, n);
   ASSERT_TRUE(ps.ok()) << ps.error().message();
   auto m = MappedRegion::map(refs(*ps), uint64_t(uintptr_t(reg)), n);
   ASSERT_TRUE(m.ok()) << m.error().message();
+  auto* host = static_cast<uint8_t*>(m->host());
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    reg[4096] = 0x11;
-    priv[4096] = 0x22;
-    _exit(reg[4096] == 0x11 ? 0 : 1);
+    if (!check(reg, n, 81)) _exit(1);
+    if (!private_page(reg) || !private_page(reg + n - 1)) _exit(2);
+    std::memset(reg, 0x11, n);  // its own copy
+    std::vector<void*> v;       // and its own heap
+    for (int i = 0; i < 2000; i++) v.push_back(std::malloc(size_t(16 + i)));
+    for (void* p : v) std::free(p);
+    _exit(reg[4096] == 0x11 ? 0 : 3);
   }
   int st = 0;
   ASSERT_EQ(::waitpid(pid, &st, 0), pid);
-  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  EXPECT_EQ(reg[4096], 0x11) << "the child's write is the parent's";
-  EXPECT_EQ(static_cast<uint8_t*>(m->host())[4096], 0x11) << "and the service's";
-  EXPECT_NE(priv[4096], 0x22) << "unregistered memory stays copy-on-write";
-  std::free(priv);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "1: contents, 2: still shared, 3: write lost";
+  EXPECT_TRUE(check(reg, n, 81)) << "the child's writes are not the parent's";
+  EXPECT_TRUE(all_pages_shared_mrc(reg, n)) << "the parent's pages are still registered";
+  // The service's view is still the parent's memory.
+  host[4096] = 0x22;
+  EXPECT_EQ(reg[4096], 0x22);
   std::free(reg);
 }
 
@@ -134,6 +140,15 @@ TEST(MappedRegion, RefusesUnsealedTooSmallAndNonMemfd) {
     ASSERT_FALSE(m.ok());
     EXPECT_EQ(m.error().code, EINVAL);
     EXPECT_NE(m.error().context.find("too small"), std::string::npos) << m.error().context;
+  }
+  {
+    // Sealed against writes: the service could not place a peer's WRITE.
+    UniqueFd fd = memfd(4 * pg, kSeals | F_SEAL_WRITE);
+    PieceRef p{fd.get(), 0, iova, 4 * pg};
+    auto m = MappedRegion::map({&p, 1}, iova, 4 * pg);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.error().code, EPERM);
+    EXPECT_NE(m.error().context.find("mapping piece 0"), std::string::npos) << m.error().context;
   }
   {
     char path[] = "/tmp/mrc_svc_map_XXXXXX";

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -22,6 +23,11 @@ namespace mrc::testing {
 namespace {
 
 using svc::SharedPiece;
+
+// A fixed mmap threshold from the start (glibc raises a dynamic one when
+// mmapped chunks are freed), so every malloc of 128 KiB or more in this
+// binary is its own mmapped chunk, whatever order the tests run in.
+[[maybe_unused]] const int kFixedMmapThreshold = ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
 // Small heap objects side by side: the registered one and both neighbours
 // keep their bytes, its pages become MAP_SHARED of an "mrc:" memfd, and
@@ -125,6 +131,11 @@ TEST(ShareRange, PartialOverlapReusesEarlierArea) {
   EXPECT_TRUE(tiles(*b, p + 64 * pg + 5, 192 * pg - 5));
   ASSERT_EQ(b->size(), 2u);
   EXPECT_EQ(inode_of((*b)[0].fd.get()), ino_a) << "the overlap is the earlier area";
+  EXPECT_TRUE((*a)[0].created);
+  EXPECT_EQ((*b)[0].area, (*a)[0].area);
+  EXPECT_FALSE((*b)[0].created);
+  EXPECT_TRUE((*b)[1].created);
+  EXPECT_NE((*b)[1].area, (*a)[0].area);
   EXPECT_EQ((*b)[0].fd_offset, 64 * pg);
   EXPECT_EQ((*b)[0].len, 64 * pg);
   EXPECT_NE(inode_of((*b)[1].fd.get()), ino_a);
@@ -155,6 +166,8 @@ TEST(ShareRange, SameRangeTwice) {
     EXPECT_EQ((*a)[i].fd_offset, (*b)[i].fd_offset);
     EXPECT_EQ((*a)[i].addr, (*b)[i].addr);
     EXPECT_EQ((*a)[i].len, (*b)[i].len);
+    EXPECT_EQ((*a)[i].area, (*b)[i].area);
+    EXPECT_FALSE((*b)[i].created) << "nothing new the second time";
   }
   EXPECT_TRUE(check(p, n, 21));
   std::free(p);
@@ -244,6 +257,48 @@ TEST(ShareRange, CallocAfterTrimIsZeroInEveryArena) {
   t.join();
   EXPECT_EQ(main_arena, 0) << "-1: sharing failed";
   EXPECT_EQ(thread_arena, 0) << "-1: sharing failed";
+}
+
+// A thread that keeps writing into the range (its interior, and a
+// neighbour on an edge page) while it is registered loses no write: with
+// the userfaultfd fence it waits during the copy and the mmap.
+TEST(ShareRange, ConcurrentWriterLosesNothingWithTheFence) {
+  if (!svc::write_fence_supported())
+    GTEST_SKIP() << "no userfaultfd write protection of unpopulated pages (Linux 6.4) here";
+  const size_t pg = svc::page_size(), n = 64 << 20;
+  auto* p = static_cast<uint8_t*>(
+      ::mmap(nullptr, n + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  fill(p, n, 45);  // every page populated: the copy takes a while
+  auto* interior = reinterpret_cast<volatile uint64_t*>(p + n / 2 + 64);
+  auto* edge = reinterpret_cast<volatile uint64_t*>(p + n + 8);  // next to the range's last page
+  *interior = 0;
+  *edge = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> progress{0};
+  uint64_t count = 0;  // the writer's own count, read after join
+  std::thread w([&] {
+    uint64_t c = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      *interior = *interior + 1;
+      *edge = *edge + 1;
+      progress.store(++c, std::memory_order_relaxed);
+    }
+    count = c;
+  });
+  while (progress.load() < 1000) std::this_thread::yield();
+  auto r = svc::share_range(p + 100, n + 16 - 100);  // the last page holds `edge`
+  // Let the writer run on the new mapping too, then stop it.
+  const uint64_t at = progress.load();
+  while (progress.load() < at + 1000) std::this_thread::yield();
+  stop = true;
+  w.join();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(all_pages_shared_mrc(p, n + 16));
+  EXPECT_EQ(*interior, count) << "writes into the interior lost";
+  EXPECT_EQ(*edge, count) << "writes into the edge page lost";
+  EXPECT_TRUE(fd_matches_memory(*r));
+  ::munmap(p, n + pg);
 }
 
 // Protection survives: a read-only private mapping stays read-only.
