@@ -406,7 +406,10 @@ Result<StatsRep> Client::stats() {
 void Client::ring_doorbell(uint32_t qp_handle, ClientQp& q) {
   if (!q.ctl->queued.exchange(1, std::memory_order_acq_rel)) (void)ready_.push(qp_handle);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (hdr_->engine_sleeping.load(std::memory_order_relaxed)) lib::wake(doorbell_.get());
+  if (hdr_->engine_sleeping.load(std::memory_order_relaxed)) {
+    const uint8_t one = 1;  // a pipe: a full one already wakes the service
+    (void)!write(doorbell_.get(), &one, 1);
+  }
 }
 
 Status Client::post_send(void* post, const SendWr& wr) {

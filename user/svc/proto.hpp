@@ -87,7 +87,7 @@ struct HelloRep {
   uint8_t tx_live, nports, rsvd[2];
   WirePort ports[kMaxPorts];
   char tx_note[160];
-};  // fds: the shared area memfd, the doorbell eventfd
+};  // fds: the shared area memfd, the write end of the doorbell pipe
 
 struct Handle {
   uint32_t h;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -387,8 +388,12 @@ Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
   auto map = MmapArea::map(o_.area_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0,
                            "the shared area");
   if (!map) return std::move(map).error();
-  UniqueFd bell(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!bell) return errno_error(errno, "eventfd");
+  // The doorbell: a pipe. The service reads its own read end (non-blocking,
+  // an open file the client never holds: it cannot make our reads block);
+  // the client gets the write end.
+  int bp[2];
+  if (pipe2(bp, O_CLOEXEC | O_NONBLOCK) < 0) return errno_error(errno, "pipe2");
+  UniqueFd bell(bp[0]), bell_w(bp[1]);
   auto* area = static_cast<uint8_t*>(map->get());
   c.alloc = AreaAlloc(o_.area_bytes);
   const uint64_t ready_n = pow2_at_least(o_.max_qps), async_n = kAsyncSlots;
@@ -435,10 +440,9 @@ Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
   lib::wake(im_->wake_fd.get());  // sleep again with this client's doorbell
   Reply r{bytes(*rep), {}};
   auto a = UniqueFd::dup(c.area_fd.get(), "the shared area");
-  auto b = UniqueFd::dup(c.doorbell.get(), "the doorbell");
-  if (!a || !b) return err(EMFILE, "HELLO: duplicating descriptors");
+  if (!a) return err(EMFILE, "HELLO: duplicating descriptors");
   r.fds.push_back(std::move(*a));
-  r.fds.push_back(std::move(*b));
+  r.fds.push_back(std::move(bell_w));
   return r;
 }
 
@@ -812,8 +816,11 @@ void Server::woke() {
   for (auto& c : clients_) {
     if (!c->hello) continue;
     c->hdr->engine_sleeping.store(0, std::memory_order_relaxed);
-    uint64_t v;
-    (void)!read(c->doorbell.get(), &v, sizeof v);
+    // Empty the pipe (bounded: a flooding client costs at most 16 reads).
+    std::array<uint8_t, 4096> buf;
+    for (int k = 0;
+         k < 16 && read(c->doorbell.get(), buf.data(), buf.size()) == ssize_t(buf.size()); k++) {
+    }
   }
 }
 
