@@ -52,8 +52,7 @@ uint64_t once(size_t len, Case c) {
     if (pid == 0) _exit(p[64] == uint8_t(1 | 1) ? 0 : 1);
     t1 = mrc::mono_ns();  // fork() returned in the parent: the child's copy is done
     int st = 0;
-    if (pid < 0 || ::waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      t1 = t0;
+    if (pid < 0 || ::waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) t1 = t0;
   }
   ::munmap(p, len);
   (void)mrc::svc::release_unmapped_areas();

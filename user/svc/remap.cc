@@ -134,6 +134,8 @@ std::string refusal(const MapLine& m) {
     what = "the stack";
   else if (m.shared && (m.name.rfind("/dev/zero", 0) == 0 || m.name.rfind("[anon_shmem", 0) == 0))
     what = "MAP_SHARED anonymous memory (" + m.name + ")";
+  else if (m.name.rfind("/anon_hugepage", 0) == 0)
+    what = "huge-page memory (MAP_HUGETLB)";
   else if (m.name.rfind("/dev/", 0) == 0)
     what = "device memory (" + m.name + ")";
   else if (m.name.rfind("/SYSV", 0) == 0)

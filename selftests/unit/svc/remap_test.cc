@@ -330,6 +330,18 @@ TEST(ShareRange, RefusesSharedAnonymous) {
   ::munmap(p, 4 * pg);
 }
 
+TEST(ShareRange, RefusesHugePages) {
+  const size_t n = 2 << 20;
+  void* p =
+      ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+  if (p == MAP_FAILED) GTEST_SKIP() << "no huge pages reserved (vm.nr_hugepages)";
+  auto r = svc::share_range(p, 4096);
+  ::munmap(p, n);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, EOPNOTSUPP);
+  EXPECT_NE(r.error().context.find("MAP_HUGETLB"), std::string::npos) << r.error().context;
+}
+
 TEST(ShareRange, RefusesFileMappingsAndChangesNothing) {
   const size_t pg = svc::page_size();
   char path[] = "/tmp/mrc_svc_remap_XXXXXX";
