@@ -516,15 +516,17 @@ Status Context::dereg_mr(const MemoryRegion& mr) {
 
 Result<std::unique_ptr<CompChannel>> Context::create_comp_channel() {
   auto ch = std::make_unique<CompChannel>();
-  ch->fd_ = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-  if (ch->fd_ < 0) return errno_error(errno, "create_comp_channel: eventfd");
   ch->ctx_ = this;
   if (impl_->svc) {
-    auto st = impl_->svc->create_channel(ch->fd_);
+    // The service's pipe: its read end is the channel's descriptor.
+    auto st = impl_->svc->create_channel();
     if (!st) return std::move(st).error();
-    ch->state_ = *st;
+    ch->fd_ = st->fd;
+    ch->state_ = st->state;
     return ch;
   }
+  ch->fd_ = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (ch->fd_ < 0) return errno_error(errno, "create_comp_channel: eventfd");
   std::lock_guard<std::mutex> lk(impl_->mu);
   impl_->channels.push_back(std::make_unique<ChannelState>());
   ch->state_ = impl_->channels.back().get();

@@ -1,6 +1,7 @@
 // libmrc's client backend of service mode (client.hpp).
 #include "svc/client.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -97,14 +98,12 @@ Status Client::hello(Context::Impl& im) {
     if (n.size() >= kIfName) return make_error(EINVAL, "open: interface name too long: " + n);
     std::memcpy(rq.ifnames[i], n.data(), n.size());
   }
-  async_fd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
-  if (!async_fd_) return errno_error(errno, "eventfd");
-  const int afd = async_fd_.get();
-  auto m = call(Op::kHello, &rq, sizeof rq, &afd, 1);
+  auto m = call(Op::kHello, &rq, sizeof rq);
   if (!m) return std::move(m).error().wrap("mrc-serviced at " + path_ + " refused this device");
   const HelloRep& r = *m->as<HelloRep>();
   area_fd_ = std::move(m->fds[0]);
   doorbell_ = std::move(m->fds[1]);
+  async_fd_ = std::move(m->fds[2]);
   struct stat st {};
   if (fstat(area_fd_.get(), &st) < 0 || uint64_t(st.st_size) != r.area_size ||
       r.area_size < sizeof(AreaHdr))
@@ -165,10 +164,12 @@ void Client::mark_dead(const std::string& why) {
   dead_why_ = "the mrc service (pid " + std::to_string(svc_pid_) + ") is gone (" + why +
               "); close and reopen the device";
   dead_.store(true, std::memory_order_release);
-  // Wake every waiter: channels (get_event then says EIO) and async events.
-  for (auto& ch : channels_)
-    if (ch) lib::wake(ch->fd);
-  lib::wake(async_fd_.get());
+  // Waiters on channels see their pipe's end (the service's write ends
+  // closed): get_event says EIO. The async pipe would stay readable at its
+  // end: an eventfd with one count takes its number, so a poller wakes once
+  // (get_async_event finds nothing) and then sleeps.
+  UniqueFd e(eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
+  if (e) (void)dup3(e.get(), async_fd_.get(), O_CLOEXEC);
 }
 
 // Waits for the service's end of the socket to close (POLLHUP: no data is
@@ -209,9 +210,9 @@ Result<Msg> Client::call(Op op, const void* req, size_t len, const int* fds, siz
 }
 
 bool Client::get_async_event(AsyncEvent& ev) {
-  if (!async_.pop(ev)) return false;
-  uint64_t v;
-  (void)!read(async_fd_.get(), &v, sizeof v);
+  if (dead_.load(std::memory_order_acquire) || !async_.pop(ev)) return false;
+  uint8_t b;
+  (void)!read(async_fd_.get(), &b, 1);  // the service's byte for this event
   return true;
 }
 
@@ -263,16 +264,16 @@ Status Client::dereg_mr(const MemoryRegion& mr) {
   return {};
 }
 
-Result<void*> Client::create_channel(int fd) {
-  auto m = call(Op::kCreateChannel, nullptr, 0, &fd, 1);
+Result<Client::Channel> Client::create_channel() {
+  auto m = call(Op::kCreateChannel, nullptr, 0);
   if (!m) return std::move(m).error();
   auto ch = std::make_unique<ClientChannel>();
   ch->c = this;
   ch->h = m->as<Handle>()->h;
-  ch->fd = fd;
+  ch->fd = m->fds[0].release();
   std::lock_guard<std::mutex> lk(obj_mu_);
   channels_.push_back(std::move(ch));
-  return static_cast<void*>(channels_.back().get());
+  return Channel{channels_.back().get(), channels_.back()->fd};
 }
 
 namespace {
@@ -457,9 +458,17 @@ Status Client::req_notify(void* ring) {
   if (r->c->dead_.load(std::memory_order_acquire)) return r->c->gone();
   r->ctl->armed.store(1, std::memory_order_seq_cst);
   // A completion that raced with arming must not be lost.
+  // Only the service writes the channel's pipe: ask it (once per CQ while
+  // a request is pending) through the ready ring.
   if (!r->ring.empty() && r->ctl->armed.exchange(0)) {
     r->ctl->fired.fetch_add(1, std::memory_order_acq_rel);
-    lib::wake(r->ch->fd);
+    Client& c = *r->c;
+    if (!r->ctl->kick.exchange(1, std::memory_order_acq_rel)) (void)c.ready_.push(kCqKick | r->h);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (c.hdr_->engine_sleeping.load(std::memory_order_relaxed)) {
+      const uint8_t one = 1;
+      (void)!write(c.doorbell_.get(), &one, 1);
+    }
   }
   return {};
 }
@@ -469,8 +478,13 @@ Result<Cq*> Client::get_event(void* channel, int fd) {
   Client& c = *ch->c;
   for (;;) {
     if (c.dead_.load(std::memory_order_acquire)) return c.gone();
-    uint64_t v;
-    if (read(fd, &v, sizeof v) < 0) return errno_error(errno, "get_cq_event");
+    uint8_t b;
+    const ssize_t n = read(fd, &b, 1);  // one byte per event the service wrote
+    if (n < 0) return errno_error(errno, "get_cq_event");
+    if (n == 0) {  // the service's end closed: it is gone
+      c.mark_dead("its completion channel closed");
+      return c.gone();
+    }
     std::lock_guard<std::mutex> lk(c.obj_mu_);
     for (auto& q : c.cqs_) {
       if (q->ch != ch) continue;

@@ -59,7 +59,7 @@ struct ClientQp {
 struct ClientChannel {
   Client* c = nullptr;
   uint32_t h = 0;
-  int fd = -1;  // the CompChannel's eventfd (the channel owns it)
+  int fd = -1;  // the read end of the channel's pipe (the CompChannel owns it)
 };
 
 class Client {
@@ -82,8 +82,13 @@ class Client {
   Status dealloc_pd(uint32_t pd);
   Result<MemoryRegion> reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access);
   Status dereg_mr(const MemoryRegion& mr);
-  // Returns the ClientChannel (CompChannel::state_); fd stays the channel's.
-  Result<void*> create_channel(int fd);
+  // The ClientChannel (CompChannel::state_) and the read end of its pipe
+  // (CompChannel::fd_, owned by the channel from then on).
+  struct Channel {
+    void* state = nullptr;
+    int fd = -1;
+  };
+  Result<Channel> create_channel();
   struct Made {
     uint32_t h = 0, qpn = 0;
     void* ring = nullptr;

@@ -49,7 +49,7 @@ bool op_shape(uint16_t op, OpShape& s) {
   constexpr uint32_t H = sizeof(Handle);
   switch (Op(op)) {
     case Op::kHello:
-      s = {sizeof(HelloReq), 1, sizeof(HelloRep), 2, false};
+      s = {sizeof(HelloReq), 0, sizeof(HelloRep), 3, false};
       return true;
     case Op::kAllocPd:
       s = {0, 0, H, 0, false};
@@ -67,7 +67,7 @@ bool op_shape(uint16_t op, OpShape& s) {
       s = {sizeof(CreateCqReq), 0, sizeof(CreateCqRep), 0, false};
       return true;
     case Op::kCreateChannel:
-      s = {0, 1, H, 0, false};
+      s = {0, 0, H, 1, false};
       return true;
     case Op::kCreateQp:
       s = {sizeof(CreateQpReq), 0, sizeof(CreateQpRep), 0, false};

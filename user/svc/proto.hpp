@@ -67,7 +67,7 @@ struct HelloReq {
   uint16_t udp_port;
   uint8_t nifs, rsvd;
   char ifnames[kMaxPorts][kIfName];  // NUL-terminated within kIfName
-};                                   // fds: the client's async eventfd
+};
 
 struct WirePort {
   uint8_t port, link_up, naddrs, rsvd;
@@ -87,7 +87,8 @@ struct HelloRep {
   uint8_t tx_live, nports, rsvd[2];
   WirePort ports[kMaxPorts];
   char tx_note[160];
-};  // fds: the shared area memfd, the write end of the doorbell pipe
+};  // fds: the shared area memfd, the write end of the doorbell pipe, the read
+    // end of the async event pipe
 
 struct Handle {
   uint32_t h;
@@ -111,7 +112,8 @@ struct CreateCqRep {
   uint32_t h, rsvd;
   CqLayout lay;
 };
-// CREATE_CHANNEL: no payload, fds: the eventfd the service writes.
+// CREATE_CHANNEL: no payload; the reply's fd: the read end of the channel's
+// pipe (the service keeps the write end).
 struct CreateQpReq {
   QpInitAttr init;  // send_cq, recv_cq and pd are client handles
 };

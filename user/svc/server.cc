@@ -48,7 +48,7 @@ struct Server::ClientState {
   gid_t gid = 0;
   bool hello = false;
   unsigned bad_in_row = 0;
-  UniqueFd area_fd, doorbell, async_efd;
+  UniqueFd area_fd, doorbell, async_w;
   MmapArea area_map;
   uint8_t* area = nullptr;
   uint64_t area_size = 0;
@@ -69,19 +69,11 @@ namespace {
 constexpr uint32_t kAsyncSlots = 4096;
 constexpr unsigned kMaxBadInRow = 64;
 
-// Writes one count to an eventfd a client gave us, never blocking: a client
-// that filled its counter loses the wake-up, the engine does not wait.
+// Makes a client's channel or async pipe readable: one byte on the write
+// end only the service holds (non-blocking: a full pipe is readable anyway).
 void notify(int fd) {
-  pollfd p{fd, POLLOUT, 0};
-  if (::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) lib::wake(fd);
-}
-
-// Is fd an eventfd? (A client may pass any descriptor.)
-bool is_eventfd(int fd) {
-  char path[64], link[64] = {};
-  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  const ssize_t n = readlink(path, link, sizeof link - 1);
-  return n > 0 && std::string(link, size_t(n)) == "anon_inode:[eventfd]";
+  const uint8_t one = 1;
+  (void)!write(fd, &one, 1);
 }
 
 Error err(int code, const std::string& s) { return Error(code, s); }
@@ -378,7 +370,6 @@ Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
   if (rq.udp_port != o_.dev.udp_port)
     return err(EINVAL, "mrc-serviced runs UDP port " + std::to_string(o_.dev.udp_port));
   MRC_TRY(check_same_netns(c.pid));
-  if (!is_eventfd(m.fds[0].get())) return err(EINVAL, "HELLO: the async descriptor is no eventfd");
   // The shared area: sealed so the client cannot shrink it under us.
   UniqueFd fd(memfd_create("mrc:svc-area", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) return errno_error(errno, "memfd_create");
@@ -394,9 +385,12 @@ Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
   int bp[2];
   if (pipe2(bp, O_CLOEXEC | O_NONBLOCK) < 0) return errno_error(errno, "pipe2");
   UniqueFd bell(bp[0]), bell_w(bp[1]);
+  // Async events: a pipe whose write end only the service holds.
+  if (pipe2(bp, O_CLOEXEC | O_NONBLOCK) < 0) return errno_error(errno, "pipe2");
+  UniqueFd async_r(bp[0]), async_w(bp[1]);
   auto* area = static_cast<uint8_t*>(map->get());
   c.alloc = AreaAlloc(o_.area_bytes);
-  const uint64_t ready_n = pow2_at_least(o_.max_qps), async_n = kAsyncSlots;
+  const uint64_t ready_n = pow2_at_least(o_.max_qps + o_.max_cqs), async_n = kAsyncSlots;
   const uint64_t ready_off = c.alloc.alloc(ring_bytes<uint32_t>(ready_n));
   const uint64_t async_off = c.alloc.alloc(ring_bytes<AsyncEvent>(async_n));
   if (!ready_off || !async_off) return err(ENOMEM, "mrc-serviced: shared area too small");
@@ -427,7 +421,7 @@ Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
     c.hdr = hdr;
     c.area_fd = std::move(fd);
     c.doorbell = std::move(bell);
-    c.async_efd = std::move(m.fds[0]);
+    c.async_w = std::move(async_w);
     c.hello = true;
     rep->attr = im_->eng->device_attr();
     rep->max_path_mtu = im_->max_path_mtu;
@@ -443,6 +437,7 @@ Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
   if (!a) return err(EMFILE, "HELLO: duplicating descriptors");
   r.fds.push_back(std::move(*a));
   r.fds.push_back(std::move(bell_w));
+  r.fds.push_back(std::move(async_r));
   return r;
 }
 
@@ -610,10 +605,16 @@ Result<Server::Reply> Server::op_simple(ClientState& c, Msg& m) {
       return Reply{bytes(Handle{uint32_t(c.pds.size() - 1)}), {}};
     }
     case Op::kCreateChannel: {
-      if (!is_eventfd(m.fds[0].get()))
-        return err(EINVAL, "create_comp_channel: the descriptor is no eventfd");
-      c.channels.push_back(std::move(m.fds[0]));
-      return Reply{bytes(Handle{uint32_t(c.channels.size() - 1)}), {}};
+      // The channel's pipe: the client reads (blocking, as an eventfd
+      // channel is), the service writes its own non-blocking end.
+      int p[2];
+      if (pipe2(p, O_CLOEXEC) < 0) return errno_error(errno, "pipe2");
+      UniqueFd rd(p[0]), wr(p[1]);
+      if (fcntl(wr.get(), F_SETFL, O_NONBLOCK) < 0) return errno_error(errno, "fcntl");
+      c.channels.push_back(std::move(wr));
+      Reply r{bytes(Handle{uint32_t(c.channels.size() - 1)}), {}};
+      r.fds.push_back(std::move(rd));
+      return r;
     }
     case Op::kQueryQp:
     case Op::kQpStats: {
@@ -700,7 +701,7 @@ bool deliver_to(const std::vector<UniqueFd>& channels, Server::SCq& q, const Wc*
 }  // namespace
 
 void Server::push_async(ClientState& c, const AsyncEvent& ev) {
-  if (c.async.produce(ev)) notify(c.async_efd.get());
+  if (c.async.produce(ev)) notify(c.async_w.get());
 }
 
 // One QP's posted work into the engine: at most one ring's worth of each
@@ -755,6 +756,18 @@ bool Server::drain(core::Engine& eng) {
     uint32_t h;
     for (uint64_t k = c.ready.size(); k-- && c.ready.consume(h);) {
       any = true;
+      if (h & kCqKick) {
+        const uint32_t cq = h & ~kCqKick;
+        if (!valid(c.cqs, cq)) {
+          cnt_.bad_ready++;
+          continue;
+        }
+        SCq& q = *c.cqs[cq];
+        q.ctl->kick.store(0, std::memory_order_seq_cst);
+        if (q.channel >= 0 && size_t(q.channel) < c.channels.size())
+          notify(c.channels[size_t(q.channel)].get());
+        continue;
+      }
       if (!valid(c.qps, h)) {
         cnt_.bad_ready++;
         continue;

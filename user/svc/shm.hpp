@@ -89,7 +89,12 @@ struct alignas(kLine) QpCtl {
 // overflow: the service found the ring full.
 struct alignas(kLine) CqCtl {
   std::atomic<uint32_t> armed, fired, overflow;
+  std::atomic<uint32_t> kick;  // 1 while a kCqKick entry of this CQ is in the ready ring
 };
+// A ready-ring entry with this bit names a CQ, not a QP: req_notify found a
+// completion that raced with arming and asks the service to make the
+// channel's descriptor readable (only the service can write it).
+constexpr uint32_t kCqKick = 1u << 31;
 
 // Where a QP's or a CQ's pieces live in the area (replies of CREATE_QP and
 // CREATE_CQ; the service keeps its own copy).

@@ -130,10 +130,9 @@ bool hello(Honest& h, const std::string& path, const std::vector<std::string>& i
   rq.nifs = uint8_t(ifs.size());
   for (size_t i = 0; i < ifs.size(); i++)
     std::strncpy(rq.ifnames[i], ifs[i].c_str(), svc::kIfName - 1);
-  h.async.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  const int a = h.async.get();
-  auto m = call(h, svc::Op::kHello, &rq, sizeof rq, &a, 1);
-  if (!m || m->hdr.status || m->fds.size() != 2) return false;
+  auto m = call(h, svc::Op::kHello, &rq, sizeof rq);
+  if (!m || m->hdr.status || m->fds.size() != 3) return false;
+  h.async = std::move(m->fds[2]);
   h.size = m->as<svc::HelloRep>()->area_size;
   h.area_fd = std::move(m->fds[0]);
   h.bell = std::move(m->fds[1]);
