@@ -4,7 +4,9 @@
 // descriptors of the wrong kind, requests before HELLO, foreign handles) and,
 // after an honest HELLO and a real PD, CQ and QP, writes random bytes over its
 // whole shared area, publishes garbage work requests and ready entries and
-// floods the doorbell. It checks nothing itself; the test checks that the
+// floods the doorbell. First it checks isolation (exit 1 if broken): a
+// second client naming the first's QP handle or lkey gets EINVAL, as for
+// nonexistent ones, and the first's objects stay. The test checks that the
 // service and an honest transfer beside it survive. Prints what it sent.
 //   svc_garbage SOCKET IF[,IF...] SECONDS SEED
 #include <fcntl.h>
@@ -14,16 +16,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "svc/client.hpp"
 #include "svc/proto.hpp"
+#include "svc/remap.hpp"
 
 namespace svc = mrc::svc;
 using mrc::UniqueFd;
@@ -201,6 +206,61 @@ void area_garbage(Honest& h) {
   area_writes++;
 }
 
+// Two honest clients: the second names the first's second QP handle and
+// its region's lkey; the service must answer exactly as for a handle that
+// does not exist (EINVAL), and the first's objects must stay.
+bool isolation(const std::string& path, const std::vector<std::string>& ifs) {
+  Honest a, b;
+  if (!hello(a, path, ifs) || !hello(b, path, ifs)) {
+    std::printf("isolation: HELLO failed\n");
+    return false;
+  }
+  svc::CreateQpReq qr{};
+  qr.init.pd = 0;
+  qr.init.send_cq = qr.init.recv_cq = 0;
+  auto q = call(a, svc::Op::kCreateQp, &qr, sizeof qr);  // a's handle 1
+  const size_t len = 1 << 20;
+  void* buf = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  auto pieces = svc::share_range(buf, len);
+  if (!q || q->hdr.status || !pieces || pieces->size() != 1) {
+    std::printf("isolation: setup failed\n");
+    return false;
+  }
+  auto rq = std::make_unique<svc::RegMrReq>();
+  *rq = svc::RegMrReq{};
+  rq->iova = uint64_t(reinterpret_cast<uintptr_t>(buf));
+  rq->length = len;
+  rq->access = mrc::kAccessLocalWrite | mrc::kAccessRemoteWrite;
+  rq->npieces = 1;
+  rq->pieces[0] = {(*pieces)[0].fd_offset, (*pieces)[0].addr, (*pieces)[0].len};
+  const int pfd = (*pieces)[0].fd.get();
+  auto mr = call(a, svc::Op::kRegMr, rq.get(), sizeof *rq, &pfd, 1);
+  if (!mr || mr->hdr.status) {
+    std::printf("isolation: reg_mr failed\n");
+    return false;
+  }
+  const uint32_t lkey = mr->as<svc::RegMrRep>()->lkey;
+  bool ok = true;
+  auto expect = [&](const char* what, Honest& h, svc::Op op, uint32_t handle, int want) {
+    svc::Handle hd{handle};
+    auto m = call(h, op, &hd, sizeof hd);
+    const int got = m ? m->hdr.status : -1;
+    std::printf("isolation: %s: %s (want %s)\n", what, got ? std::strerror(got) : "ok",
+                want ? std::strerror(want) : "ok");
+    if (got != want) ok = false;
+  };
+  expect("B queries A's QP handle 1", b, svc::Op::kQueryQp, 1, EINVAL);
+  expect("B destroys A's QP handle 1", b, svc::Op::kDestroyQp, 1, EINVAL);
+  expect("B deregisters A's lkey", b, svc::Op::kDeregMr, lkey, EINVAL);
+  expect("B deallocates a PD handle it does not have", b, svc::Op::kDeallocPd, 7, EINVAL);
+  expect("A queries its QP handle 1", a, svc::Op::kQueryQp, 1, 0);
+  expect("A deregisters its lkey", a, svc::Op::kDeregMr, lkey, 0);
+  munmap(a.area, a.size);
+  munmap(b.area, b.size);
+  munmap(buf, len);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +273,7 @@ int main(int argc, char** argv) {
   for (char* t = std::strtok(argv[2], ","); t; t = std::strtok(nullptr, ",")) ifs.push_back(t);
   const double secs = std::atof(argv[3]);
   rng.seed(std::strtoull(argv[4], nullptr, 0));
+  if (!isolation(path, ifs)) return 1;
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

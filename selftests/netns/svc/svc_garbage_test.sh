@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# A client that sends mrc-serviced garbage (svc_garbage: random and malformed
+# Isolation first (svc_garbage: a second client naming the first's QP handle
+# and lkey gets EINVAL, as for nonexistent ones; the first's objects stay).
+# Then a client that sends mrc-serviced garbage (svc_garbage: random and malformed
 # control messages, wrong descriptors, foreign handles, random bytes over its
 # whole shared area, published garbage work requests and ready entries,
 # doorbell floods) for 5 s, beside an honest mrc_perf --verify pair through
@@ -49,8 +51,9 @@ gpid=$!
 T_PIDS+=("$gpid")
 pair honest 7
 wait "$gpid"
-t_eq "the garbage client ran to its end" "$?" 0
+t_eq "the garbage client ran to its end (isolation held)" "$?" 0
 cat "$T_TMP/garbage.log"
+t_eq "isolation checks" "$(grep -c '^isolation: .*(want' "$T_TMP/garbage.log")" 6
 t_check "service A still runs" kill -0 "${SVC_PID[A]}"
 pair after 1
 for h in A B; do
