@@ -37,6 +37,9 @@ int main(int argc, char **argv)
 	struct mrc_device *d;
 
 	memset(&o, 0, sizeof(o));
+	/* Exclusive mode must not use an mrcd of the machine (its pinned maps
+	 * are global); service mode ignores the flag. */
+	o.flags = MRC_DEVICE_NO_MRCD;
 	if (argc > 1 && !strcmp(argv[1], "-x")) {
 		o.flags |= MRC_DEVICE_EXCLUSIVE;
 		a++;
