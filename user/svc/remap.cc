@@ -271,11 +271,62 @@ bool all_zero(const uint8_t* p, size_t n) {
   return true;
 }
 
-// Copies one page-aligned run into the memfd view, skipping pages that are
-// all zero (the memfd reads zero there without allocating a page).
-void copy_run(uint8_t* dst, const uint8_t* src, uint64_t len, size_t pg) {
-  for (uint64_t o = 0; o < len; o += pg)
+// Which pages of a private anonymous range were never touched, so are zero
+// and need not even be read, from /proc/self/pagemap (one 64-bit entry per
+// page: bit 63 present, bit 62 swapped). The entries are read into memory of
+// their own, so reading them inside the write fence allocates nothing. Read
+// once before the fence (a page neither present nor swapped is untouched)
+// and once inside it (the fence's markers on untouched pages look like swap
+// entries, but a page a writer populated in between is present): a page is
+// skipped when it was untouched before and is not present inside. Without
+// pagemap every page is read. Only for private anonymous memory: a shared
+// mapping's pages can hold data without a page table entry here.
+class PageMap {
+ public:
+  PageMap(uint64_t addr, uint64_t npages, size_t pg) : addr_(addr), n_(npages), pg_(pg) {
+    fd_ = UniqueFd(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+    if (!fd_) return;
+    auto b = MmapArea::map(size_t(npages * 16), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0, "pagemap entries");
+    if (b) buf_ = std::move(*b);
+    before_ = fill(0);
+  }
+  // Inside the fence (or right before copying without one).
+  void reread() { after_ = before_ && fill(n_); }
+  bool untouched(uint64_t k) const {
+    if (!after_) return false;
+    const auto* e = static_cast<const uint64_t*>(buf_.get());
+    return !(e[k] & (uint64_t(3) << 62)) && !(e[n_ + k] & (uint64_t(1) << 63));
+  }
+
+ private:
+  bool fill(uint64_t at) {
+    if (!fd_ || !buf_) return false;
+    const size_t want = size_t(n_ * 8);
+    auto* dst = static_cast<uint64_t*>(buf_.get()) + at;
+    return ::pread(fd_.get(), dst, want, off_t(addr_ / pg_ * 8)) == ssize_t(want);
+  }
+  uint64_t addr_, n_;
+  size_t pg_;
+  UniqueFd fd_;
+  MmapArea buf_;
+  bool before_ = false, after_ = false;
+};
+
+// Copies pages [k0, k0 + npages) of a run into the memfd view, skipping
+// untouched pages (`pm`, may be null) and pages that are all zero (the memfd
+// reads zero there without allocating a page).
+void copy_pages(uint8_t* dst, const uint8_t* src, uint64_t k0, uint64_t npages, size_t pg,
+                const PageMap* pm) {
+  for (uint64_t k = k0; k < k0 + npages; k++) {
+    if (pm && pm->untouched(k)) continue;
+    const uint64_t o = k * pg;
     if (!all_zero(src + o, pg)) std::memcpy(dst + o, src + o, pg);
+  }
+}
+
+void copy_run(uint8_t* dst, const uint8_t* src, uint64_t len, size_t pg) {
+  copy_pages(dst, src, 0, len / pg, pg, nullptr);
 }
 
 // A userfaultfd write-protection over [lo, hi) of private anonymous memory
@@ -345,10 +396,13 @@ Status remap_gap(Registry& reg, const std::vector<MapLine>& lines, size_t first,
   auto* dst = static_cast<uint8_t*>(view->get());
   const auto* src = reinterpret_cast<const uint8_t*>(uintptr_t(g0));
   const uint64_t len = g1 - g0;
+  const uint64_t np = len / pg;
+  PageMap pages(g0, np, pg);
   WriteFence fence(g0, g1);  // when it cannot be armed, the window stays open
-  if (len > 2 * pg) copy_run(dst + pg, src + pg, len - 2 * pg, pg);
-  copy_run(dst, src, pg, pg);
-  if (len > pg) copy_run(dst + len - pg, src + len - pg, pg, pg);
+  pages.reread();
+  if (np > 2) copy_pages(dst, src, 1, np - 2, pg, &pages);
+  copy_pages(dst, src, 0, 1, pg, &pages);
+  if (np > 1) copy_pages(dst, src, np - 1, 1, pg, &pages);
   // One mmap per run of equal protection (usually one for the whole gap).
   size_t failed = last + 1;
   int err = 0;
