@@ -32,6 +32,21 @@ struct PathParams {
   // no delivery on it in between, is failing as a whole: all its EVs become
   // ASSUMED_BAD at once (each is probed and readmitted on its own). 0 = off.
   uint32_t plane_suspect_losses = 8;
+  // ... and nothing delivered on it for max(2 srtt, min_rto, the QP's
+  // delivery-delay tail): the longest a first transmission took from its
+  // send to the report of its delivery, over the last 2-4 s, capped at
+  // this (0: the tail is not used). A host that stalls a plane's softirq or
+  // its receiver for milliseconds makes a healthy plane that silent; a plane
+  // silent longer than every delivery the QP has seen lately is dead.
+  Time plane_quiet_max = 10'000'000;
+  // An EV is retired for a silent loss only on evidence its plane cannot
+  // give when it is merely late: a packet sent after it on the same plane
+  // (another path of that plane) delivered, or the ACK timeout. A loss
+  // judged by time alone (the RACK timer, the cross-plane rule: the whole
+  // plane is late, as a host stall makes it) is resent and counts towards
+  // plane suspicion, but retires nothing by itself. false: every silent
+  // loss retires its EV at once (the rule before issue 25).
+  bool loss_needs_plane_evidence = true;
   // Grey failure: a plane that keeps losing packets silently while the QP's
   // other planes deliver is "lossy". Each plane's silent-loss rate (loss
   // episodes, see plane_loss, per packet sent on it) is measured over

@@ -380,6 +380,11 @@ struct QpStats {
   // Retired on a lossy plane (PathParams::plane_lossy_keep_evs) for losing
   // far more than the plane (PathParams::ev_outlier_ratio).
   uint64_t ev_outliers = 0;
+  // Silent losses judged by time alone (the RACK timer, the cross-plane
+  // rule; nothing sent later on the packet's plane delivered): resent, and
+  // counted towards plane suspicion, but no EV retired for them
+  // (PathParams::loss_needs_plane_evidence).
+  uint64_t losses_by_time = 0;
   // As responder: requests refused, nothing written (a bad rkey, address or
   // access right); answered with an AETH NAK, the QP stays up (a forged
   // request must not end it: the requester confirms a real one by resending).

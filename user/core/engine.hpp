@@ -179,7 +179,11 @@ class Engine {
   void on_nack(Qp& qp, const codec::Packet& p, Time now);
   void on_aeth(Qp& qp, const codec::Packet& p, Time now);
   bool on_refusal(Qp& qp, uint32_t psn, Time now);
-  void mark_lost(Qp& qp, uint32_t psn, bool silent, EvEventReason why, Time now);
+  // `blame`: the loss is evidence against its path (a silent loss retires
+  // the EV); false: judged by time alone (PathParams::loss_needs_plane_evidence).
+  void mark_lost(Qp& qp, uint32_t psn, bool silent, EvEventReason why, Time now, bool blame = true);
+  void plane_suspect(Qp& qp, uint8_t port, Time now);
+  bool path_blamed(const Qp& qp, uint32_t psn) const;
   void rack(Qp& qp, uint32_t from, uint32_t upto, Time now);
   void rack_timer(Qp& qp, Time now);
   Time rack_wait(const Qp& qp) const;

@@ -159,6 +159,13 @@ struct Engine::Qp {
   Time latest_port[kMaxPorts + 1] = {};       // ... per plane
   uint32_t plane_losses[kMaxPorts + 1] = {};  // silent losses since the last delivery
   Time plane_heard[kMaxPorts + 1] = {};       // when a delivery on the plane was last reported
+  // The delivery-delay tail: the longest a first transmission took from
+  // its send to the report of its delivery, in the current window and the
+  // one before (windows of kTailWindow): what a healthy plane of this host
+  // has shown lately (plane suspicion waits longer than that).
+  static constexpr Time kTailWindow = 2'000'000'000;
+  Time dl_tail = 0, dl_tail_prev = 0, dl_tail_since = 0;
+  Time delivery_tail() const { return std::max(dl_tail, dl_tail_prev); }
   Time port_srtt[kMaxPorts + 1] = {};  // RTT of each plane (its queues differ from the others')
   Time port_rttvar[kMaxPorts + 1] = {};
   Time rack_due = kNever;  // a packet's plane RTT will have passed: judge again (RACK timer)
@@ -216,11 +223,20 @@ struct Engine::Qp {
       plane_losses[t.port] = 0;
       plane_heard[t.port] = now;
     }
+    if (t.tx_count == 1 && t.sent && now > t.sent) {
+      if (now - dl_tail_since >= kTailWindow) {
+        dl_tail_prev = now - dl_tail_since >= 2 * kTailWindow ? 0 : dl_tail;
+        dl_tail = 0;
+        dl_tail_since = now;
+      }
+      dl_tail = std::max(dl_tail, now - t.sent);
+    }
     if (t.tx_count > 1 && now - t.sent < min_rtt) return;
     latest_delivered = std::max(latest_delivered, t.sent);
     if (t.port <= kMaxPorts) latest_port[t.port] = std::max(latest_port[t.port], t.sent);
   }
   TxPkt& pkt(uint32_t psn) { return win[psn & win_mask]; }
+  const TxPkt& pkt(uint32_t psn) const { return win[psn & win_mask]; }
   // A SACK's parts: its bitmap, its RTT sample and what the sample updates.
   // Defined inline in requester.cc, for Engine::on_sack alone (the per-SACK
   // path: no call of its own).

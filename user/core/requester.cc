@@ -116,7 +116,7 @@ void Engine::remote_ports(Qp& q, uint32_t down, Time now) {
   }
 }
 
-void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time now) {
+void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time now, bool blame) {
   TxPkt& t = q.pkt(psn);
   if (t.flags & (kTxSacked | kTxLost)) return;
   t.flags |= kTxLost;
@@ -129,6 +129,18 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   if (silent && !(t.flags & kTxNacked)) q.paths.plane_loss(t.port, now);
   if (silent && !(t.flags & kTxNacked) && t.ev < q.paths.size() &&
       q.paths.at(t.ev).state != EvState::kAssumedBad) {
+    // Judged by time alone (its whole plane late: nothing sent after it on
+    // the plane delivered): no evidence against this path more than against
+    // its siblings. A host that stalls the plane's softirq or receiver for
+    // milliseconds makes a healthy plane look exactly so, and retiring its
+    // EVs one by one retired hundreds of healthy EVs a second on a loaded
+    // host (issue 25). Resent all the same; a plane that stays silent is
+    // retired as a whole below.
+    if (!blame && cfg_.paths.loss_needs_plane_evidence) {
+      q.stats.losses_by_time++;
+      plane_suspect(q, t.port, now);
+      return;
+    }
     // On a plane that loses everywhere (PathSet::plane_lossy) one EV is no
     // worse than its siblings: retiring it, probing it and readmitting it
     // buys nothing and costs K probes per loss. The loss still counts
@@ -149,29 +161,39 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
     if (!keep) q.paths.assume_bad(t.ev, why, now, outlier);
     if (keep || q.paths.at(t.ev).state == EvState::kAssumedBad) {
       if (!keep) t.flags |= kTxDemoted;
-      // Many distinct EVs of one plane failing with nothing delivered on it:
-      // the plane (a NIC port's far side, a T0) is down. Retire all of it.
-      // ... and for longer than an RTT: a burst of inferred losses inside one
-      // SACK is not a dead plane.
-      const uint32_t k = cfg_.paths.plane_suspect_losses;
-      const Time quiet = std::max(2 * q.srtt, cfg_.min_rto);
-      if (k && t.port <= kMaxPorts && ++q.plane_losses[t.port] >= k &&
-          now - q.plane_heard[t.port] > quiet) {
-        q.plane_losses[t.port] = 0;
-        q.stats.plane_suspects++;
-        q.paths.assume_plane_bad(t.port, EvEventReason::kPlaneLoss, now);
-        // Whatever went out on it after its last delivery is gone too:
-        // resend it now instead of waiting to infer each loss.
-        const uint8_t port = t.port;
-        for (uint32_t p = q.una; p != q.next_psn; p = codec::psn_add(p, 1)) {
-          TxPkt& o = q.pkt(p);
-          if (o.port == port && !(o.flags & (kTxSacked | kTxLost)) &&
-              o.sent >= q.latest_port[port]) {
-            o.flags |= kTxNacked;  // its EV is already retired
-            mark_lost(q, p, false, EvEventReason::kPlaneLoss, now);
-          }
-        }
-      }
+      plane_suspect(q, t.port, now);
+    }
+  }
+}
+
+// A silent loss on `port`. Many of them (plane_suspect_losses) with
+// nothing delivered on the plane: the plane (a NIC port's far side, a T0)
+// is down. Retire all of it. ... but only once it has been silent for
+// longer than an RTT (a burst of inferred losses inside one SACK is not a
+// dead plane) and than the QP's delivery-delay tail (plane_quiet_max): a
+// plane whose softirq or receiver this host stalled for milliseconds is as
+// silent for that long, and every delivery it then reports took as long.
+void Engine::plane_suspect(Qp& q, uint8_t port, Time now) {
+  const uint32_t k = cfg_.paths.plane_suspect_losses;
+  if (!k || port > kMaxPorts || ++q.plane_losses[port] < k) return;
+  Time quiet = std::max(2 * q.srtt, cfg_.min_rto);
+  if (cfg_.paths.plane_quiet_max)
+    quiet = std::max(quiet, std::min(q.delivery_tail(), cfg_.paths.plane_quiet_max));
+  if (now - q.plane_heard[port] <= quiet) return;
+  // ... and other planes delivered what was sent that long after this
+  // plane's latest delivery: a host or a receiver that stalled silences
+  // every plane at once, and then no plane is worse than another.
+  if (q.latest_delivered <= q.latest_port[port] + quiet) return;
+  q.plane_losses[port] = 0;
+  q.stats.plane_suspects++;
+  q.paths.assume_plane_bad(port, EvEventReason::kPlaneLoss, now);
+  // Whatever went out on it after its last delivery is gone too: resend it
+  // now instead of waiting to infer each loss.
+  for (uint32_t p = q.una; p != q.next_psn; p = codec::psn_add(p, 1)) {
+    TxPkt& o = q.pkt(p);
+    if (o.port == port && !(o.flags & (kTxSacked | kTxLost)) && o.sent >= q.latest_port[port]) {
+      o.flags |= kTxNacked;  // its EV is already retired
+      mark_lost(q, p, false, EvEventReason::kPlaneLoss, now);
     }
   }
 }
@@ -194,6 +216,45 @@ Time Engine::rack_wait(const Qp& q) const {
   }
   if (!slowest) return kNever;
   return w + std::max(slowest / 2, q.reo_wnd) + q.reo_extra;
+}
+
+// Whether the silent loss of `psn` is evidence against its path rather
+// than against its whole plane being late: its siblings on the same plane
+// (packets over other EVs) sent right around it were delivered, one of the
+// next kSiblings sent after it and one of the last kBefore sent before it
+// (or everything before it: the cumulative ACK passed them). A path that
+// fails loses its own packets while its siblings, sent between them,
+// arrive. A host that holds a batch of a plane's packets (its softirq or
+// receiver stalled on one CPU while later packets pass through the other:
+// 1-4.4 ms on a loaded 2-CPU host) loses none, but delays the whole batch:
+// the siblings sent right before and after a "lost" packet are missing as
+// well, and only much later ones arrive; at the batch's edge one side is.
+bool Engine::path_blamed(const Qp& q, uint32_t psn) const {
+  constexpr uint32_t kSiblings = 4, kBefore = 2, kScan = 256;
+  const TxPkt& t = q.pkt(psn);
+  if (q.latest_port[t.port] <= t.sent) return false;  // nothing later on its plane arrived
+  bool after = false;
+  uint32_t seen = 0, n = 0;
+  for (uint32_t p = codec::psn_add(psn, 1); p != q.next_psn && n < kScan;
+       p = codec::psn_add(p, 1), n++) {
+    const TxPkt& o = q.pkt(p);
+    if (o.port != t.port || o.ev == t.ev || o.sent <= t.sent) continue;
+    if (o.flags & kTxSacked) {
+      after = true;
+      break;
+    }
+    if (++seen >= kSiblings) break;
+  }
+  if (!after) return false;
+  seen = n = 0;
+  for (uint32_t p = psn; p != q.una && n < kScan; n++) {
+    p = codec::psn_add(p, -1);
+    const TxPkt& o = q.pkt(p);
+    if (o.port != t.port || o.ev == t.ev) continue;
+    if (o.flags & kTxSacked) return true;
+    if (++seen >= kBefore) return false;
+  }
+  return true;  // the cumulative ACK covers what went before it
 }
 
 // The RACK timer: packets that SACKs reported missing, with something sent
@@ -225,7 +286,7 @@ void Engine::rack_timer(Qp& q, Time now) {
     const Time due = t.sent + wait;
     if (now >= due) {
       q.stats.rtx_sack++;
-      mark_lost(q, psn, true, EvEventReason::kSilentLoss, now);
+      mark_lost(q, psn, true, EvEventReason::kSilentLoss, now, path_blamed(q, psn));
     } else {
       q.rack_due = std::min(q.rack_due, due);
     }
@@ -255,7 +316,7 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
     if ((t.flags & (kTxSacked | kTxLost)) || !q.latest_delivered) continue;
     if (q.latest_port[t.port] > t.sent + q.reo_wnd || q.latest_delivered > t.sent + cross) {
       q.stats.rtx_sack++;
-      mark_lost(q, psn, true, EvEventReason::kSilentLoss, now);
+      mark_lost(q, psn, true, EvEventReason::kSilentLoss, now, path_blamed(q, psn));
       continue;
     }
     // Something sent after it arrived: overdue once its plane's RTT passed.
@@ -636,7 +697,12 @@ void Engine::requester_timers(Qp& q, Time now) {
         if (now - t.sent + 1 >= base || psn == q.una) {
           bytes += t.len;
           q.stats.rtx_timeout++;
-          mark_lost(q, psn, true, EvEventReason::kTimeout, now);
+          // Nothing acknowledged for a whole ACK timeout: no evidence
+          // against one path unless its siblings delivered (path_blamed).
+          // A host that stalls its receiver or its own engine that long
+          // silences every plane; retiring everything in flight then
+          // retired every healthy EV at once.
+          mark_lost(q, psn, true, EvEventReason::kTimeout, now, path_blamed(q, psn));
         }
       }
       if (bytes) q.cc.on_timeout(q.attr.path_mtu);

@@ -162,6 +162,9 @@ FILE* g_ev_log = nullptr;
       "                       probe_relapse_max_us,\n"
       "                       probe_timeout_us, probe_successes, probe_inflight_max\n"
       "                       (probes of one QP at once; 0: no limit), plane_suspect_losses,\n"
+      "                       plane_quiet_max_us (0: plane suspicion ignores the delivery\n"
+      "                       delay tail), loss_needs_plane_evidence (0: a loss judged by\n"
+      "                       time alone retires its EV),\n"
       "                       plane_lossy_ppm (0: no down-weighting of a lossy plane),\n"
       "                       plane_lossy_ratio, plane_lossy_div, plane_window,\n"
       "                       plane_lossy_keep_evs, ev_outlier_ratio (0: an EV losing\n"
@@ -718,6 +721,10 @@ void apply_engine(core::EngineConfig& e,
       e.paths.probe_successes = uint32_t(n);
     else if (k == "plane_suspect_losses")
       e.paths.plane_suspect_losses = uint32_t(n);
+    else if (k == "plane_quiet_max_us")
+      e.paths.plane_quiet_max = us;
+    else if (k == "loss_needs_plane_evidence")
+      e.paths.loss_needs_plane_evidence = n != 0;
     else if (k == "plane_lossy_ppm")
       e.paths.plane_lossy_ppm = uint32_t(n);
     else if (k == "plane_lossy_ratio")
@@ -1013,6 +1020,7 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, ev_readmitted),
                   MRC_KV(*st, ev_promoted),
                   MRC_KV(*st, ev_undone),
+                  MRC_KV(*st, losses_by_time),
                   MRC_KV(*st, rem_access_errors),
                   MRC_KV(*st, imm_no_recv),
                   MRC_KV(*st, imm_over_limit),

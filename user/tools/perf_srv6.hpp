@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -59,11 +60,18 @@ Json srv6_ev_json(const Qp& q, const core::EvProfile& p) {
     for (const auto& x : p.evs)
       if (x.ev == e.ev && x.port == e.port) w = &x;
     if (!w) continue;  // not an SRv6 QP
+    // "ev" as --ev-log writes it; probes_sent > 0: it was ASSUMED_BAD at
+    // some point (only retired EVs are probed).
+    char evh[9];
+    std::snprintf(evh, sizeof evh, "%08x", unsigned(e.ev));
     a.push_back(Json{{"sid", codec::srv6_to_string(w->sid)},
                      {"hops", codec::srv6_hops_string(w->sid)},
+                     {"ev", evh},
                      {"port", e.port},
                      {"state", core::to_string(e.state)},
-                     {"tx_pkts", e.stats.tx_pkts}});
+                     {"tx_pkts", e.stats.tx_pkts},
+                     {"lost", e.stats.lost},
+                     {"probes_sent", e.stats.probes_sent}});
   }
   return a;
 }

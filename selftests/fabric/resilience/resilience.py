@@ -457,6 +457,28 @@ def eval_mrcd(run, r, s):
             after)
 
 
+def eval_quiet(run, r, s):
+    """No fault: how often a healthy plane or EV is retired (issue 21)."""
+    t, v = run.app_t, run.app_v
+    lo, hi = 1.0, run.end - 0.3
+    gp = median(bins(t, v, lo, hi))
+    stall = longest_stall_ms(t, v, 0.5, hi)
+    secs = max(hi - lo, 0.001)
+    planes = r.fig.get("plane_suspects") or 0
+    r.fig.update({"pre_gbps": rnd(gp), "during_gbps": rnd(gp), "after_gbps": None, "ratio": 1.0,
+                  "min_100ms_gbps": rnd(min(bins(t, v, lo, hi), default=None)),
+                  "min_10ms_gbps": rnd(min((x for _, x in window(t, v, lo, hi)), default=None)),
+                  "zero_10ms_bins_during": sum(1 for _, x in window(t, v, lo, hi) if x <= 0),
+                  "longest_stall_ms": stall, "window_s": rnd(secs, 2),
+                  "plane_retirements_per_min": rnd(planes * 60 / secs, 2),
+                  "evs_retired_per_s": rnd((r.fig.get("evs_retired") or 0) / secs, 1)})
+    r.main = ("plane retirements", planes, "")
+    r.check(f"at most {s['max_plane_retirements']} plane retirement(s) in {rnd(secs, 1)} s with no fault",
+            planes <= s["max_plane_retirements"], planes)
+    r.check(f"no stall longer than {s['max_stall_ms']} ms (10 ms bins without data)", stall <= s["max_stall_ms"],
+            f"{stall} ms")
+
+
 # ---------------------------------------------------------------------------
 # The suite
 
@@ -510,6 +532,9 @@ SUITE = {
         title="the same with every EV active (no backups: a readmitted EV is back in the spray at once)",
         eval=eval_window, fault="plane 1 loss", clear="plane 1 heal", min_ratio=0.5, max_stall_ms=500,
         target_ratio=0.95),
+    "15-quiet": dict(
+        title="no fault for 30 s (4 planes): at most one plane retirement",
+        eval=eval_quiet, max_plane_retirements=1, max_stall_ms=500),
 }
 
 
