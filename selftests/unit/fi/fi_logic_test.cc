@@ -91,9 +91,9 @@ TEST(FiRing, RandomConsumptionNeverOverrunsTheRing) {
   const uint32_t kSlots = 16;
   RxRing rx(kSlots);
   TxRing tx(kSlots);
-  std::deque<uint32_t> wire;     // slots written, not yet seen by the receiver
-  std::vector<uint32_t> held;    // slots the receiver holds
-  std::deque<uint32_t> acks;     // WRITE completions due to the sender (bounce)
+  std::deque<uint32_t> wire;   // slots written, not yet seen by the receiver
+  std::vector<uint32_t> held;  // slots the receiver holds
+  std::deque<uint32_t> acks;   // WRITE completions due to the sender (bounce)
   uint32_t sent = 0, consumed = 0;
   for (int step = 0; consumed < 20000 && step < 1000000; step++) {
     switch (rng() % 5) {
@@ -184,7 +184,7 @@ InfoConfig cfg() {
 }
 
 struct Info {
-  struct fi_info *fi = nullptr;
+  struct fi_info* fi = nullptr;
   ~Info() { fi_freeinfo(fi); }
 };
 
@@ -199,7 +199,7 @@ TEST(FiGetinfo, NoHintsGiveAMsgEndpointOnPlaneZero) {
   EXPECT_EQ(i.fi->caps & FI_TAGGED, 0u);
   EXPECT_EQ(i.fi->addr_format, uint32_t(FI_SOCKADDR_IN));
   ASSERT_EQ(i.fi->src_addrlen, sizeof(struct sockaddr_in));
-  auto *sa = static_cast<struct sockaddr_in *>(i.fi->src_addr);
+  auto* sa = static_cast<struct sockaddr_in*>(i.fi->src_addr);
   char a[32];
   EXPECT_STREQ(inet_ntop(AF_INET, &sa->sin_addr, a, sizeof a), "198.18.0.1");
   EXPECT_EQ(i.fi->dest_addr, nullptr);
@@ -213,25 +213,28 @@ TEST(FiGetinfo, NoHintsGiveAMsgEndpointOnPlaneZero) {
 
 TEST(FiGetinfo, NodeAndServiceNameThePeerOrTheSource) {
   Info d;
-  ASSERT_EQ(build_info(FI_VERSION(1, 17), cfg(), "198.18.0.2", "7000", 0, nullptr, &d.fi, nullptr), 0);
+  ASSERT_EQ(build_info(FI_VERSION(1, 17), cfg(), "198.18.0.2", "7000", 0, nullptr, &d.fi, nullptr),
+            0);
   ASSERT_NE(d.fi->dest_addr, nullptr);
-  auto *da = static_cast<struct sockaddr_in *>(d.fi->dest_addr);
+  auto* da = static_cast<struct sockaddr_in*>(d.fi->dest_addr);
   EXPECT_EQ(ntohs(da->sin_port), 7000);
   EXPECT_EQ(da->sin_addr.s_addr, inet_addr("198.18.0.2"));
   Info s;
-  ASSERT_EQ(build_info(FI_VERSION(1, 17), cfg(), nullptr, "7001", FI_SOURCE, nullptr, &s.fi, nullptr), 0);
-  auto *sa = static_cast<struct sockaddr_in *>(s.fi->src_addr);
+  ASSERT_EQ(
+      build_info(FI_VERSION(1, 17), cfg(), nullptr, "7001", FI_SOURCE, nullptr, &s.fi, nullptr), 0);
+  auto* sa = static_cast<struct sockaddr_in*>(s.fi->src_addr);
   EXPECT_EQ(ntohs(sa->sin_port), 7001);
   EXPECT_EQ(sa->sin_addr.s_addr, inet_addr("198.18.0.1"));
   EXPECT_EQ(s.fi->dest_addr, nullptr);
   Info bad;
-  EXPECT_EQ(build_info(FI_VERSION(1, 17), cfg(), nullptr, "port", FI_SOURCE, nullptr, &bad.fi, nullptr),
-            -FI_ENODATA);
+  EXPECT_EQ(
+      build_info(FI_VERSION(1, 17), cfg(), nullptr, "port", FI_SOURCE, nullptr, &bad.fi, nullptr),
+      -FI_ENODATA);
 }
 
 // Hints ofi_rxm sends its core provider (prov/rxm, rxm_info_to_core in 1.17).
 TEST(FiGetinfo, RxmCoreHintsAreMet) {
-  struct fi_info *h = fi_allocinfo();
+  struct fi_info* h = fi_allocinfo();
   h->caps = FI_MSG | FI_SEND | FI_RECV | FI_RMA | FI_READ | FI_REMOTE_READ | FI_REMOTE_WRITE;
   h->mode = FI_RX_CQ_DATA | FI_CONTEXT;
   h->ep_attr->type = FI_EP_MSG;
@@ -247,33 +250,36 @@ TEST(FiGetinfo, RxmCoreHintsAreMet) {
 
 TEST(FiGetinfo, HintsBeyondTheProviderAreRefusedWithAReason) {
   struct Case {
-    const char *name;
-    void (*set)(struct fi_info *);
+    const char* name;
+    void (*set)(struct fi_info*);
   } cases[] = {
-      {"tagged", [](struct fi_info *h) { h->caps = FI_TAGGED; }},
-      {"atomic", [](struct fi_info *h) { h->caps = FI_MSG | FI_ATOMIC; }},
-      {"rdm", [](struct fi_info *h) { h->ep_attr->type = FI_EP_RDM; }},
-      {"dgram", [](struct fi_info *h) { h->ep_attr->type = FI_EP_DGRAM; }},
-      {"ipv6", [](struct fi_info *h) { h->addr_format = FI_SOCKADDR_IN6; }},
-      {"domain", [](struct fi_info *h) { h->domain_attr->name = strdup("eth9"); }},
-      {"fabric", [](struct fi_info *h) { h->fabric_attr->name = strdup("tcp"); }},
-      {"auto progress", [](struct fi_info *h) { h->domain_attr->data_progress = FI_PROGRESS_AUTO; }},
-      {"no FI_MR_LOCAL", [](struct fi_info *h) {
+      {"tagged", [](struct fi_info* h) { h->caps = FI_TAGGED; }},
+      {"atomic", [](struct fi_info* h) { h->caps = FI_MSG | FI_ATOMIC; }},
+      {"rdm", [](struct fi_info* h) { h->ep_attr->type = FI_EP_RDM; }},
+      {"dgram", [](struct fi_info* h) { h->ep_attr->type = FI_EP_DGRAM; }},
+      {"ipv6", [](struct fi_info* h) { h->addr_format = FI_SOCKADDR_IN6; }},
+      {"domain", [](struct fi_info* h) { h->domain_attr->name = strdup("eth9"); }},
+      {"fabric", [](struct fi_info* h) { h->fabric_attr->name = strdup("tcp"); }},
+      {"auto progress",
+       [](struct fi_info* h) { h->domain_attr->data_progress = FI_PROGRESS_AUTO; }},
+      {"no FI_MR_LOCAL",
+       [](struct fi_info* h) {
          h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
        }},
-      {"scalable", [](struct fi_info *h) { h->domain_attr->mr_mode = FI_MR_SCALABLE; }},
-      {"big message", [](struct fi_info *h) { h->ep_attr->max_msg_size = size_t(1) << 40; }},
-      {"prefix", [](struct fi_info *h) { h->ep_attr->msg_prefix_size = 16; }},
-      {"cq data", [](struct fi_info *h) { h->domain_attr->cq_data_size = 16; }},
-      {"srx", [](struct fi_info *h) { h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT; }},
+      {"scalable", [](struct fi_info* h) { h->domain_attr->mr_mode = FI_MR_SCALABLE; }},
+      {"big message", [](struct fi_info* h) { h->ep_attr->max_msg_size = size_t(1) << 40; }},
+      {"prefix", [](struct fi_info* h) { h->ep_attr->msg_prefix_size = 16; }},
+      {"cq data", [](struct fi_info* h) { h->domain_attr->cq_data_size = 16; }},
+      {"srx", [](struct fi_info* h) { h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT; }},
   };
-  for (const Case &c : cases) {
-    struct fi_info *h = fi_allocinfo();
+  for (const Case& c : cases) {
+    struct fi_info* h = fi_allocinfo();
     h->domain_attr->mr_mode = int(kMrMode);
     c.set(h);
     Info i;
     std::string why;
-    EXPECT_EQ(build_info(FI_VERSION(1, 17), cfg(), nullptr, nullptr, 0, h, &i.fi, &why), -FI_ENODATA)
+    EXPECT_EQ(build_info(FI_VERSION(1, 17), cfg(), nullptr, nullptr, 0, h, &i.fi, &why),
+              -FI_ENODATA)
         << c.name;
     EXPECT_EQ(i.fi, nullptr) << c.name;
     EXPECT_FALSE(why.empty()) << c.name;
@@ -282,7 +288,7 @@ TEST(FiGetinfo, HintsBeyondTheProviderAreRefusedWithAReason) {
 }
 
 TEST(FiGetinfo, HintsNarrowCapsAndKeepTheDomain) {
-  struct fi_info *h = fi_allocinfo();
+  struct fi_info* h = fi_allocinfo();
   h->caps = FI_MSG;
   h->domain_attr->name = strdup("p0+p1+p2+p3");
   h->domain_attr->mr_mode = int(kMrMode);
