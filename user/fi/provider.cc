@@ -200,14 +200,6 @@ void device_put() {
   g_dev = Device{};
 }
 
-// Drains the completion channel (its fd is level-triggered on pending events).
-void drain_channel() {
-  if (!g_dev.chan) return;
-  struct mrc_cq* cq;
-  void* cctx;
-  while (mrc_get_cq_event(g_dev.chan, &cq, &cctx) == 0) mrc_ack_cq_events(cq, 1);
-}
-
 // ---------------------------------------------------------------------------
 // Small helpers
 
@@ -856,6 +848,22 @@ void progress_ep(Ep* ep) {
   flush_credits(ep, std::max(1u, ep->slots / 4));
 }
 
+// Drains the completion channel (its fd stays readable while events are
+// pending) and wakes the CQs of every endpoint that had one: the channel is
+// shared, so the thread that drains it may not be the one that sleeps on
+// that endpoint's CQ.
+void drain_channel() {
+  if (!g_dev.chan) return;
+  struct mrc_cq* mcq;
+  void* cctx;
+  while (mrc_get_cq_event(g_dev.chan, &mcq, &cctx) == 0) {
+    mrc_ack_cq_events(mcq, 1);
+    Ep* ep = static_cast<Ep*>(cctx);
+    for (Cq* cq : {ep->txcq, ep->rxcq})
+      if (cq && cq->efd >= 0) signal_fd(cq->efd);
+  }
+}
+
 void progress_cq(Cq* cq) {
   drain_channel();
   for (Ep* ep : cq->eps) progress_ep(ep);
@@ -1220,6 +1228,8 @@ ssize_t cq_readerr(struct fid_cq* f, struct fi_cq_err_entry* buf, uint64_t flags
 bool cq_arm(Cq* cq) {
   progress_cq(cq);
   if (!cq->q.empty() || !cq->errq.empty()) return false;
+  // Empty: the next completion signals efd again (cq_push on an empty queue).
+  if (cq->efd >= 0) drain_fd(cq->efd);
   for (Ep* ep : cq->eps) {
     flush_credits(ep, 1);
     if (ep->mcq) mrc_req_notify_cq(ep->mcq, 0);
