@@ -1290,7 +1290,14 @@ const char* cq_strerror(struct fid_cq*, int prov_errno, const void*, char* buf, 
 int cq_close(struct fid* f) {
   Lock l(g_mu);
   Cq* cq = of<Cq>(f);
-  if (cq->refs) return -FI_EBUSY;
+  // Still bound: the endpoints lose their CQ (their completions are dropped)
+  // rather than the consumer's close failing (ofi_rxm closes its CQ after its
+  // connections, which may leave one being torn down).
+  if (cq->refs) FI_INFO(&g_prov, FI_LOG_CQ, "CQ closed with %d endpoint binding(s)\n", cq->refs);
+  for (Ep* ep : cq->eps) {
+    if (ep->txcq == cq) ep->txcq = nullptr;
+    if (ep->rxcq == cq) ep->rxcq = nullptr;
+  }
   if (cq->epfd >= 0) close(cq->epfd);
   if (cq->efd >= 0) close(cq->efd);
   delete cq;
@@ -1439,7 +1446,9 @@ const char* eq_strerror(struct fid_eq*, int prov_errno, const void*, char* buf, 
 int eq_close(struct fid* f) {
   Lock l(g_mu);
   Eq* eq = of<Eq>(f);
-  if (eq->refs) return -FI_EBUSY;
+  if (eq->refs) FI_INFO(&g_prov, FI_LOG_EQ, "EQ closed with %d binding(s)\n", eq->refs);
+  for (Ep* ep : eq->eps) ep->eq = nullptr;
+  for (Pep* p : eq->peps) p->eq = nullptr;
   for (auto& e : eq->q)
     if (e.info) fi_freeinfo(e.info);
   close(eq->epfd);
@@ -1486,9 +1495,13 @@ int eq_open(struct fid_fabric* fab, struct fi_eq_attr* attr, struct fid_eq** out
 int mr_close(struct fid* f) {
   Lock l(g_mu);
   Mr* mr = of<Mr>(f);
-  g_dev.mrs.erase(mr->m->rkey);
-  int r = mrc_dereg_mr(mr->m) ? errno_to_fi(errno) : 0;
-  if (r) return r;
+  uint32_t rkey = mr->m->rkey;
+  if (mrc_dereg_mr(mr->m)) {
+    int e = errno;
+    MRC_FI_WARN("fi_close(mr): %s\n", mrc_last_error());
+    return errno_to_fi(e);
+  }
+  g_dev.mrs.erase(rkey);
   delete mr;
   return 0;
 }
