@@ -1967,9 +1967,19 @@ int pep_reject(struct fid_pep*, fid_t handle, const void* param, size_t plen) {
   return close_connreq(handle);
 }
 
+// With application progress libmrc leaves the ACKs of what a pass delivered
+// to the caller's next pass: run passes before a QP goes away, or the peer's
+// last WRITEs (fi_pingpong's "fin", credits) are never acknowledged and end
+// in retry-exceeded errors there.
+void flush_acks(Ep* ep) {
+  if (!ep->dom->fab->cfg.app_progress || !g_dev.dev) return;
+  for (int i = 0; i < 4; i++) mrc_progress(g_dev.dev, 0);
+}
+
 int ep_shutdown(struct fid_ep* f, uint64_t) {
   Lock l(g_mu);
   Ep* ep = as_ep(f);
+  if (ep->qp) flush_acks(ep);
   if (ep->state == EpState::kConnected || ep->state == EpState::kAccepting) {
     CmMsg m = {};
     m.magic = kCmMagic;
@@ -2053,6 +2063,7 @@ void detach(std::vector<Ep*>& v, Ep* ep) { v.erase(std::remove(v.begin(), v.end(
 int ep_close(struct fid* f) {
   Lock l(g_mu);
   Ep* ep = of<Ep>(f);
+  if (ep->qp) flush_acks(ep);
   if (ep->sock >= 0) {
     eq_unwatch(ep->eq, ep->sock);
     close(ep->sock);
