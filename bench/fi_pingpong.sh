@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # libfabric's fi_pingpong (Debian libfabric-bin) over the mrc provider against
 # the same program over libfabric's own tcp provider, on the same 4-plane veth
-# fabric, interleaved (mrc with libmrc's engine thread, mrc with application
-# progress, FI_MRC_PROGRESS=app, then tcp, in every round):
+# fabric, interleaved (mrc, then tcp, in every round; -a adds mrc with
+# application progress, FI_MRC_PROGRESS=app, between them):
 #
 #   rdm: "mrc;ofi_rxm" against "tcp;ofi_rxm" (FI_EP_RDM, what MPI uses)
 #   msg: "mrc" against "tcp" (FI_EP_MSG)
@@ -11,7 +11,7 @@
 # transfer at 8 B (-S 8; fi_pingpong prints the mean, no percentiles). Prints
 # a table of every round and the medians; raw outputs stay in OUT.
 #
-#   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg]
+#   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a]
 #
 # Defaults: 3 rounds, both endpoint types, 100 round trips at 1 MiB and 500
 # at 8 B. Needs root, libfabric-bin; builds nothing (default BUILD ./build).
@@ -19,10 +19,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg
-while getopts b:r:o:e:h o; do
+BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
+while getopts b:r:o:e:ah o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
+    a) VARIANTS="mrc mrc-app tcp" ;;
     *) sed -n '2,17p' "$0"; exit 2 ;;
   esac
 done
@@ -57,7 +58,6 @@ one() {
   tail -n 1 "$OUT/$name.cli"
 }
 
-VARIANTS="mrc mrc-app tcp"
 printf '%-5s %-5s %-8s %-14s %14s %16s\n' round ep variant provider "1MiB MB/s" "8B usec/xfer" | tee "$OUT/table"
 for ((r = 1; r <= ROUNDS; r++)); do
   for ep in ${EPS//,/ }; do

@@ -30,7 +30,10 @@ static void fail(const char *what, long a, long b)
 	MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static uint8_t byte_of(size_t size, int r, size_t i) { return (uint8_t)(size * 7u + (size_t)r * 131u + i * 13u + 1u); }
+static uint8_t byte_of(size_t size, int r, size_t i)
+{
+	return (uint8_t)(size * 7u + (size_t)r * 131u + i * 13u + 1u);
+}
 
 static void allreduce(int n)
 {
@@ -67,13 +70,15 @@ static void pingpong(size_t size)
 			MPI_Send(buf, (int)size, MPI_BYTE, peer, 7, MPI_COMM_WORLD);
 			MPI_Status st;
 			memset(buf, 0, size);
-			MPI_Recv(buf, (int)size, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+			MPI_Recv(buf, (int)size, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG,
+				 MPI_COMM_WORLD, &st);
 			int got;
 			MPI_Get_count(&st, MPI_BYTE, &got);
 			if (st.MPI_SOURCE != peer || st.MPI_TAG != 8 || (size_t)got != size)
 				fail("echo envelope (source)", st.MPI_SOURCE, peer);
 			for (size_t i = 0; i < size; i++)
-				if (buf[i] != (uint8_t)(byte_of(size, 0, i) ^ byte_of(size, peer, i)))
+				if (buf[i] !=
+				    (uint8_t)(byte_of(size, 0, i) ^ byte_of(size, peer, i)))
 					fail("echo byte", (long)i, (long)size);
 			checks++;
 		}
