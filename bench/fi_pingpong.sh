@@ -75,7 +75,7 @@ done
 echo "medians:"
 for ep in ${EPS//,/ }; do
   for t in $VARIANTS; do
-    awk -v ep="$ep" -v t="$t" 'NR > 1 && $2 == ep && $3 == t { bw[n] = $5; lat[n] = $6; n++ }
+    awk -v ep="$ep" -v t="$t" 'BEGIN { n = 0 } NR > 1 && $2 == ep && $3 == t { bw[n] = $5 + 0; lat[n] = $6 + 0; n++ }
       function med(a, n,   i, j, x) { for (i = 1; i < n; i++) for (j = i; j > 0 && a[j-1] > a[j]; j--) { x = a[j]; a[j] = a[j-1]; a[j-1] = x }
         return n % 2 ? a[int(n/2)] : (a[n/2-1] + a[n/2]) / 2 }
       END { printf "  %-4s %-4s 1MiB %8.2f MB/s   8B %9.2f usec/xfer   (%d rounds)\n", ep, t, med(bw, n), med(lat, n), n }' "$OUT/table"
