@@ -31,7 +31,7 @@ RUN_PKGS=(
   systemd                                  # systemd-analyze verify of the installed unit
   prometheus                               # promtool: mrcd_netns_promtool checks a live /metrics scrape
   libfabric-bin strace                     # fi_info / fi_pingpong against the provider; fi_install_test
-  openmpi-bin libopenmpi-dev               # fi_mpi_test: Open MPI over mrc;ofi_rxm
+  openmpi-bin libopenmpi-dev hpcc          # fi_mpi_test: Open MPI (and HPC Challenge) over mrc;ofi_rxm
 )
 VM_PKGS=(
   qemu-system-x86 qemu-utils busybox-static cpio

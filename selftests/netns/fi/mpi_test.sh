@@ -8,7 +8,11 @@
 #     host's plane set, and every plane carried bytes;
 #   - the same job over libfabric's tcp provider ("tcp;ofi_rxm") prints the
 #     same results;
-#   - a two-round job completes with plane 1 blackholed in its middle.
+#   - a two-round job completes with plane 1 blackholed in its middle;
+#   - hpcc (Debian's HPC Challenge, unmodified; N=500 on a 1x2 grid) over
+#     "mrc;ofi_rxm" reports Success=1, every HPL/PTRANS residual check PASSED
+#     and no FAILED one, RandomAccess without errors (skipped, said so,
+#     without the hpcc package).
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
 t_require mpirun
 CHECK=$MRC_BUILD_DIR/selftests/netns/fi/mpi_check
@@ -62,4 +66,28 @@ t0=$(date +%s)
 job blackhole "mrc;ofi_rxm" 2
 t_check "blackhole: plane 1 was blackholed" test -e "$T_TMP/blackholed"
 t_range "blackhole: the job ran past the blackhole (s)" "$(($(date +%s) - t0))" 6 600
+
+if command -v hpcc >/dev/null && [ -f /usr/share/doc/hpcc/examples/_hpccinf.txt ]; then
+	fabric_plane "$R" 1 heal >/dev/null
+	mkdir -p "$T_TMP/hpcc"
+	sed -e 's/^1000         Ns/500          Ns/' -e 's/^2            Ps/1            Ps/' \
+		/usr/share/doc/hpcc/examples/_hpccinf.txt >"$T_TMP/hpcc/hpccinf.txt"
+	ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" \
+		MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
+		timeout 900 mpirun --allow-run-as-root -np 2 --host A,B --wdir "$T_TMP/hpcc" \
+		--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
+		--mca oob_tcp_if_include 198.18.0.0/24 \
+		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "mrc;ofi_rxm" \
+		hpcc >"$T_TMP/hpcc/run.out" 2>&1
+	t_eq "hpcc: mpirun exit status" "$?" 0
+	O=$T_TMP/hpcc/hpccoutf.txt
+	t_eq "hpcc: Success" "$(grep -m1 '^Success=' "$O" 2>/dev/null)" "Success=1"
+	t_eq "hpcc: CommWorldProcs" "$(grep -m1 '^CommWorldProcs=' "$O" 2>/dev/null)" "CommWorldProcs=2"
+	t_range "hpcc: residual checks PASSED" "$(grep -c 'PASSED' "$O" 2>/dev/null)" 1 1000
+	t_eq "hpcc: checks FAILED" "$(grep -c 'FAILED' "$O" 2>/dev/null)" 0
+	t_eq "hpcc: MPIRandomAccess errors" "$(grep -m1 '^MPIRandomAccess_Errors=' "$O" 2>/dev/null)" \
+		"MPIRandomAccess_Errors=0"
+else
+	echo "skip hpcc: the hpcc package is not installed (scripts/deps.sh installs it)"
+fi
 t_done
