@@ -18,6 +18,7 @@ BUILD_PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   help2man scdoc                           # man pages (from --help, and Documentation/man/*.scd)
   dpkg-dev file                            # CPack DEB: dpkg-shlibdeps, dpkg-deb, file
+  libfabric-dev                            # the libfabric provider (user/fi, libmrc-fi.so)
 )
 RUN_PKGS=(
   iproute2 iputils-ping ethtool tcpdump    # fabric, diagnostics, pcaps of failing tests
@@ -29,6 +30,8 @@ RUN_PKGS=(
   man-db groff-base bsdextrautils          # the install test renders the installed man pages (col)
   systemd                                  # systemd-analyze verify of the installed unit
   prometheus                               # promtool: mrcd_netns_promtool checks a live /metrics scrape
+  libfabric-bin strace                     # fi_info / fi_pingpong against the provider; fi_install_test
+  openmpi-bin libopenmpi-dev hpcc          # fi_mpi_test: Open MPI (and HPC Challenge) over mrc;ofi_rxm
 )
 VM_PKGS=(
   qemu-system-x86 qemu-utils busybox-static cpio

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# libfabric's fi_pingpong (Debian libfabric-bin) over the mrc provider against
+# the same program over libfabric's own tcp provider, on the same 4-plane veth
+# fabric, interleaved (mrc, then tcp, in every round; -a adds mrc with
+# application progress, FI_MRC_PROGRESS=app, between them):
+#
+#   rdm: "mrc;ofi_rxm" against "tcp;ofi_rxm" (FI_EP_RDM, what MPI uses)
+#   msg: "mrc" against "tcp" (FI_EP_MSG)
+#
+# per round and pair: bandwidth at 1 MiB (-S 1048576) and the mean time per
+# transfer at 8 B (-S 8; fi_pingpong prints the mean, no percentiles). Prints
+# a table of every round and the medians; raw outputs stay in OUT.
+#
+#   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a]
+#
+# Defaults: 3 rounds, both endpoint types, 100 round trips at 1 MiB and 500
+# at 8 B. Needs root, libfabric-bin; builds nothing (default BUILD ./build).
+# Documentation/performance.md, "libfabric: fi_pingpong".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
+while getopts b:r:o:e:ah o; do
+  case $o in
+    b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
+    a) VARIANTS="mrc mrc-app tcp" ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
+  esac
+done
+command -v fi_pingpong >/dev/null || { echo "fi_pingpong: install libfabric-bin (scripts/deps.sh)" >&2; exit 77; }
+PROV_DIR=$BUILD/lib/libfabric
+. "$ROOT/bench/bench_lib.sh"
+bench_setup fi_pingpong "$PROV_DIR/libmrc-fi.so"
+bench_fabric_up planes=4
+
+# side HOSTNS DEVS PROVIDER EP SIZE ITERS [SERVER]: one fi_pingpong side
+# (PROGRESS: FI_MRC_PROGRESS).
+side() {
+  local ns=$1 devs=$2 prov=$3 ep=$4 size=$5 iters=$6
+  shift 6
+  ip netns exec "$ns" env FI_PROVIDER_PATH="$PROV_DIR" FI_MRC_IFACES="$devs" FI_MRC_PROGRESS="$PROGRESS" \
+    FI_TCP_IFACE="${devs%%,*}" FI_OFI_RXM_USE_RNDV_WRITE=1 \
+    timeout 300 fi_pingpong -p "$prov" -e "$ep" -S "$size" -I "$iters" "$@"
+}
+# one NAME PROVIDER EP SIZE ITERS: prints the client's last line.
+one() {
+  local name=$1 prov=$2 ep=$3 size=$4 iters=$5
+  side "$NSB" "$DEVB" "$prov" "$ep" "$size" "$iters" >"$OUT/$name.srv" 2>&1 &
+  SPID=$!
+  sleep 0.5
+  local rc=0
+  side "$NSA" "$DEVA" "$prov" "$ep" "$size" "$iters" "$B0" >"$OUT/$name.cli" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "$name: client exit $rc (see $OUT/$name.cli)" >&2; wait "$SPID" || true; SPID=; return 1
+  fi
+  wait "$SPID" || { rc=$?; echo "$name: server exit $rc (see $OUT/$name.srv)" >&2; SPID=; return 1; }
+  SPID=
+  tail -n 1 "$OUT/$name.cli"
+}
+
+printf '%-5s %-5s %-8s %-14s %14s %16s\n' round ep variant provider "1MiB MB/s" "8B usec/xfer" | tee "$OUT/table"
+for ((r = 1; r <= ROUNDS; r++)); do
+  for ep in ${EPS//,/ }; do
+    for v in $VARIANTS; do
+      t=${v%-app} PROGRESS=thread
+      [ "$v" = mrc-app ] && PROGRESS=app
+      prov=$t
+      [ "$ep" = rdm ] && prov="$t;ofi_rxm"
+      bw=$(one "r$r-$ep-$v-bw" "$prov" "$ep" 1048576 100 | awk '{print $6}')
+      lat=$(one "r$r-$ep-$v-lat" "$prov" "$ep" 8 500 | awk '{print $7}')
+      printf '%-5s %-5s %-8s %-14s %14s %16s\n' "$r" "$ep" "$v" "$prov" "$bw" "$lat" | tee -a "$OUT/table"
+    done
+  done
+done
+echo "medians:"
+for ep in ${EPS//,/ }; do
+  for t in $VARIANTS; do
+    awk -v ep="$ep" -v t="$t" 'BEGIN { n = 0 } NR > 1 && $2 == ep && $3 == t { bw[n] = $5 + 0; lat[n] = $6 + 0; n++ }
+      function med(a, n,   i, j, x) { for (i = 1; i < n; i++) for (j = i; j > 0 && a[j-1] > a[j]; j--) { x = a[j]; a[j] = a[j-1]; a[j-1] = x }
+        return n % 2 ? a[int(n/2)] : (a[n/2-1] + a[n/2]) / 2 }
+      END { printf "  %-4s %-4s 1MiB %8.2f MB/s   8B %9.2f usec/xfer   (%d rounds)\n", ep, t, med(bw, n), med(lat, n), n }' "$OUT/table"
+  done
+done | tee -a "$OUT/table"
+echo "outputs in $OUT"

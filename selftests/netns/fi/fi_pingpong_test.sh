@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The libfabric provider "mrc" (Documentation/libfabric.md) driven by programs
+# nobody here wrote (Debian's libfabric-bin) between two hosts of a direct
+# 4-plane veth fabric:
+#   - fi_info lists the provider (FI_EP_MSG with FI_MSG and FI_RMA) and, layered
+#     by libfabric's ofi_rxm, "mrc;ofi_rxm" (FI_EP_RDM with FI_TAGGED);
+#   - fi_pingpong over FI_EP_MSG and over FI_EP_RDM ("mrc;ofi_rxm", rendezvous
+#     by RMA write), every message size it tests (1 B to 6 MiB) with its data
+#     check (-v), both ends exit 0 and report every size;
+#   - the bytes went over every plane.
+. "$(dirname "$0")/../../fabric/tests/lib.sh"
+t_require fi_info fi_pingpong
+PROV_DIR=$MRC_BUILD_DIR/lib/libfabric
+[ -f "$PROV_DIR/libmrc-fi.so" ] || { echo "FAIL $T_NAME: $PROV_DIR/libmrc-fi.so is not built"; exit 1; }
+
+t_up direct planes=4
+ifs() { jq -r --arg h "$1" '[.hosts[$h].ports[].ifname] | join(",")' "$ST"; }
+# on HOST CMD...: CMD in HOST's namespace with the provider and its planes.
+on() {
+	local h=$1
+	shift
+	ip netns exec "$(t_ns "$h")" env FI_PROVIDER_PATH="$PROV_DIR" FI_MRC_IFACES="$(ifs "$h")" \
+		FI_OFI_RXM_USE_RNDV_WRITE=1 "$@"
+}
+
+# fi_info: the provider, its endpoint type and capabilities (the provider is
+# loaded from FI_PROVIDER_PATH: libfabric scans it for *-fi.so).
+on A fi_info -p mrc -t FI_EP_MSG -v >"$T_TMP/info.msg" 2>&1
+t_eq "fi_info -p mrc: provider" "$(grep -m1 -o 'prov_name: .*' "$T_TMP/info.msg")" "prov_name: mrc"
+t_eq "fi_info -p mrc: FI_EP_MSG" "$(grep -m1 -c 'type: FI_EP_MSG' "$T_TMP/info.msg")" 1
+caps=$(grep -m1 '^    caps:' "$T_TMP/info.msg")
+for c in FI_MSG FI_RMA FI_READ FI_WRITE FI_REMOTE_READ FI_REMOTE_WRITE FI_SEND FI_RECV; do
+	t_check "fi_info -p mrc: caps have $c" grep -qw "$c" <<<"$caps"
+done
+t_eq "fi_info -p mrc: domain is the plane set" "$(grep -m1 -o 'name: .*+.*' "$T_TMP/info.msg")" \
+	"name: $(ifs A | tr , +)"
+on A fi_info -p "mrc;ofi_rxm" -t FI_EP_RDM -v >"$T_TMP/info.rdm" 2>&1
+t_eq "fi_info -p mrc;ofi_rxm: provider" "$(grep -m1 -o 'prov_name: .*' "$T_TMP/info.rdm")" "prov_name: mrc;ofi_rxm"
+t_eq "fi_info -p mrc;ofi_rxm: FI_EP_RDM" "$(grep -m1 -c 'type: FI_EP_RDM' "$T_TMP/info.rdm")" 1
+t_check "fi_info -p mrc;ofi_rxm: caps have FI_TAGGED" grep -m1 -q '^    caps:.*FI_TAGGED' "$T_TMP/info.rdm"
+# Without its plane list the provider offers nothing (and says why).
+ip netns exec "$(t_ns A)" env FI_PROVIDER_PATH="$PROV_DIR" FI_LOG_LEVEL=info fi_info -p mrc \
+	>"$T_TMP/info.none" 2>&1
+t_check "fi_info without FI_MRC_IFACES: no provider" grep -q 'fi_getinfo: -61' "$T_TMP/info.none"
+t_check "fi_info without FI_MRC_IFACES: the reason" grep -q 'FI_MRC_IFACES is not set' "$T_TMP/info.none"
+
+rx0=()
+for p in 0 1 2 3; do rx0[p]=$(t_cnt "$(t_ns B)" "$(t_port B "$p" ifname)" rx_bytes); done
+
+# pingpong NAME PROVIDER EP: every size, data checked, 10 round trips each.
+pingpong() {
+	local name=$1 prov=$2 ep=$3 spid src crc
+	on B timeout 300 fi_pingpong -p "$prov" -e "$ep" -S all -I 10 -v >"$T_TMP/$name.srv" 2>&1 &
+	spid=$!
+	T_PIDS+=("$spid")
+	sleep 0.5 # the server's control socket (fi_pingpong has no readiness signal; the client retries)
+	on A timeout 300 fi_pingpong -p "$prov" -e "$ep" -S all -I 10 -v "$(t_port B 0 ipv4)" \
+		>"$T_TMP/$name.cli" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	t_eq "$name: client exit status" "$crc" 0
+	t_eq "$name: server exit status" "$src" 0
+	# 46 sizes (0 B..6 MiB with RDM, 1 B..6 MiB with MSG), each "=10" acknowledged
+	local want=46
+	[ "$ep" = msg ] && want=45
+	t_range "$name: sizes the client completed" "$(grep -cE '^[0-9.]+[kmg]? +10 +=10 ' "$T_TMP/$name.cli")" $want 46
+	t_range "$name: sizes the server completed" "$(grep -cE '^[0-9.]+[kmg]? +10 +=10 ' "$T_TMP/$name.srv")" $want 46
+	t_check "$name: 6 MiB row" grep -qE '^6m +10 +=10 ' "$T_TMP/$name.cli"
+	if [ "$T_FAILS" != 0 ]; then tail -n 20 "$T_TMP/$name".*; fi
+}
+pingpong msg mrc msg
+pingpong rdm "mrc;ofi_rxm" rdm
+
+# Every plane carried the data (2 x 10 x ~20 MiB each way in total).
+for p in 0 1 2 3; do
+	rx=$(t_cnt "$(t_ns B)" "$(t_port B "$p" ifname)" rx_bytes)
+	t_range "bytes B received on plane $p" "$((rx - rx0[p]))" 10000000 100000000000
+done
+t_done
