@@ -173,7 +173,8 @@ int main(int argc, char** argv) {
     if (!*n) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   check(poll_code == EIO, "send CQ poll ends with EIO (got " + std::to_string(poll_code) + ")");
-  for (int k = 0; k < 3000 && !ev_done; k++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int k = 0; k < 3000 && !ev_done; k++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   check(ev_done.load(), "the thread blocked in get_event returned");
   if (!ev_done) {
     std::printf("FAIL summary: get_event still blocked\n");
