@@ -565,10 +565,11 @@ int mrc_post_recv(struct mrc_qp *qp, struct mrc_recv_wr *wr, struct mrc_recv_wr 
  */
 
 enum mrc_event_type {
-	MRC_EVENT_CQ_ERR = 0,	   /* IBV_EVENT_CQ_ERR */
-	MRC_EVENT_QP_FATAL = 1,	   /* IBV_EVENT_QP_FATAL: the QP went to ERR */
-	MRC_EVENT_PORT_ACTIVE = 9, /* IBV_EVENT_PORT_ACTIVE */
-	MRC_EVENT_PORT_ERR = 10,   /* IBV_EVENT_PORT_ERR */
+	MRC_EVENT_CQ_ERR = 0,	    /* IBV_EVENT_CQ_ERR */
+	MRC_EVENT_QP_FATAL = 1,	    /* IBV_EVENT_QP_FATAL: the QP went to ERR */
+	MRC_EVENT_DEVICE_FATAL = 8, /* IBV_EVENT_DEVICE_FATAL: service mode, mrc-serviced exited */
+	MRC_EVENT_PORT_ACTIVE = 9,  /* IBV_EVENT_PORT_ACTIVE */
+	MRC_EVENT_PORT_ERR = 10,    /* IBV_EVENT_PORT_ERR */
 };
 
 struct mrc_async_event {

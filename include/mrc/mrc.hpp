@@ -232,7 +232,9 @@ struct MemoryRegion {
   uint32_t lkey = 0, rkey = 0;
 };
 
-enum class AsyncEventType : uint8_t { kQpFatal, kPortActive, kPortError, kCqError };
+// kDeviceFatal: the device is gone (service mode: mrc-serviced exited);
+// every later call fails with EIO. Close and reopen.
+enum class AsyncEventType : uint8_t { kQpFatal, kPortActive, kPortError, kCqError, kDeviceFatal };
 struct AsyncEvent {
   AsyncEventType type;
   uint32_t qpn = 0;  // kQpFatal

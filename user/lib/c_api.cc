@@ -272,6 +272,10 @@ void route_event(mrc_device* d, const mrc::AsyncEvent& ev) {
         e.element.port_num = ev.port;
         push_event(c, e);
         break;
+      case mrc::AsyncEventType::kDeviceFatal:
+        e.event_type = MRC_EVENT_DEVICE_FATAL;
+        push_event(c, e);
+        break;
     }
   }
 }

@@ -164,12 +164,59 @@ void Client::mark_dead(const std::string& why) {
   dead_why_ = "the mrc service (pid " + std::to_string(svc_pid_) + ") is gone (" + why +
               "); close and reopen the device";
   dead_.store(true, std::memory_order_release);
+  flush_dead();
   // Waiters on channels see their pipe's end (the service's write ends
   // closed): get_event says EIO. The async pipe would stay readable at its
   // end: an eventfd with one count takes its number, so a poller wakes once
-  // (get_async_event finds nothing) and then sleeps.
-  UniqueFd e(eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
+  // per event flush_dead queued, plus once more (get_async_event finds
+  // nothing), and then sleeps.
+  UniqueFd e(
+      eventfd(uint32_t(dead_events_.size()) + 1, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
   if (e) (void)dup3(e.get(), async_fd_.get(), O_CLOEXEC);
+}
+
+// The service is gone: the client is now the only producer of its CQ
+// rings. Every posted work request the service had not retired completes
+// with WR_FLUSH_ERR, sends before receives per QP, in posting order. Posts
+// racing with this see dead_ and fail; a post whose ring slot was claimed
+// but not yet published is flushed too (its shadow entry is written first).
+void Client::flush_dead() {
+  std::vector<uint64_t> prod(cqs_.size());
+  std::vector<bool> ok(cqs_.size());
+  for (size_t i = 0; i < cqs_.size(); i++) ok[i] = cqs_[i]->ring.producer_pos(prod[i]);
+  auto put = [&](uint32_t cq_h, const Wc& wc) {
+    for (size_t i = 0; i < cqs_.size(); i++) {
+      if (cqs_[i]->h != cq_h) continue;
+      if (!ok[i] || !cqs_[i]->ring.produce_at(prod[i], wc)) {
+        ok[i] = false;
+        cqs_[i]->ctl->overflow.store(1, std::memory_order_release);
+      }
+      return;
+    }
+  };
+  for (auto& q : qps_) {
+    Wc wc;
+    wc.status = kWcWrFlushErr;
+    wc.qp_num = q->qpn;
+    const uint64_t sq_end = q->sq.index(), rq_end = q->rq.index();
+    uint64_t s0 = q->ctl->sq_retired.load(std::memory_order_acquire);
+    uint64_t r0 = q->ctl->rq_retired.load(std::memory_order_acquire);
+    // The shadow holds the last 2 rings' worth; anything older is lost.
+    if (sq_end - s0 > q->shadow.sq_mask + 1) s0 = sq_end - (q->shadow.sq_mask + 1);
+    if (rq_end - r0 > q->shadow.rq_mask + 1) r0 = rq_end - (q->shadow.rq_mask + 1);
+    wc.opcode = WcOpcode::kRdmaWrite;
+    for (uint64_t i = s0; int64_t(sq_end - i) > 0; i++) {
+      wc.wr_id = q->shadow.sq[i & q->shadow.sq_mask];
+      put(q->scq_h, wc);
+    }
+    wc.opcode = WcOpcode::kRecvRdmaWithImm;
+    for (uint64_t i = r0; int64_t(rq_end - i) > 0; i++) {
+      wc.wr_id = q->shadow.rq[i & q->shadow.rq_mask];
+      put(q->rcq_h, wc);
+    }
+    dead_events_.push_back({AsyncEventType::kQpFatal, q->qpn, 0, 0});
+  }
+  dead_events_.push_back({AsyncEventType::kDeviceFatal, 0, 0, 0});
 }
 
 // Waits for the service's end of the socket to close (POLLHUP: no data is
@@ -210,7 +257,16 @@ Result<Msg> Client::call(Op op, const void* req, size_t len, const int* fds, siz
 }
 
 bool Client::get_async_event(AsyncEvent& ev) {
-  if (dead_.load(std::memory_order_acquire) || !async_.pop(ev)) return false;
+  if (dead_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lk(obj_mu_);
+    if (dead_events_.empty()) return false;
+    ev = dead_events_.front();
+    dead_events_.erase(dead_events_.begin());
+    uint64_t v;
+    (void)!read(async_fd_.get(), &v, sizeof v);  // its count (a semaphore eventfd)
+    return true;
+  }
+  if (!async_.pop(ev)) return false;
   uint8_t b;
   (void)!read(async_fd_.get(), &b, 1);  // the service's byte for this event
   return true;
@@ -225,7 +281,7 @@ Result<uint32_t> Client::alloc_pd() {
 Status Client::dealloc_pd(uint32_t pd) {
   Handle h{pd};
   auto m = call(Op::kDeallocPd, &h, sizeof h);
-  if (!m) return std::move(m).error();
+  if (!m && !dead_.load()) return std::move(m).error();  // a dead device's objects are gone
   return {};
 }
 
@@ -260,7 +316,7 @@ Result<MemoryRegion> Client::reg_mr(uint32_t pd, void* addr, size_t length, uint
 Status Client::dereg_mr(const MemoryRegion& mr) {
   Handle h{mr.lkey};
   auto m = call(Op::kDeregMr, &h, sizeof h);
-  if (!m) return std::move(m).error();
+  if (!m && !dead_.load()) return std::move(m).error();  // a dead device's objects are gone
   return {};
 }
 
@@ -307,7 +363,7 @@ Status Client::destroy_cq(void* ring) {
   auto* c = static_cast<ClientCq*>(ring);
   Handle h{c->h};
   auto m = call(Op::kDestroyCq, &h, sizeof h);
-  if (!m && m.error().code != EIO) return std::move(m).error();
+  if (!m && !dead_.load()) return std::move(m).error();
   std::lock_guard<std::mutex> lk(obj_mu_);
   std::erase_if(cqs_, [&](const auto& p) { return p.get() == c; });
   return {};
@@ -332,6 +388,12 @@ Result<Client::Made> Client::create_qp(const QpInitAttr& init) {
   q->ctl = reinterpret_cast<QpCtl*>(area_ + r.lay.ctl_off);
   q->sq = ClientRing<Sqe>(area_, r.lay.sq_off, r.lay.sq_n);
   q->rq = ClientRing<Rqe>(area_, r.lay.rq_off, r.lay.rq_n);
+  q->scq_h = init.send_cq;
+  q->rcq_h = init.recv_cq;
+  q->shadow.sq.assign(2 * r.lay.sq_n, 0);
+  q->shadow.rq.assign(2 * r.lay.rq_n, 0);
+  q->shadow.sq_mask = 2 * r.lay.sq_n - 1;
+  q->shadow.rq_mask = 2 * r.lay.rq_n - 1;
   std::lock_guard<std::mutex> lk(obj_mu_);
   qps_.push_back(std::move(q));
   return Made{r.h, r.qpn, nullptr, qps_.back().get()};
@@ -341,7 +403,7 @@ Status Client::destroy_qp(void* post) {
   auto* q = static_cast<ClientQp*>(post);
   Handle h{q->h};
   auto m = call(Op::kDestroyQp, &h, sizeof h);
-  if (!m && m.error().code != EIO) return std::move(m).error();
+  if (!m && !dead_.load()) return std::move(m).error();
   std::lock_guard<std::mutex> lk(obj_mu_);
   std::erase_if(qps_, [&](const auto& p) { return p.get() == q; });
   return {};
@@ -427,7 +489,8 @@ Status Client::post_send(void* post, const SendWr& wr) {
   e.num_sge = uint8_t(wr.num_sge);
   e.rsvd[0] = e.rsvd[1] = 0;
   std::copy(wr.sg_list, wr.sg_list + wr.num_sge, e.sg);
-  if (!q->sq.push(e)) return make_error(ENOMEM, "post_send: send queue full");
+  if (!q->sq.push(e, [&](uint64_t pos) { q->shadow.sq[pos & q->shadow.sq_mask] = wr.wr_id; }))
+    return make_error(ENOMEM, "post_send: send queue full");
   c.ring_doorbell(q->h, *q);
   return {};
 }
@@ -436,7 +499,9 @@ Status Client::post_recv(void* post, const RecvWr& wr) {
   auto* q = static_cast<ClientQp*>(post);
   Client& c = *q->c;
   if (c.dead_.load(std::memory_order_acquire)) return c.gone();
-  if (!q->rq.push(Rqe{wr.wr_id})) return make_error(ENOMEM, "post_recv: receive queue full");
+  if (!q->rq.push(Rqe{wr.wr_id},
+                  [&](uint64_t pos) { q->shadow.rq[pos & q->shadow.rq_mask] = wr.wr_id; }))
+    return make_error(ENOMEM, "post_recv: receive queue full");
   c.ring_doorbell(q->h, *q);
   return {};
 }

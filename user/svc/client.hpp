@@ -47,6 +47,16 @@ struct ClientCq {
   Cq* cq = nullptr;
 };
 
+// What libmrc itself remembers of a QP's posts (service.md section 5): the
+// wr_id of each send and receive at its ring index, so that when the
+// service dies the client can complete everything after the QP's
+// sq_retired / rq_retired with WR_FLUSH_ERR. 2x the ring: a QP holds at most
+// a ring's worth unread plus the engine's queue (<= the ring's size).
+struct Shadow {
+  std::vector<uint64_t> sq, rq;
+  uint64_t sq_mask = 0, rq_mask = 0;
+};
+
 struct ClientQp {
   Client* c = nullptr;
   uint32_t h = 0, qpn = 0;
@@ -54,6 +64,8 @@ struct ClientQp {
   QpCtl* ctl = nullptr;
   ClientRing<Sqe> sq;
   ClientRing<Rqe> rq;
+  uint32_t scq_h = 0, rcq_h = 0;
+  Shadow shadow;
 };
 
 struct ClientChannel {
@@ -119,6 +131,8 @@ class Client {
   Result<Msg> call(Op op, const void* req, size_t len, const int* fds = nullptr, size_t nfds = 0);
   Error gone() const;
   void mark_dead(const std::string& why);
+  // Flush completions and death events (obj_mu_ held, dead_ set).
+  void flush_dead();
   void monitor();
   void ring_doorbell(uint32_t qp_handle, ClientQp& q);
   Status hello(Context::Impl& im);
@@ -141,6 +155,7 @@ class Client {
   std::vector<std::unique_ptr<ClientQp>> qps_;
   std::vector<std::unique_ptr<ClientCq>> cqs_;
   std::vector<std::unique_ptr<ClientChannel>> channels_;
+  std::vector<AsyncEvent> dead_events_;  // written by flush_dead, under obj_mu_
   std::thread monitor_;
 };
 

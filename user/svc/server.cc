@@ -30,6 +30,12 @@ struct Server::SQp {
   QpCtl* ctl = nullptr;
   ServiceRing<Sqe> sq;
   ServiceRing<Rqe> rq;
+  // Retirement (section 5): per send handed to the engine, in order, 1 when
+  // it is signaled, 0 when not, 2 when it was completed at once (refused);
+  // the service's own memory, 2x the ring (ring plus engine queue).
+  bool sig_all = false;
+  std::vector<uint8_t> sig;
+  uint64_t sig_head = 0, sig_tail = 0, sq_ret = 0, rq_ret = 0;
 };
 
 struct Server::SCq {
@@ -61,6 +67,7 @@ struct Server::ClientState {
   std::vector<std::unique_ptr<SCq>> cqs;     // handle -> CQ
   std::vector<UniqueFd> channels;            // handle -> eventfd
   std::map<uint32_t, MappedRegion> mrs;      // lkey -> the service's view
+  std::unordered_map<uint32_t, SQp*> qp_of;  // engine QPN -> QP (retirement)
   size_t live_qps = 0, live_cqs = 0;
 };
 
@@ -227,6 +234,7 @@ void Server::free_client_locked(ClientState& c) {
     (void)im_->destroy_qp_locked(q->qpn);
     by_qpn_.erase(q->qpn);
   }
+  c.qp_of.clear();
   c.qps.clear();
   for (auto& q : c.cqs)
     if (q) (void)im_->eng->destroy_cq(q->ecq);
@@ -560,6 +568,9 @@ Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
   q->sq.init();
   q->rq = ServiceRing<Rqe>(c.area, q->lay.rq_off, q->lay.rq_n);
   q->rq.init();
+  q->sig_all = init.sq_sig_all;
+  q->sig.assign(2 * q->lay.sq_n, 0);
+  c.qp_of[*qpn] = q.get();
   CreateQpRep rep{uint32_t(c.qps.size()), *qpn, q->lay};
   by_qpn_[*qpn] = &c;
   c.qps.push_back(std::move(q));
@@ -665,6 +676,7 @@ Result<Server::Reply> Server::op_destroy(ClientState& c, const Msg& m) {
       SQp& q = *c.qps[h];
       MRC_TRY(im_->destroy_qp_locked(q.qpn));
       by_qpn_.erase(q.qpn);
+      c.qp_of.erase(q.qpn);
       c.alloc.free(q.lay.ctl_off, sizeof(QpCtl));
       c.alloc.free(q.lay.sq_off, ring_bytes<Sqe>(q.lay.sq_n));
       c.alloc.free(q.lay.rq_off, ring_bytes<Rqe>(q.lay.rq_n));
@@ -722,7 +734,11 @@ void Server::drain_qp(core::Engine& eng, ClientState& c, SQp& q) {
   for (uint64_t k = q.rq.size(); k-- && q.rq.consume(r);) {
     RecvWr w;
     w.wr_id = r.wr_id;
-    if (!eng.post_recv(q.qpn, w)) fail(rcq, r.wr_id, WcOpcode::kRecvRdmaWithImm);
+    if (!eng.post_recv(q.qpn, w)) {
+      fail(rcq, r.wr_id, WcOpcode::kRecvRdmaWithImm);
+      q.rq_ret++;
+      q.ctl->rq_retired.store(q.rq_ret, std::memory_order_release);
+    }
   }
   Sqe e;
   for (uint64_t k = q.sq.size(); k-- && q.sq.consume(e);) {
@@ -730,6 +746,7 @@ void Server::drain_qp(core::Engine& eng, ClientState& c, SQp& q) {
       // Garbage in a published slot: that QP fails, nothing else.
       cnt_.bad_wqe++;
       fail(scq, e.wr_id, WcOpcode::kRdmaWrite);
+      sq_track(q, 2);
       QpAttr a;
       a.qp_state = QpState::kErr;
       (void)eng.modify_qp(q.qpn, a, kQpState, 0);
@@ -744,7 +761,59 @@ void Server::drain_qp(core::Engine& eng, ClientState& c, SQp& q) {
     w.remote_addr = e.remote_addr;
     w.rkey = e.rkey;
     w.imm_data = e.imm_data;
-    if (!eng.post_send(q.qpn, w)) fail(scq, e.wr_id, WcOpcode::kRdmaWrite);
+    if (!eng.post_send(q.qpn, w)) {
+      fail(scq, e.wr_id, WcOpcode::kRdmaWrite);
+      sq_track(q, 2);
+    } else {
+      sq_track(q, (q.sig_all || (w.send_flags & kSendSignaled)) ? 1 : 0);
+    }
+  }
+}
+
+// Retirement bookkeeping (service.md section 5). A send handed over: its
+// kind at the tail of the QP's list (2: completed already; a full list,
+// which an honest client cannot cause, drops the oldest).
+void Server::sq_track(SQp& q, uint8_t kind) {
+  const uint64_t mask = q.sig.size() - 1;
+  if (q.sig_tail - q.sig_head > mask) {
+    q.sig_head++;
+    q.sq_ret++;
+  }
+  q.sig[q.sig_tail++ & mask] = kind;
+  if (kind == 2 && q.sig_tail - q.sig_head == 1) {  // nothing before it: retired now
+    q.sig_head++;
+    q.sq_ret++;
+    q.ctl->sq_retired.store(q.sq_ret, std::memory_order_release);
+  }
+}
+
+// Completions the engine wrote, delivered into the client's ring: the sends
+// and receives they retire. The engine completes a QP's sends in order: a
+// successful completion retires the unsignaled sends before it and itself;
+// an error completion (every send gets one, signaled or not) retires one.
+void Server::retire(ClientState& c, const Wc* wc, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    auto it = c.qp_of.find(wc[i].qp_num);
+    if (it == c.qp_of.end()) continue;
+    SQp& q = *it->second;
+    if (wc[i].opcode == WcOpcode::kRecvRdmaWithImm) {
+      q.ctl->rq_retired.store(++q.rq_ret, std::memory_order_release);
+      continue;
+    }
+    const uint64_t mask = q.sig.size() - 1;
+    const bool ok = wc[i].status == kWcSuccess;
+    while (q.sig_head != q.sig_tail) {
+      const uint8_t k = q.sig[q.sig_head++ & mask];
+      q.sq_ret++;
+      if (k == 2) continue;
+      if (!ok || k == 1) break;
+    }
+    // Sends completed at once right behind it are retired with it.
+    while (q.sig_head != q.sig_tail && q.sig[q.sig_head & mask] == 2) {
+      q.sig_head++;
+      q.sq_ret++;
+    }
+    q.ctl->sq_retired.store(q.sq_ret, std::memory_order_release);
   }
 }
 
@@ -795,6 +864,7 @@ bool Server::deliver(core::Engine& eng, std::span<Wc> scratch) {
         if (!*r) break;
         any = true;
         if (!deliver_to(c.channels, *q, scratch.data(), *r)) cnt_.cq_overruns++;
+        retire(c, scratch.data(), *r);
       }
     }
   }

@@ -92,6 +92,8 @@ class Server : public lib::LoopHook {
   void free_client_locked(ClientState& c);
   void drain_qp(core::Engine& eng, ClientState& c, SQp& q);
   void push_async(ClientState& c, const AsyncEvent& ev);
+  void sq_track(SQp& q, uint8_t kind);
+  void retire(ClientState& c, const Wc* wc, size_t n);
 
   ServerOptions o_;
   std::unique_ptr<Context> ctx_;

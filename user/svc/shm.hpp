@@ -80,9 +80,17 @@ static_assert(sizeof(AreaHdr) == kLine);
 
 // A QP's control words: the client sets queued 0 -> 1 when it pushes the QP
 // handle onto the ready ring, the service clears it before draining.
+// sq_retired / rq_retired (service.md section 5): how many of the QP's send
+// and receive work requests the service has completed (their completion is
+// in a CQ ring, or was for an unsignaled send); written by the service after
+// the completions, read by the client only when the service is gone, to
+// flush the rest.
 struct alignas(kLine) QpCtl {
   std::atomic<uint32_t> queued;
+  uint32_t rsvd;
+  std::atomic<uint64_t> sq_retired, rq_retired;
 };
+static_assert(sizeof(QpCtl) == kLine);
 // A CQ's control words: armed by req_notify (client), cleared by the
 // service when it fires the channel, which counts fired up for the client
 // (get_event counts it down);
@@ -173,6 +181,11 @@ class ClientRing {
         slots_(reinterpret_cast<Slot<T>*>(area + off + sizeof(RingIdx))),
         mask_(n - 1) {}
   bool push(const T& v) {
+    return push(v, [](uint64_t) {});
+  }
+  // push() that calls at(pos) with the claimed index before publishing.
+  template <class F>
+  bool push(const T& v, F&& at) {
     uint64_t pos = idx_->idx.load(std::memory_order_relaxed);
     for (;;) {
       Slot<T>& s = slots_[pos & mask_];
@@ -181,6 +194,7 @@ class ClientRing {
       if (d == 0) {
         if (idx_->idx.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
           s.v = v;
+          at(pos);
           s.seq.store(pos + 1, std::memory_order_release);
           return true;
         }
@@ -209,6 +223,35 @@ class ClientRing {
         pos = idx_->idx.load(std::memory_order_relaxed);
       }
     }
+  }
+  // The shared index (producer claims or consumer position).
+  uint64_t index() const { return idx_->idx.load(std::memory_order_acquire); }
+  uint64_t size() const { return mask_ + 1; }
+  // For a ring the service produced, once the service is gone: the first
+  // free slot after the published entries (an unpublished, half-written
+  // entry is overwritten), or false when the ring is full. The caller is
+  // then the only producer and keeps the position for produce_at().
+  bool producer_pos(uint64_t& out) const {
+    uint64_t pos = index();
+    for (uint64_t k = 0; k <= mask_; k++, pos++) {
+      const uint64_t seq = slots_[pos & mask_].seq.load(std::memory_order_acquire);
+      if (seq == pos) {
+        out = pos;
+        return true;
+      }
+      if (seq != pos + 1) return false;  // a consumed slot not yet freed: full
+    }
+    return false;
+  }
+  // Publishes v at pos when that slot is free (the caller's own producer
+  // position, advanced on success).
+  bool produce_at(uint64_t& pos, const T& v) {
+    Slot<T>& s = slots_[pos & mask_];
+    if (s.seq.load(std::memory_order_acquire) != pos) return false;
+    s.v = v;
+    s.seq.store(pos + 1, std::memory_order_release);
+    pos++;
+    return true;
   }
   bool empty() const {
     const uint64_t pos = idx_->idx.load(std::memory_order_acquire);

@@ -87,6 +87,43 @@ TEST(SvcRings, ServiceToClientInOrderAndOverrunSeen) {
   EXPECT_TRUE(s.produce(w));  // room again
 }
 
+// Service death (service.md section 5): the client takes over as producer of
+// a CQ ring after the entries the service published, overwrites a slot the
+// service had written but not published, keeps order with what the
+// consumer already took, and stops at full.
+TEST(SvcRings, ClientTakesOverProducingAfterTheService) {
+  constexpr uint64_t n = 8;
+  Area a(svc::ring_bytes<Wc>(n));
+  ServiceRing<Wc> s(a.p, 0, n);
+  s.init();
+  ClientRing<Wc> c(a.p, 0, n);
+  Wc w;
+  for (uint64_t i = 0; i < 3; i++) {
+    w.wr_id = i;
+    ASSERT_TRUE(s.produce(w));
+  }
+  ASSERT_TRUE(c.pop(w));  // 0 taken by the application
+  EXPECT_EQ(w.wr_id, 0u);
+  // A half-written entry at 3: written, never published.
+  auto* slots = reinterpret_cast<svc::Slot<Wc>*>(a.p + sizeof(svc::RingIdx));
+  slots[3].v.wr_id = 999;
+  uint64_t pos = 0;
+  ASSERT_TRUE(c.producer_pos(pos));
+  EXPECT_EQ(pos, 3u);
+  for (uint64_t i = 3;; i++) {
+    w.wr_id = 100 + i;
+    if (!c.produce_at(pos, w)) break;
+  }
+  EXPECT_EQ(pos, 1u + n);  // 1 consumed, n in the ring: full
+  std::vector<uint64_t> got;
+  while (c.pop(w)) got.push_back(w.wr_id);
+  const std::vector<uint64_t> want{1, 2, 103, 104, 105, 106, 107, 108};
+  EXPECT_EQ(got, want);
+  // Empty again: producing resumes where it stopped.
+  ASSERT_TRUE(c.producer_pos(pos));
+  EXPECT_EQ(pos, 1u + n);
+}
+
 TEST(SvcRings, ManyClientThreadsEveryEntryOnce) {
   const uint64_t n = 64;
   Area a(svc::ring_bytes<svc::Rqe>(n));

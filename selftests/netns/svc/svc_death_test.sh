@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# kill -9 of the service under its clients (Documentation/service.md,
+# section 5): on host A, svc_death (a QP with 48 sends and 32 receives
+# outstanding, one thread blocked in get_event, one polling) and an
+# mrc_perf --verify client mid-transfer (polling). After kill -9 of A's
+# service, both end within 1 s: svc_death sees every work request complete
+# once with a flush, in order, get_event return EIO, QP_FATAL and
+# DEVICE_FATAL, EIO from later calls, and destroys every object without an
+# error; mrc_perf fails naming the dead service. A restarted service serves
+# a new verified pair.
+. "$(dirname "$0")/svc_lib.sh"
+t_require timeout
+B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
+B_DEATH=$MRC_BUILD_DIR/selftests/netns/svc/svc_death
+for b in "$B_PERF" "$SVCD" "$B_DEATH"; do
+	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
+done
+t_up direct planes=4
+svc_start A || exit 1
+svc_start B || exit 1
+PEER=$(t_port B 0 ipv4)
+PORT=$((20700 + RANDOM % 1000))
+BADDRS=$(jq -r '[.hosts.B.ports[].ipv4] | join(",")' "$ST")
+
+srv() { # NAME PORT ARGS...
+	local name=$1 port=$2
+	shift 2
+	svc_in B env MRC_MODE=service timeout -s INT 60 "$B_PERF" server -d "$(ifs B)" -p "$port" --verify -j \
+		"$@" >"$T_TMP/$name-server.log" 2>&1 &
+	SPID[$name]=$!
+	T_PIDS+=("${SPID[$name]}")
+}
+cli() { # NAME PORT ARGS...
+	local name=$1 port=$2
+	shift 2
+	ip netns exec "$(t_ns A)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/A.sock" \
+		"$B_PERF" client "$PEER" -d "$(ifs A)" -p "$port" --verify -j "$@" >"$T_TMP/$name-client.log" 2>&1 &
+	CPID[$name]=$!
+	T_PIDS+=("${CPID[$name]}")
+}
+declare -A SPID CPID
+
+# 1. The clients, then kill -9 of A's service.
+srv orphan "$((PORT + 1))"
+cli orphan "$((PORT + 1))" -D 20
+ip netns exec "$(t_ns A)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/A.sock" \
+	"$B_DEATH" "$(ifs A)" "$BADDRS" >"$T_TMP/death.log" 2>&1 &
+DPID=$!
+T_PIDS+=("$DPID")
+for ((i = 0; i < 1000; i++)); do
+	grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/orphan-client.log" 2>/dev/null &&
+		grep -q '^ready' "$T_TMP/death.log" && break
+	kill -0 "$DPID" 2>/dev/null || break
+	sleep 0.01
+done
+t_check "svc_death is ready" grep -q '^ready' "$T_TMP/death.log"
+t_check "mrc_perf transfers" grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/orphan-client.log"
+kill -9 "${SVC_PID[A]}"
+t0=$(date +%s%N)
+wait "${SVC_PID[A]}" 2>/dev/null
+declare -A END
+for ((i = 0; i < 500; i++)); do
+	for n in death perf; do
+		p=$DPID
+		[ $n = perf ] && p=${CPID[orphan]}
+		[ -z "${END[$n]:-}" ] && ! kill -0 "$p" 2>/dev/null && END[$n]=$((($(date +%s%N) - t0) / 1000000))
+	done
+	[ -n "${END[death]:-}" ] && [ -n "${END[perf]:-}" ] && break
+	sleep 0.01
+done
+for p in "$DPID" "${CPID[orphan]}"; do kill -0 "$p" 2>/dev/null && kill -9 "$p"; done
+wait "$DPID"
+drc=$?
+wait "${CPID[orphan]}"
+prc=$?
+cat "$T_TMP/death.log"
+t_range "ms from kill -9 until svc_death ended" "${END[death]:-99999}" 0 1000
+t_range "ms from kill -9 until mrc_perf ended" "${END[perf]:-99999}" 0 1000
+t_eq "svc_death: every check passed (exit)" "$drc" 0
+t_check "svc_death: summary ok" grep -q '^ok summary' "$T_TMP/death.log"
+t_check "mrc_perf failed (exit $prc)" test "$prc" != 0
+t_check "mrc_perf ends on a flush or the dead service" grep -Eq "work request flushed|the mrc service \(pid [0-9]*\) is gone" "$T_TMP/orphan-client.log"
+kill -INT "${SPID[orphan]}" 2>/dev/null
+wait "${SPID[orphan]}" 2>/dev/null
+
+# 2. A restarted service serves a new verified pair.
+svc_start A || exit 1
+srv again "$((PORT + 2))"
+cli again "$((PORT + 2))" -D 1
+wait "${CPID[again]}"
+crc=$?
+wait "${SPID[again]}"
+src=$?
+cv=$(grep '"summary"' "$T_TMP/again-client.log" | jq -r '.summary.verify' 2>/dev/null)
+sv=$(grep '"summary"' "$T_TMP/again-server.log" | jq -r '.summary.verify' 2>/dev/null)
+if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$cv" = ok ] && [ "$sv" = ok ]; then
+	t_ok "after the restart: a new pair verified"
+else
+	t_fail "after the restart: client exit $crc (verify ${cv:-none}), server exit $src (verify ${sv:-none})"
+fi
+for h in A B; do
+	svc_stop "$h"
+	t_eq "service $h: exit status" "$?" 0
+done
+t_done
