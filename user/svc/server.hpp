@@ -89,6 +89,8 @@ class Server : public lib::LoopHook {
   Result<Reply> op_modify_qp(ClientState& c, const Msg& m);
   Result<Reply> op_simple(ClientState& c, Msg& m);
   Result<Reply> op_destroy(ClientState& c, const Msg& m);
+  Result<Reply> op_observe(const Msg& m);
+  void keep_qp_totals(core::Engine& eng, ClientState& c, uint32_t qpn);
   void free_client_locked(ClientState& c);
   void drain_qp(core::Engine& eng, ClientState& c, SQp& q);
   void push_async(ClientState& c, const AsyncEvent& ev);

@@ -5,10 +5,13 @@
 # half WRITE and half WRITE-with-immediate, every byte verified (--verify on
 # both sides). Pairs 0-1 stop early (short runs), pairs 6-7 start late (once
 # the first six transfer), so processes come and go while others run.
+# While all 8 transfer, `mrcctl -j service clients` (the service's OBSERVE op)
+# on each host lists each of the 8 processes with its 3 QPs and bytes > 0.
 . "$(dirname "$0")/svc_lib.sh"
-t_require timeout jq
+t_require timeout jq pgrep
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
-for b in "$B_PERF" "$SVCD"; do
+MRCCTL=$MRC_BUILD_DIR/user/tools/mrcctl
+for b in "$B_PERF" "$SVCD" "$MRCCTL"; do
 	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
 done
 t_up direct planes=4
@@ -25,12 +28,15 @@ declare -A SPID CPID
 pair() {
 	local i=$1 d=$2 imm=() port=$((PORT + $1))
 	((i % 2)) && imm=(-i)
-	svc_in B env MRC_MODE=service timeout -s INT 60 "$B_PERF" server -d "$(ifs B)" -p "$port" --verify -j \
+	# ip netns exec and env exec: SPID is timeout's pid, mrc_perf its child.
+	ip netns exec "$(t_ns B)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/B.sock" \
+		timeout -s INT 60 "$B_PERF" server -d "$(ifs B)" -p "$port" --verify -j \
 		-q "$QPS" -s 16384 -t 8 "${imm[@]}" >"$T_TMP/p$i-server.log" 2>&1 &
 	SPID[$i]=$!
 	T_PIDS+=("${SPID[$i]}")
+	# No wrapper: CPID is mrc_perf's own pid (ip netns exec and env exec it).
 	ip netns exec "$(t_ns A)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/A.sock" \
-		timeout -s INT 60 "$B_PERF" client "$PEER" -d "$(ifs A)" -p "$port" --verify -j -q "$QPS" \
+		"$B_PERF" client "$PEER" -d "$(ifs A)" -p "$port" --verify -j -q "$QPS" \
 		-s 16384 -t 8 -D "$d" "${imm[@]}" >"$T_TMP/p$i-client.log" 2>&1 &
 	CPID[$i]=$!
 	T_PIDS+=("${CPID[$i]}")
@@ -63,21 +69,52 @@ verified() {
 	fi
 }
 
-# Pairs 0-1 run 2 s, 2-5 run 8 s; 6-7 start once 0-5 transfer and run 3 s.
+# observed HOST PID DIR: HOST's snapshot ($T_TMP/obs.HOST.json) lists PID
+# with 3 QPs and DIR bytes (tx_bytes or rx_bytes) > 0.
+observed() {
+	local h=$1 pid=$2 dir=$3 line
+	line=$(jq -c --argjson p "${pid:-0}" '.clients[] | select(.pid == $p)' "$T_TMP/obs.$h.json")
+	if [ -n "$line" ] && [ "$(jq ".qps == $QPS and .$dir > 0" <<<"$line")" = true ]; then
+		t_ok "service $h lists pid $pid: $line"
+	else
+		t_fail "service $h: pid $pid not listed with $QPS QPs and $dir > 0: '$line'"
+		cat "$T_TMP/obs.$h.json"
+	fi
+}
+
+# Pairs 0-1 run 6 s, 2-5 run 12 s; 6-7 start once 0-5 transfer and run 5 s.
 for ((i = 0; i < 6; i++)); do
-	if ((i < 2)); then pair "$i" 2; else pair "$i" 8; fi
+	if ((i < 2)); then pair "$i" 6; else pair "$i" 12; fi
 done
 for ((i = 0; i < 6; i++)); do
 	if transferring "$i"; then t_ok "pair $i transfers"; else t_fail "pair $i never transferred"; fi
 done
-for i in 6 7; do pair "$i" 3; done
+for i in 6 7; do pair "$i" 5; done
+for i in 6 7; do
+	if transferring "$i"; then t_ok "late pair $i transfers"; else t_fail "late pair $i never transferred"; fi
+done
+# All 8 run: each one's process on both hosts is listed by its service (on
+# B, mrc_perf is the child of its timeout).
+for h in A B; do svc_in "$h" "$MRCCTL" -j service clients >"$T_TMP/obs.$h.json"; done
+t_eq "service A: clients observed" "$(jq .total "$T_TMP/obs.A.json")" "$N"
+t_eq "service B: clients observed" "$(jq .total "$T_TMP/obs.B.json")" "$N"
+for ((i = 0; i < N; i++)); do
+	t_check "pair $i runs after the snapshot" kill -0 "${CPID[$i]}"
+	observed A "${CPID[$i]}" tx_bytes
+	observed B "$(pgrep -P "${SPID[$i]}")" rx_bytes
+done
 # The early ones end while the others (and the late ones) run.
 verified 0
 verified 1
-for i in 2 3 4 5 6 7; do
+for i in 2 3 4 5; do
 	t_check "pair $i still running when 0 and 1 ended" kill -0 "${CPID[$i]}"
 done
-for ((i = 2; i < N; i++)); do verified "$i"; done
+verified 6
+verified 7
+for i in 2 3 4 5; do
+	t_check "pair $i still running when 6 and 7 ended" kill -0 "${CPID[$i]}"
+done
+for i in 2 3 4 5; do verified "$i"; done
 
 # Every client left its service cleanly; nothing broken.
 for h in A B; do
