@@ -312,6 +312,7 @@ std::vector<uint8_t> bytes(const T& v) {
 Result<Server::Reply> Server::dispatch(ClientState& c, Msg& m) {
   switch (Op(m.hdr.op)) {
     case Op::kHello:
+      MRC_TRY(check_uid(c));
       return op_hello(c, m);
     case Op::kStats: {
       StatsRep st{};
@@ -487,6 +488,7 @@ Result<Server::Reply> Server::op_reg_mr(ClientState& c, Msg& m) {
   if (c.mrs.size() >= o_.max_mrs)
     return err(ENOMEM,
                "reg_mr: service limit: " + std::to_string(o_.max_mrs) + " regions per process");
+  MRC_TRY(check_mr_bytes(c, rq.length));
   auto map = MappedRegion::map(pieces, rq.iova, rq.length);
   if (!map) return std::move(map).error();
   auto r = im_->eng->reg_mr(*c.pds[rq.pd], rq.iova, map->host(), rq.length, rq.access);
@@ -699,6 +701,33 @@ Result<Server::Reply> Server::op_destroy(ClientState& c, const Msg& m) {
     default:
       return err(EINVAL, "unknown op");
   }
+}
+
+// ---------------------------------------------------------------------------
+// Limits beyond the fixed tables (serviced_main's --max-mr-mib and
+// --max-clients-per-uid; 0: none).
+
+Status Server::check_mr_bytes(const ClientState& c, uint64_t len) const {
+  if (!o_.max_mr_bytes) return {};
+  uint64_t now = 0;
+  for (const auto& [lkey, mr] : c.mrs) now += mr.length();
+  if (len > o_.max_mr_bytes || now > o_.max_mr_bytes - len)
+    return err(ENOMEM, "reg_mr: service limit: " + std::to_string(o_.max_mr_bytes) +
+                           " registered bytes per process (--max-mr-mib; " + std::to_string(now) +
+                           " registered, " + std::to_string(len) + " asked)");
+  return {};
+}
+
+// At HELLO (an answer the client reads, not a closed socket): clients of
+// c's uid already past HELLO.
+Status Server::check_uid(const ClientState& c) const {
+  if (!o_.max_clients_per_uid) return {};
+  uint32_t n = 0;
+  for (const auto& p : clients_) n += p->hello && p->uid == c.uid;
+  if (n < o_.max_clients_per_uid) return {};
+  return err(ENOMEM, "mrc-serviced: service limit: " + std::to_string(o_.max_clients_per_uid) +
+                         " clients per uid (--max-clients-per-uid; uid " + std::to_string(c.uid) +
+                         ")");
 }
 
 // ---------------------------------------------------------------------------
