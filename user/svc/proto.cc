@@ -39,6 +39,8 @@ const char* to_string(Op op) {
       return "QP_STATS";
     case Op::kStats:
       return "STATS";
+    case Op::kObserve:
+      return "OBSERVE";
     case Op::kEnd:
       break;
   }
@@ -83,6 +85,9 @@ bool op_shape(uint16_t op, OpShape& s) {
       return true;
     case Op::kStats:
       s = {0, 0, sizeof(StatsRep), 0, false};
+      return true;
+    case Op::kObserve:
+      s = {sizeof(ObserveReq), 0, sizeof(ObserveRep), 0, false};
       return true;
     case Op::kEnd:
       break;

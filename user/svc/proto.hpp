@@ -44,7 +44,8 @@ enum class Op : uint16_t {
   kQueryQp,
   kQpStats,
   kStats,
-  kEnd,  // one past the last
+  kObserve,  // read-only, needs no HELLO (a second kind of client: mrcctl)
+  kEnd,      // one past the last
 };
 const char* to_string(Op op);
 
@@ -130,10 +131,30 @@ struct StatsRep {
   Context::XskStats xsk;
 };
 
-static_assert(sizeof(HelloReq) <= kMaxPayload && sizeof(HelloRep) <= kMaxPayload &&
-              sizeof(RegMrReq) <= kMaxPayload && sizeof(ModifyQpReq) <= kMaxPayload &&
-              sizeof(StatsRep) <= kMaxPayload && sizeof(QpAttr) <= kMaxPayload &&
-              sizeof(QpStats) <= kMaxPayload);
+// OBSERVE (Documentation/service.md, "Visibility"): one page of the
+// service's clients, from index `first` on; `total` says how many there are.
+struct ObserveReq {
+  uint32_t first, rsvd;
+};
+struct ObserveClient {
+  uint32_t id, uid;
+  int32_t pid;
+  uint32_t qps, cqs, mrs;
+  uint64_t mr_bytes;            // registered bytes now
+  uint64_t tx_bytes, rx_bytes;  // payload bytes of its QPs (destroyed ones included)
+  uint64_t errors;              // error completions + refused requests + remote access errors
+  char comm[16];                // /proc/PID/comm at connect, NUL-terminated
+};
+constexpr size_t kObservePage = 48;
+struct ObserveRep {
+  uint32_t total, first, count, rsvd;
+  ObserveClient c[kObservePage];
+};
+
+static_assert(sizeof(ObserveRep) <= kMaxPayload && sizeof(HelloReq) <= kMaxPayload &&
+              sizeof(HelloRep) <= kMaxPayload && sizeof(RegMrReq) <= kMaxPayload &&
+              sizeof(ModifyQpReq) <= kMaxPayload && sizeof(StatsRep) <= kMaxPayload &&
+              sizeof(QpAttr) <= kMaxPayload && sizeof(QpStats) <= kMaxPayload);
 
 // Exact payload bytes and descriptors of a request and of a successful
 // reply (fds of REG_MR: at most kMaxPieces, equal to npieces, checked by the

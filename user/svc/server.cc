@@ -69,6 +69,10 @@ struct Server::ClientState {
   std::map<uint32_t, MappedRegion> mrs;      // lkey -> the service's view
   std::unordered_map<uint32_t, SQp*> qp_of;  // engine QPN -> QP (retirement)
   size_t live_qps = 0, live_cqs = 0;
+  // Visibility (OBSERVE): the command at connect, and what destroyed QPs
+  // had moved and their errors (live QPs are read from the engine).
+  char comm[16] = {};
+  uint64_t gone_tx = 0, gone_rx = 0, gone_errors = 0, bad_requests = 0, error_wcs = 0;
 };
 
 namespace {
@@ -84,6 +88,22 @@ void notify(int fd) {
 }
 
 Error err(int code, const std::string& s) { return Error(code, s); }
+
+// /proc/PID/comm into out (NUL-terminated, empty when unreadable).
+void read_comm(pid_t pid, char (&out)[16]) {
+  out[0] = 0;
+  UniqueFd f(open(("/proc/" + std::to_string(pid) + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f) return;
+  const ssize_t n = read(f.get(), out, sizeof out - 1);
+  size_t l = n > 0 ? size_t(n) : 0;
+  while (l && (out[l - 1] == '\n' || out[l - 1] == 0)) l--;
+  out[l] = 0;
+}
+
+// The errors a QP's counters show (its side of a client's `errors`).
+uint64_t qp_errors(const QpStats& s) {
+  return s.rem_access_errors + s.imm_no_recv + s.imm_over_limit + s.fail_renacks;
+}
 
 }  // namespace
 
@@ -193,6 +213,7 @@ void Server::accept_client() {
     c->pid = cr.pid;
     c->uid = cr.uid;
     c->gid = cr.gid;
+    read_comm(cr.pid, c->comm);
     c->id = ++next_id_;
     c->sock = std::move(s);
     if (clients_.size() >= o_.max_clients) {
@@ -257,6 +278,7 @@ void Server::handle(ClientState& c) {
   }
   Result<Reply> r = [&]() -> Result<Reply> {
     MRC_TRY(check_request(*m));
+    if (m->hdr.op == uint16_t(Op::kObserve)) return op_observe(*m);
     if (!c.hello && m->hdr.op != uint16_t(Op::kHello))
       return err(EINVAL, std::string(to_string(Op(m->hdr.op))) + ": HELLO first");
     if (c.hello && m->hdr.op == uint16_t(Op::kHello)) return err(EINVAL, "HELLO: twice");
@@ -271,6 +293,7 @@ void Server::handle(ClientState& c) {
                     r->payload.data(), r->payload.size(), fds.data(), fds.size());
   } else {
     cnt_.bad_requests++;
+    c.bad_requests++;
     std::string why = r.error().context;
     if (why.size() > kMaxPayload) why.resize(kMaxPayload);
     const int code = r.error().code > 0 ? r.error().code : EINVAL;
@@ -297,6 +320,7 @@ std::vector<uint8_t> bytes(const T& v) {
 Result<Server::Reply> Server::dispatch(ClientState& c, Msg& m) {
   switch (Op(m.hdr.op)) {
     case Op::kHello:
+      MRC_TRY(check_uid(c));
       return op_hello(c, m);
     case Op::kStats: {
       StatsRep st{};
@@ -472,6 +496,7 @@ Result<Server::Reply> Server::op_reg_mr(ClientState& c, Msg& m) {
   if (c.mrs.size() >= o_.max_mrs)
     return err(ENOMEM,
                "reg_mr: service limit: " + std::to_string(o_.max_mrs) + " regions per process");
+  MRC_TRY(check_mr_bytes(c, rq.length));
   auto map = MappedRegion::map(pieces, rq.iova, rq.length);
   if (!map) return std::move(map).error();
   auto r = im_->eng->reg_mr(*c.pds[rq.pd], rq.iova, map->host(), rq.length, rq.access);
@@ -674,6 +699,7 @@ Result<Server::Reply> Server::op_destroy(ClientState& c, const Msg& m) {
     case Op::kDestroyQp: {
       if (!valid(c.qps, h)) return err(EINVAL, "destroy_qp: no QP handle " + std::to_string(h));
       SQp& q = *c.qps[h];
+      keep_qp_totals(*im_->eng, c, q.qpn);
       MRC_TRY(im_->destroy_qp_locked(q.qpn));
       by_qpn_.erase(q.qpn);
       c.qp_of.erase(q.qpn);
@@ -687,6 +713,83 @@ Result<Server::Reply> Server::op_destroy(ClientState& c, const Msg& m) {
     default:
       return err(EINVAL, "unknown op");
   }
+}
+
+// ---------------------------------------------------------------------------
+// Limits beyond the fixed tables (serviced_main's --max-mr-mib and
+// --max-clients-per-uid; 0: none).
+
+Status Server::check_mr_bytes(const ClientState& c, uint64_t len) const {
+  if (!o_.max_mr_bytes) return {};
+  uint64_t now = 0;
+  for (const auto& [lkey, mr] : c.mrs) now += mr.length();
+  if (len > o_.max_mr_bytes || now > o_.max_mr_bytes - len)
+    return err(ENOMEM, "reg_mr: service limit: " + std::to_string(o_.max_mr_bytes) +
+                           " registered bytes per process (--max-mr-mib; " + std::to_string(now) +
+                           " registered, " + std::to_string(len) + " asked)");
+  return {};
+}
+
+// At HELLO (an answer the client reads, not a closed socket): clients of
+// c's uid already past HELLO.
+Status Server::check_uid(const ClientState& c) const {
+  if (!o_.max_clients_per_uid) return {};
+  uint32_t n = 0;
+  for (const auto& p : clients_) n += p->hello && p->uid == c.uid;
+  if (n < o_.max_clients_per_uid) return {};
+  return err(ENOMEM, "mrc-serviced: service limit: " + std::to_string(o_.max_clients_per_uid) +
+                         " clients per uid (--max-clients-per-uid; uid " + std::to_string(c.uid) +
+                         ")");
+}
+
+// ---------------------------------------------------------------------------
+// OBSERVE: every client's pid, uid, command, objects, bytes and errors.
+// Read-only and allowed without HELLO (an observer such as `mrcctl service
+// clients` is a client that never says HELLO). Like /proc, it shows other
+// users' processes to whoever may connect to the socket.
+
+void Server::keep_qp_totals(core::Engine& eng, ClientState& c, uint32_t qpn) {
+  auto s = eng.qp_stats(qpn);
+  if (!s) return;
+  c.gone_tx += s->tx_data_bytes;
+  c.gone_rx += s->rx_data_bytes;
+  c.gone_errors += qp_errors(*s);
+}
+
+Result<Server::Reply> Server::op_observe(const Msg& m) {
+  const uint32_t first = m.as<ObserveReq>()->first;
+  auto rep = std::make_unique<ObserveRep>();
+  std::memset(rep.get(), 0, sizeof *rep);
+  std::lock_guard<std::mutex> lk(im_->mu);
+  std::vector<ClientState*> seen;
+  for (auto& c : clients_)
+    if (c->hello) seen.push_back(c.get());
+  rep->total = uint32_t(seen.size());
+  rep->first = first;
+  for (size_t i = first; i < seen.size() && rep->count < kObservePage; i++) {
+    const ClientState& c = *seen[i];
+    ObserveClient& o = rep->c[rep->count++];
+    o.id = c.id;
+    o.uid = c.uid;
+    o.pid = c.pid;
+    o.qps = uint32_t(c.live_qps);
+    o.cqs = uint32_t(c.live_cqs);
+    o.mrs = uint32_t(c.mrs.size());
+    for (const auto& [lkey, mr] : c.mrs) o.mr_bytes += mr.length();
+    o.tx_bytes = c.gone_tx;
+    o.rx_bytes = c.gone_rx;
+    o.errors = c.gone_errors + c.bad_requests + c.error_wcs;
+    for (const auto& q : c.qps) {
+      if (!q) continue;
+      auto s = im_->eng->qp_stats(q->qpn);
+      if (!s) continue;
+      o.tx_bytes += s->tx_data_bytes;
+      o.rx_bytes += s->rx_data_bytes;
+      o.errors += qp_errors(*s);
+    }
+    std::memcpy(o.comm, c.comm, sizeof o.comm);
+  }
+  return Reply{bytes(*rep), {}};
 }
 
 // ---------------------------------------------------------------------------
@@ -863,6 +966,7 @@ bool Server::deliver(core::Engine& eng, std::span<Wc> scratch) {
         }
         if (!*r) break;
         any = true;
+        for (size_t i = 0; i < *r; i++) c.error_wcs += scratch[i].status != kWcSuccess;
         if (!deliver_to(c.channels, *q, scratch.data(), *r)) cnt_.cq_overruns++;
         retire(c, scratch.data(), *r);
       }

@@ -41,6 +41,8 @@ struct ServerOptions {
   uint64_t area_bytes = 64ull << 20;  // shared area per client
   uint32_t max_clients = 64;
   uint32_t max_qps = 1024, max_cqs = 1024, max_mrs = 4096, max_wr = 8192, max_cqe = 1 << 20;
+  uint64_t max_mr_bytes = 0;         // registered bytes per process, 0: no limit
+  uint32_t max_clients_per_uid = 0;  // 0: no limit
 };
 
 struct ServerCounters {
@@ -89,6 +91,10 @@ class Server : public lib::LoopHook {
   Result<Reply> op_modify_qp(ClientState& c, const Msg& m);
   Result<Reply> op_simple(ClientState& c, Msg& m);
   Result<Reply> op_destroy(ClientState& c, const Msg& m);
+  Result<Reply> op_observe(const Msg& m);
+  Status check_mr_bytes(const ClientState& c, uint64_t len) const;
+  Status check_uid(const ClientState& c) const;
+  void keep_qp_totals(core::Engine& eng, ClientState& c, uint32_t qpn);
   void free_client_locked(ClientState& c);
   void drain_qp(core::Engine& eng, ClientState& c, SQp& q);
   void push_async(ClientState& c, const AsyncEvent& ev);

@@ -33,6 +33,11 @@ void usage(FILE* f) {
       "  --udp-port N       MRC's UDP port (default 4791)\n"
       "  --max-clients N    processes served at once (default 64)\n"
       "  --area-mib N       shared area per process, MiB (default 64)\n"
+      "  --max-qps N        QPs per process (default 1024)\n"
+      "  --max-cqs N        CQs per process (default 1024)\n"
+      "  --max-mrs N        memory regions per process (default 4096)\n"
+      "  --max-mr-mib N     registered MiB per process (default 0: no limit)\n"
+      "  --max-clients-per-uid N  processes of one uid served at once (default 0: no limit)\n"
       "  --cpu N            pin the engine thread to CPU N\n"
       "  --idle-spin-us N   engine thread: keep polling N us before sleeping\n",
       mrc::svc::kDefaultSocket);
@@ -95,6 +100,16 @@ mrc::svc::ServerOptions parse(int argc, char** argv) {
       o.dev.udp_port = uint16_t(num("--udp-port", val(), 65535));
     } else if (a == "--max-clients") {
       o.max_clients = uint32_t(num("--max-clients", val(), 100000));
+    } else if (a == "--max-qps") {
+      o.max_qps = uint32_t(num("--max-qps", val(), 1u << 20));
+    } else if (a == "--max-cqs") {
+      o.max_cqs = uint32_t(num("--max-cqs", val(), 1u << 20));
+    } else if (a == "--max-mrs") {
+      o.max_mrs = uint32_t(num("--max-mrs", val(), 1u << 20));
+    } else if (a == "--max-mr-mib") {
+      o.max_mr_bytes = num("--max-mr-mib", val(), 1u << 24) << 20;
+    } else if (a == "--max-clients-per-uid") {
+      o.max_clients_per_uid = uint32_t(num("--max-clients-per-uid", val(), 100000));
     } else if (a == "--area-mib") {
       o.area_bytes = num("--area-mib", val(), 4096) << 20;
       if (o.area_bytes < (1u << 20)) bad("--area-mib must be at least 1");

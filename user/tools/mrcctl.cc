@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ctl/ops.hpp"
+#include "svc/proto.hpp"
 #include "util/unique_fd.hpp"
 
 namespace {
@@ -986,9 +987,78 @@ void report_commands(std::vector<Cmd>& c) {
                }});
 }
 
+// The host service mrc-serviced (Documentation/service.md): its OBSERVE op,
+// over the service's own socket ($MRC_SERVICE_SOCKET, else
+// /run/mrc/service.sock), not mrcd's.
+int service_clients(Parsed&) {
+  namespace svc = mrc::svc;
+  const char* env = getenv("MRC_SERVICE_SOCKET");
+  const std::string path = env && *env ? env : svc::kDefaultSocket;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path)
+    return local_error("service", "socket path too long: " + path, ENAMETOOLONG);
+  std::memcpy(a.sun_path, path.data(), path.size());
+  mrc::UniqueFd s(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!s || connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+    const int e = errno;
+    return local_error("service", "cannot reach mrc-serviced at " + path + ": " + strerror(e), e);
+  }
+  json clients = json::array();
+  uint32_t total = 0;
+  for (uint32_t first = 0, seq = 1;; seq++) {
+    svc::ObserveReq rq{first, 0};
+    svc::MsgHdr h{svc::kMagic, svc::kVersion, uint16_t(svc::Op::kObserve), seq, sizeof rq, 0, 0};
+    if (auto st = svc::send_msg(s.get(), h, &rq, sizeof rq, nullptr, 0); !st)
+      return local_error("service", st.error().context, st.error().code);
+    auto m = svc::recv_msg(s.get());
+    if (!m) return local_error("service", m.error().context, m.error().code);
+    if (auto st = svc::check_reply(*m, svc::Op::kObserve, seq); !st)
+      return local_error("service", st.error().context, st.error().code);
+    const auto* r = m->as<svc::ObserveRep>();
+    total = r->total;
+    for (uint32_t i = 0; i < r->count && i < svc::kObservePage; i++) {
+      const svc::ObserveClient& o = r->c[i];
+      clients.push_back({{"client", o.id},
+                         {"pid", o.pid},
+                         {"uid", o.uid},
+                         {"comm", std::string(o.comm, strnlen(o.comm, sizeof o.comm))},
+                         {"qps", o.qps},
+                         {"cqs", o.cqs},
+                         {"mrs", o.mrs},
+                         {"mr_bytes", o.mr_bytes},
+                         {"tx_bytes", o.tx_bytes},
+                         {"rx_bytes", o.rx_bytes},
+                         {"errors", o.errors}});
+    }
+    if (r->count == 0 || first + r->count >= total) break;
+    first += r->count;
+  }
+  json res = {{"socket", path}, {"total", total}, {"clients", clients}};
+  return out(res, [](const json& x) {
+    std::printf("%-6s %-8s %-6s %-16s %4s %4s %4s %12s %14s %14s %7s\n", "CLIENT", "PID", "UID",
+                "COMMAND", "QPS", "CQS", "MRS", "MR_BYTES", "TX_BYTES", "RX_BYTES", "ERRORS");
+    for (const json& c : x["clients"])
+      std::printf("%-6u %-8d %-6u %-16s %4u %4u %4u %12llu %14llu %14llu %7llu\n",
+                  c["client"].get<unsigned>(), c["pid"].get<int>(), c["uid"].get<unsigned>(),
+                  c["comm"].get<std::string>().c_str(), c["qps"].get<unsigned>(),
+                  c["cqs"].get<unsigned>(), c["mrs"].get<unsigned>(),
+                  c["mr_bytes"].get<unsigned long long>(), c["tx_bytes"].get<unsigned long long>(),
+                  c["rx_bytes"].get<unsigned long long>(), c["errors"].get<unsigned long long>());
+  });
+}
+
 std::vector<Cmd> commands() {
   std::vector<Cmd> c;
   dev_commands(c);
+  c.push_back({"service",
+               "clients",
+               "service clients",
+               "mrc-serviced's clients: pid, uid, command, QPs, CQs, regions, bytes, errors "
+               "(socket: $MRC_SERVICE_SOCKET, else /run/mrc/service.sock)",
+               {},
+               0,
+               service_clients});
   ev_profile_commands(c);
   ev_commands(c);
   cc_profile_commands(c);

@@ -7,6 +7,7 @@
 SVCD=$MRC_BUILD_DIR/user/svc/mrc-serviced
 ifs() { jq -r --arg h "$1" '[.hosts[$h].ports[].ifname] | join(",")' "$ST"; }
 declare -A SVC_PID
+SVC_OPTS=()  # extra mrc-serviced options of the next svc_start
 
 # How many times HOST's service log says it serves (0 without a log).
 svc_serving() {
@@ -20,7 +21,7 @@ svc_serving() {
 svc_start() {
 	local h=$1 i n0
 	n0=$(svc_serving "$h")
-	ip netns exec "$(t_ns "$h")" "$SVCD" --no-mrcd --socket "$T_TMP/$h.sock" "$(ifs "$h")" \
+	ip netns exec "$(t_ns "$h")" "$SVCD" --no-mrcd --socket "$T_TMP/$h.sock" "${SVC_OPTS[@]}" "$(ifs "$h")" \
 		>>"$T_TMP/svc.$h.log" 2>&1 &
 	SVC_PID[$h]=$!
 	T_PIDS+=("${SVC_PID[$h]}")
