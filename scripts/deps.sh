@@ -19,6 +19,7 @@ BUILD_PKGS=(
   help2man scdoc                           # man pages (from --help, and Documentation/man/*.scd)
   dpkg-dev file                            # CPack DEB: dpkg-shlibdeps, dpkg-deb, file
   libfabric-dev                            # the libfabric provider (user/fi, libmrc-fi.so)
+  ccache                                   # scripts/test.sh: compiler cache across runs (MRC_CCACHE=0: off)
 )
 RUN_PKGS=(
   iproute2 iputils-ping ethtool tcpdump    # fabric, diagnostics, pcaps of failing tests

@@ -7,6 +7,8 @@
 #   scripts/test.sh -L unit         only some CTest labels (unit|bpf|netns|install|vm)
 #   scripts/test.sh --no-sanitize   skip the ASan/UBSan pass (and the fuzz tests)
 #   MRC_JOBS=N                      parallel build jobs (default: nproc)
+#   MRC_CCACHE=0                    no compiler cache (default: ccache in
+#                                   $CCACHE_DIR, else /var/cache/mrc/ccache)
 #
 # Exits non-zero if anything fails. Layers that need root (bpf, netns, install, vm)
 # report "skipped" when run unprivileged.
@@ -20,7 +22,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -L) labels+=("$2"); shift 2 ;;
     --no-sanitize) sanitize=0; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -34,6 +36,16 @@ if printf '%s\n' "${labels[@]}" | grep -qx vm; then
   scripts/deps.sh --vm   # qemu and busybox for the VM layer
 else
   scripts/deps.sh
+fi
+
+# A compiler cache shared by every clone on this machine: paths are taken
+# relative to the checkout (CCACHE_BASEDIR), so a fresh clone of a commit
+# already built compiles only what changed. It never changes what is built.
+if [ "${MRC_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+  export CCACHE_DIR=${CCACHE_DIR:-/var/cache/mrc/ccache} CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
+  export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  mkdir -p "$CCACHE_DIR"
 fi
 
 stamp "configure + build (g++, release)"

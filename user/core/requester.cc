@@ -136,7 +136,14 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
     // EVs one by one retired hundreds of healthy EVs a second on a loaded
     // host (issue 25). Resent all the same; a plane that stays silent is
     // retired as a whole below.
-    if (!blame && cfg_.paths.loss_needs_plane_evidence) {
+    // The exception: an EV readmitted by its probes that loses data before
+    // any of its data was acknowledged since. Its probes pass where its data
+    // does not (a lower MTU inside the path): that is evidence against the
+    // path, and the relapse back-off (PathSet::assume_bad) needs it, or the
+    // plane is retired and readmitted over and over (resilience 12).
+    const PathSet::Ev& pe = q.paths.at(t.ev);
+    const bool relapse = pe.readmitted && uint16_t(pe.stats.acked) == pe.acked_at_readmit;
+    if (!blame && !relapse && cfg_.paths.loss_needs_plane_evidence) {
       q.stats.losses_by_time++;
       plane_suspect(q, t.port, now);
       return;
