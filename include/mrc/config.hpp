@@ -134,6 +134,20 @@ struct EngineConfig {
   // one QP's window open on CPU-bound hosts, but lets shaped bottlenecks
   // queue more: performance.md, "NSCC on software hosts", measures both.
   Time cc_min_target = kNsccMinTarget;
+  // Start-up and fabrics without ECN (performance.md, "Start-up"; design.md,
+  // "Congestion control"). A QP's window starts at cc_init_window bytes and
+  // doubles per round trip (slow start) until the paths show a queue, instead
+  // of starting at max_cwnd (0: start at max_cwnd, the old behaviour).
+  uint32_t cc_init_window = 64 * 1024;
+  // Without ECN a standing queue is seen only as delay: when the smallest RTT
+  // of a measurement period (at least half a smoothed RTT and 8 samples)
+  // exceeds the base RTT by more than the queue target, the window decreases
+  // multiplicatively (at most once per period) and stops its fair increase
+  // (false: high delay without ECN is ignored, the old behaviour).
+  bool cc_delay_md = true;
+  // The queue target of that decrease (0: NSCC's target, max(base RTT,
+  // cc_min_target)).
+  Time cc_queue_target = 0;
 };
 
 }  // namespace v1

@@ -414,6 +414,7 @@ struct QpStats {
   uint64_t bad_port_status = 0;
   uint64_t wimm_completions = 0, send_completions = 0;
   uint64_t cwnd_bytes = 0, inflight_bytes = 0, srtt_ns = 0;
+  uint64_t min_rtt_ns = 0;  // the smallest RTT sample seen (the base RTT)
   uint64_t plane_tx_bytes[kMaxPorts + 1] = {};
   uint64_t plane_rx_bytes[kMaxPorts + 1] = {};
 };

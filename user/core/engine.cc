@@ -271,6 +271,7 @@ Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
   s.cwnd_bytes = q->cc.enabled() ? q->cc.cwnd() : 0;
   s.inflight_bytes = q->inflight;
   s.srtt_ns = q->srtt;
+  s.min_rtt_ns = q->min_rtt;
   s.plane_lossy = q->paths.plane_lossy_events();
   return s;
 }
@@ -506,7 +507,8 @@ void Engine::enter_rts(Qp& q) {
   q.retries = 0;
   CcProfile cc = cfg_.default_cc;
   if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
-  q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target);
+  q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target,
+                 Nscc::Start{cfg_.cc_init_window, cfg_.cc_delay_md, cfg_.cc_queue_target});
   q.reo_wnd = cfg_.min_reorder;
 }
 

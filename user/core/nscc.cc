@@ -9,10 +9,11 @@ constexpr double kDelayAlpha = 0.0125;  // EWMA gain of the average queueing del
 constexpr double kRefBdp = 150000.0;    // 100 Gbit/s x 12 us, htsim's scaling reference
 constexpr double kRefRtt = 12000.0;     // ns
 constexpr uint64_t kFastDelay = 1000;   // ns: "no queue" for fast increase
+constexpr uint32_t kPeriodSamples = 8;  // RTT samples a standing-delay period needs at least
 }  // namespace
 
 void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_bytes,
-                     uint64_t min_target) {
+                     uint64_t min_target, const Start& start) {
   const NsccConfig& c = prof.nscc;
   p_ = Params{};
   p_.enabled = prof.enabled;
@@ -33,7 +34,16 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.fi_scale = c.fi_scale > 0 ? c.fi_scale : 0.25 * a;
   p_.gamma = c.gamma > 0 ? c.gamma : 0.8;
   p_.max_md_jump = c.max_md_jump > 0 ? c.max_md_jump : 0.5;
-  cwnd_ = p_.max_cwnd;
+  p_.init_window = start.init_window;
+  p_.delay_md = start.delay_md;
+  p_.queue_target = start.queue_target;
+  slow_start_ = p_.init_window && p_.init_window < p_.max_cwnd;
+  cwnd_ = slow_start_ ? std::max<uint64_t>(p_.init_window, mtu) : p_.max_cwnd;
+  queue_high_ = false;
+  srtt_ = standing_ = 0;
+  win_min_ = ~uint64_t(0);
+  win_samples_ = 0;
+  win_start_ = 0;
   base_rtt_ = p_.base_rtt;
   target_ = p_.target_delay ? p_.target_delay : std::max<uint64_t>(base_rtt_, p_.min_target);
   inc_ = 0;
@@ -55,6 +65,45 @@ void Nscc::update_avg(double d) { avg_delay_ += kDelayAlpha * (d - avg_delay_); 
 
 void Nscc::clamp() { cwnd_ = std::clamp<uint64_t>(cwnd_, p_.mtu, p_.max_cwnd); }
 
+double Nscc::grow_scale(uint64_t inflight, uint64_t bytes) const {
+  if (!p_.delay_md) return 1.0;
+  // The increases are scaled by max_cwnd / 150 kB (htsim's reference BDP);
+  // with delay_md by the window itself, so a window far below its maximum
+  // (a path whose BDP is a few packets) grows by a fraction of itself per
+  // round trip, not by a fixed share of the maximum, and a window the QP
+  // does not use (less than half of it in flight) does not grow.
+  if (inflight + bytes < cwnd_ / 2) return 0.0;
+  return std::min(1.0, double(cwnd_) / double(p_.max_cwnd));
+}
+
+bool Nscc::standing_sample(uint64_t rtt, Time now) {
+  srtt_ = srtt_ ? (7 * srtt_ + rtt) / 8 : rtt;
+  win_min_ = std::min(win_min_, rtt);
+  win_samples_++;
+  if (!win_start_) win_start_ = now;
+  // A period is at least half a smoothed RTT and holds at least 8 samples:
+  // its smallest RTT is then one that met no wake-up delay and no burst,
+  // only the queue that stood through the whole period (Copa's standing RTT).
+  const uint64_t period = std::max<uint64_t>(srtt_ / 2, base_rtt_ + target_);
+  if (now - win_start_ < period || win_samples_ < kPeriodSamples) return false;
+  standing_ = win_min_ > base_rtt_ ? win_min_ - base_rtt_ : 0;
+  win_min_ = ~uint64_t(0);
+  win_samples_ = 0;
+  win_start_ = now;
+  const uint64_t qt = p_.queue_target ? p_.queue_target : target_;
+  queue_high_ = standing_ > qt;
+  if (!queue_high_) return false;
+  slow_start_ = false;
+  if (now - last_dec_ <= std::max<uint64_t>(base_rtt_, period)) return false;
+  double f = 1.0 - p_.gamma * double(standing_ - qt) / double(standing_);
+  f = std::max(f, p_.max_md_jump);
+  cwnd_ = uint64_t(double(cwnd_) * f);
+  last_dec_ = now;
+  inc_ = 0;
+  clamp();
+  return true;
+}
+
 bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   if (!p_.qa) return false;
   const uint64_t qa_thr = p_.qa_threshold ? p_.qa_threshold : 4 * target_;
@@ -62,6 +111,7 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   bool trigger = loss || delay > qa_thr;
   bool fired = false;
   if (trigger && achieved_ < (p_.max_cwnd >> p_.qa_gate)) {
+    slow_start_ = false;
     cwnd_ = std::max<uint64_t>(achieved_, p_.mtu);
     ignore_bytes_ = inflight;  // ignore the signals of what is already in flight
     fired = true;
@@ -83,6 +133,12 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
     ignore_bytes_ = bytes >= ignore_bytes_ ? 0 : ignore_bytes_ - bytes;
     return;
   }
+  if (rtt && p_.delay_md && standing_sample(rtt, now)) {
+    last_q_ = kDecrease;
+    received_ = 0;
+    return;
+  }
+  if (ecn) slow_start_ = false;
   if (rtt && quick_adapt(false, delay, inflight, now)) {
     last_qa_ = true;
     return;
@@ -96,9 +152,14 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
     // No delay sample (e.g. the triggering packet was a retransmission): the
     // bytes still clock the batched adjustment below.
   } else if (!ecn && delay >= target_) {
-    inc_ += p_.fi * double(bytes);
     low_delay_bytes_ = 0;
-    last_q_ = kFair;
+    if (p_.delay_md && queue_high_) {
+      // The delay is a queue that stands (delay_md), not a wake-up: no increase.
+      last_q_ = kHold;
+    } else {
+      inc_ += p_.fi * double(bytes);
+      last_q_ = kFair;
+    }
   } else if (!ecn) {
     if (delay < kFastDelay) {
       low_delay_bytes_ += bytes;
@@ -106,7 +167,7 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
       low_delay_bytes_ = 0;
     }
     if (low_delay_bytes_ >= cwnd_) {
-      cwnd_ += uint64_t(double(bytes) * p_.fi_scale);
+      cwnd_ += uint64_t(double(bytes) * p_.fi_scale * grow_scale(inflight, bytes));
       last_q_ = kFast;
     } else {
       const double alpha = 4.0 * p_.mtu * (double(p_.max_cwnd) / kRefBdp) *
@@ -130,13 +191,18 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
     low_delay_bytes_ = 0;
     last_q_ = kHold;
   }
+  // Slow start: the window doubles per round trip until the paths show a
+  // queue (delay_md), a mark, a loss or the maximum.
+  if (slow_start_ && rtt && !ecn && !queue_high_ && inflight + bytes >= cwnd_ / 2) cwnd_ += bytes;
+  if (cwnd_ >= p_.max_cwnd) slow_start_ = false;
   clamp();
   received_ += bytes;
   const uint64_t period = p_.adjust_period ? p_.adjust_period : base_rtt_ + target_;
   if (received_ >= p_.adjust_bytes || now - last_adjust_ >= period) {
-    if (inc_ != 0) cwnd_ = uint64_t(std::max(0.0, double(cwnd_) + inc_ / double(cwnd_)));
+    const double g = grow_scale(inflight, bytes);
+    if (inc_ != 0) cwnd_ = uint64_t(std::max(0.0, double(cwnd_) + inc_ * g / double(cwnd_)));
     if (now - last_adjust_ >= period) {
-      cwnd_ += uint64_t(p_.eta);
+      if (!(p_.delay_md && queue_high_)) cwnd_ += uint64_t(p_.eta * g);
       last_adjust_ = now;
     }
     inc_ = 0;
@@ -150,6 +216,7 @@ void Nscc::on_nack(uint64_t bytes, uint64_t inflight, Time now) {
   last_qa_ = false;
   if (!p_.enabled) return;
   update_avg(double(base_rtt_));
+  slow_start_ = false;
   if (quick_adapt(true, 0, inflight, now)) {
     last_qa_ = true;
     return;
@@ -160,6 +227,7 @@ void Nscc::on_nack(uint64_t bytes, uint64_t inflight, Time now) {
 
 void Nscc::on_timeout(uint64_t bytes) {
   if (!p_.enabled) return;
+  slow_start_ = false;
   cwnd_ = cwnd_ > bytes ? cwnd_ - bytes : 0;
   clamp();
 }

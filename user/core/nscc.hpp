@@ -12,6 +12,14 @@
 
 namespace mrc::core {
 
+// EngineConfig's start-up and delay settings (cc_init_window, cc_delay_md,
+// cc_queue_target). The defaults are the engine's.
+struct NsccStart {
+  uint64_t init_window = 64 * 1024;
+  bool delay_md = true;
+  uint64_t queue_target = 0;
+};
+
 class Nscc {
  public:
   struct Params {
@@ -27,12 +35,17 @@ class Nscc {
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
     uint64_t adjust_period = 0;  // 0: base_rtt + target
     double eta = 0, fi = 0, fi_scale = 0, gamma = 0.8, max_md_jump = 0.5;
+    uint64_t init_window = 0;   // 0: start at max_cwnd (no slow start)
+    bool delay_md = false;      // decrease on a standing queue seen as delay
+    uint64_t queue_target = 0;  // of that decrease (0: target)
   };
+  using Start = NsccStart;
 
   Nscc() = default;
   // `min_target` is the floor of a target derived from the base RTT
   // (EngineConfig::cc_min_target).
-  void configure(const CcProfile& p, uint32_t mtu, uint64_t mpr_window_bytes, uint64_t min_target);
+  void configure(const CcProfile& p, uint32_t mtu, uint64_t mpr_window_bytes, uint64_t min_target,
+                 const Start& start = Start{});
 
   bool enabled() const { return p_.enabled; }
   // Bytes that may be in flight. Unlimited (~0) when CC is disabled.
@@ -40,6 +53,10 @@ class Nscc {
   uint64_t base_rtt() const { return base_rtt_; }
   uint64_t target() const { return target_; }
   uint64_t avg_delay() const { return uint64_t(avg_delay_); }
+  // The standing queueing delay: the smallest RTT of the last measurement
+  // period minus the base RTT (delay_md).
+  uint64_t standing() const { return standing_; }
+  bool slow_start() const { return slow_start_; }
 
   // A SACK acknowledged `bytes` new bytes; `rtt` is 0 when no sample.
   void on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Time now);
@@ -60,6 +77,12 @@ class Nscc {
   void update_avg(double d);
   bool quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now);
   void clamp();
+  // delay_md: one RTT sample into the period's minimum; at the end of a
+  // period, the standing delay and, above the queue target, the decrease.
+  // True when it decreased the window.
+  bool standing_sample(uint64_t rtt, Time now);
+  // delay_md: the factor of an increase (1 without it).
+  double grow_scale(uint64_t inflight, uint64_t bytes) const;
   uint64_t mtu() const { return p_.mtu; }
 
   Params p_;
@@ -77,6 +100,14 @@ class Nscc {
   uint64_t saved_cwnd_ = 0;
   Quadrant last_q_ = kNone;
   bool last_qa_ = false;
+  // Start-up and delay (Params::init_window, delay_md).
+  bool slow_start_ = false;
+  bool queue_high_ = false;  // the last period's standing delay was above the queue target
+  uint64_t srtt_ = 0;        // smoothed RTT (gain 1/8), the period's length
+  uint64_t win_min_ = ~uint64_t(0);
+  uint32_t win_samples_ = 0;
+  Time win_start_ = 0;
+  uint64_t standing_ = 0;
 };
 
 }  // namespace mrc::core

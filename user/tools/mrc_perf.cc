@@ -124,7 +124,9 @@ FILE* g_ev_log = nullptr;
       "  -6, --ipv6           use the planes' IPv6 addresses\n"
       "  -I, --interval SEC   report interval (1)\n"
       "  -V, --version        print the version and exit\n"
-      "      --sample-ms MS   server: JSON line of received bytes every MS ms\n"
+      "      --sample-ms MS   server: JSON line of received bytes every MS ms; client:\n"
+      "                       JSON line (\"dir\":\"tx\") of bytes sent, the congestion\n"
+      "                       window, bytes in flight, smoothed and smallest RTT\n"
       "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
       "      --retry L,E      linear and exponential retries (7,7)\n"
       "      --generic        attach XDP in generic mode\n"
@@ -174,6 +176,9 @@ FILE* g_ev_log = nullptr;
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
       "                       cc_min_target_us (floor of a learned target),\n"
       "                       cc_qa (0: NSCC without quick adapt), cc_max_cwnd,\n"
+      "                       cc_init_window (bytes; 0: start at cc_max_cwnd, no slow\n"
+      "                       start), cc_delay_md (0: high delay without ECN ignored),\n"
+      "                       cc_queue_target_us (of that decrease; 0: NSCC's target),\n"
       "                       cc_base_rtt_us, report_all_ev_events,\n"
       "                       probe_rate (EV probes per second, all QPs; 0: no limit),\n"
       "                       probe_burst\n"
@@ -761,6 +766,12 @@ void apply_engine(core::EngineConfig& e,
       e.default_cc.nscc.max_cwnd = uint32_t(n);
     else if (k == "cc_base_rtt_us")
       e.default_cc.nscc.base_rtt = uint32_t(us);
+    else if (k == "cc_init_window")
+      e.cc_init_window = uint32_t(n);
+    else if (k == "cc_delay_md")
+      e.cc_delay_md = n != 0;
+    else if (k == "cc_queue_target_us")
+      e.cc_queue_target = us;
     else if (k == "cc_qa")
       e.default_cc.nscc.disable_qa = n == 0;
     else if (k == "report_all_ev_events")
@@ -1671,10 +1682,16 @@ class ClientRun {
         slot_k(o.qps, std::vector<long long>(slots, -1)) {}
 
   int run();
+  ~ClientRun() { stop_sampler(); }
 
  private:
   void connect();
   void report_idle_mem();
+  void sample_loop();
+  void stop_sampler() {
+    sampling = false;
+    if (sampler.joinable()) sampler.join();
+  }
   void print_header();
   void post(uint32_t qi);
   bool more(uint32_t qi) const {
@@ -1716,6 +1733,8 @@ class ClientRun {
   uint64_t outstanding = 0;
   bool blocked = false;  // a QP waits for a grant
   Clock::time_point last_grant;
+  std::atomic<bool> sampling{false};
+  std::thread sampler;  // --sample-ms
 };
 
 // Exchanges endpoints with the server, connects the QPs and waits for "go".
@@ -1878,6 +1897,52 @@ int ClientRun::run_bw() {
   return 0;
 }
 
+// --sample-ms (client, --json): every sample_ms, the bytes sent since the
+// last sample (data and retransmissions, all planes and per plane), the sum
+// of the QPs' congestion windows and bytes in flight, and QP 0's smoothed
+// and smallest RTT: how a transfer starts (bench/compare, startup section).
+void ClientRun::sample_loop() {
+  uint64_t last = 0;
+  std::vector<uint64_t> lastp;
+  const auto ms = std::chrono::milliseconds(o.sample_ms);
+  while (sampling.load()) {
+    std::this_thread::sleep_until(t0 + ms * (1 + (Clock::now() - t0) / ms));
+    uint64_t total = 0, cwnd = 0, inflight = 0, srtt = 0, min_rtt = 0, rtx = 0;
+    std::vector<uint64_t> planes(o.devs.size(), 0);
+    for (size_t i = 0; i < s.qps.size(); i++) {
+      auto st = s.qps[i]->stats();
+      if (!st) continue;
+      for (size_t p = 0; p < planes.size(); p++) planes[p] += st->plane_tx_bytes[p + 1];
+      cwnd += st->cwnd_bytes;
+      inflight += st->inflight_bytes;
+      rtx += st->tx_rtx_pkts;
+      if (i == 0) srtt = st->srtt_ns, min_rtt = st->min_rtt_ns;
+    }
+    std::vector<uint64_t> dp(planes.size());
+    for (size_t p = 0; p < planes.size(); p++) {
+      dp[p] = planes[p] - (lastp.empty() ? 0 : lastp[p]);
+      total += planes[p];
+    }
+    const auto now = Clock::now();
+    print_json(Json{
+        {"dir", "tx"},
+        {"t_ms", int64_t(std::chrono::duration_cast<std::chrono::milliseconds>(now - t0).count())},
+        {"mono_ns",
+         int64_t(
+             std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count())},
+        {"bytes", total - last},
+        {"cwnd", cwnd},
+        {"inflight", inflight},
+        {"srtt_ns", srtt},
+        {"min_rtt_ns", min_rtt},
+        {"rtx", rtx},
+        {"planes", dp}});
+    std::fflush(stdout);
+    last = total;
+    lastp = planes;
+  }
+}
+
 // The rate since the last report (-I/--interval).
 void ClientRun::report_interval(Clock::time_point now) {
   double secs = std::chrono::duration<double>(now - last_report).count();
@@ -1986,7 +2051,13 @@ int ClientRun::run() {
   t0 = Clock::now();
   end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration));
   last_report = t0;
-  if (int rc = o.lat ? run_lat() : run_bw()) return rc;
+  if (o.sample_ms && o.json) {
+    sampling = true;
+    sampler = std::thread([this] { sample_loop(); });
+  }
+  int brc = o.lat ? run_lat() : run_bw();
+  stop_sampler();
+  if (brc) return brc;
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   const auto qattr = s.qps[0]->query();
   const uint32_t path_mtu = qattr ? qattr->path_mtu : 0;
