@@ -97,7 +97,12 @@ bool Nscc::standing_sample(uint64_t rtt, Time now) {
   if (now - last_dec_ <= std::max<uint64_t>(base_rtt_, period)) return false;
   double f = 1.0 - p_.gamma * double(standing_ - qt) / double(standing_);
   f = std::max(f, p_.max_md_jump);
-  cwnd_ = uint64_t(double(cwnd_) * f);
+  // Never below the initial window: on a software host the RTT also holds
+  // the hosts' own backlog, which a smaller window does not shorten (the
+  // window of a CPU-bound transfer fell to a packet without this floor).
+  const uint64_t floor = p_.init_window ? p_.init_window : 64 * 1024;
+  if (cwnd_ <= floor) return false;
+  cwnd_ = std::max<uint64_t>(uint64_t(double(cwnd_) * f), floor);
   last_dec_ = now;
   inc_ = 0;
   clamp();
