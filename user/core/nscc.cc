@@ -72,8 +72,11 @@ double Nscc::grow_scale(uint64_t inflight, uint64_t bytes) const {
   // (a path whose BDP is a few packets) grows by a fraction of itself per
   // round trip, not by a fixed share of the maximum, and a window the QP
   // does not use (less than half of it in flight) does not grow.
+  // A window below the initial one grows as one of that size would (it
+  // comes back from a quick adapt within a few round trips).
   if (inflight + bytes < cwnd_ / 2) return 0.0;
-  return std::min(1.0, double(cwnd_) / double(p_.max_cwnd));
+  const uint64_t floor = p_.init_window ? p_.init_window : 64 * 1024;
+  return std::min(1.0, double(std::max(cwnd_, floor)) / double(p_.max_cwnd));
 }
 
 bool Nscc::standing_sample(uint64_t rtt, Time now) {
