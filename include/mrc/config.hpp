@@ -142,9 +142,9 @@ struct EngineConfig {
   // Without ECN a standing queue is seen only as delay: when the smallest RTT
   // of a measurement period (at least half a smoothed RTT and 8 samples)
   // exceeds the base RTT by more than the queue target, the window decreases
-  // multiplicatively (at most once per period, never below cc_init_window,
-  // or 64 KiB when that is 0) and stops its fair increase (false: high
-  // delay without ECN is ignored, the old behaviour).
+  // multiplicatively (at most once per period, never below max(cc_init_window
+  // or 64 KiB, max_cwnd / 4), nor does ECN's decrease) and stops its fair
+  // increase (false: high delay without ECN is ignored, the old behaviour).
   bool cc_delay_md = true;
   // The queue target of that decrease (0: NSCC's target, max(base RTT,
   // cc_min_target)).

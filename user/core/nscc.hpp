@@ -83,6 +83,8 @@ class Nscc {
   bool standing_sample(uint64_t rtt, Time now);
   // delay_md: the factor of an increase (1 without it).
   double grow_scale(uint64_t inflight, uint64_t bytes) const;
+  // delay_md: the window no decrease by delay or ECN goes below.
+  uint64_t md_floor() const;
   uint64_t mtu() const { return p_.mtu; }
 
   Params p_;

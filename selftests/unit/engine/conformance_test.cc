@@ -1451,6 +1451,12 @@ TEST(Conformance, C49_ArrivalsNoBitmapReportedAreNeverLosses) {
   o.gbps = 10;
   o.mtu = 1024;
   o.cfg.sack_bytes = 3 * 1024;  // triggers on every plane in turn
+  // The lags are within srtt + 4 rttvar of a window sent whole (the old
+  // start-up, issue 21): slow start's first round trips have a smaller
+  // srtt, and what they resend early is the reordering window's matter
+  // (TSETH undoes it), not this test's.
+  o.cfg.cc_init_window = 0;
+  o.cfg.cc_delay_md = false;
   Fixture f(8 << 20, o);
   f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>&, Time) {
     Hook h;
