@@ -16,7 +16,7 @@ namespace mrc::core {
 // cc_queue_target). The defaults are the engine's.
 struct NsccStart {
   uint64_t init_window = 64 * 1024;
-  bool delay_md = true;
+  bool delay_md = false;
   uint64_t queue_target = 0;
 };
 

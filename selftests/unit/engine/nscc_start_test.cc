@@ -32,6 +32,8 @@ Nscc make(const NsccStart& s) {
   return cc;
 }
 
+constexpr NsccStart kDelay{64 * 1024, true, 0};  // cc_delay_md on (off by default)
+
 TEST(NsccStart, WindowStartsSmallAndDoublesPerRoundTrip) {
   Nscc cc = make(NsccStart{});
   EXPECT_EQ(cc.cwnd(), 64u * 1024);
@@ -83,7 +85,7 @@ TEST(NsccStart, StandingQueueWithoutEcnDecreasesTheWindow) {
 // has one at the base RTT, so its minimum shows no standing queue and the
 // window is not decreased.
 TEST(NsccStart, DelayThatDoesNotStandIsNoQueue) {
-  Nscc cc = make(NsccStart{});
+  Nscc cc = make(kDelay);
   Time now = 1'000'000;
   cc.on_ack(kMtu, 20'000, false, 0, now);
   uint64_t lowest = cc.cwnd();
@@ -114,10 +116,8 @@ Queue transfer(bool new_start) {
   // A maximum of 256 KiB: the decrease's floor is then the initial window
   // (max(cc_init_window, max_cwnd / 4)).
   o.cfg.default_cc.nscc.max_cwnd = 256 * 1024;
-  if (!new_start) {
-    o.cfg.cc_init_window = 0;
-    o.cfg.cc_delay_md = false;
-  }
+  o.cfg.cc_delay_md = new_start;
+  if (!new_start) o.cfg.cc_init_window = 0;
   Pair p(o);
   auto [q0, q1] = p.connect();
   (void)q1;
