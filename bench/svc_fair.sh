@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The host service's figures of issue 23 (items 3 and 6) in one run,
+# interleaved round by round against the in-process (exclusive) device on
+# the same 4-plane veth fabric (`fabric.sh up direct planes=4`):
+#
+#   bulk1   one mrc_perf pair, bulk (1 QP, 64 KiB WRITEs, 16 in flight, the
+#           "bulk" shape of bench/compare), through the services and in
+#           exclusive mode: per round service/exclusive (target >= 0.9)
+#   bulk8   8 such pairs at once through the services (exclusive mode cannot
+#           run two): their aggregate against the round's bulk1 through the
+#           service (target >= 1.0), and Jain's index over the 8 per-process
+#           goodputs (summary.gbps of each client; target >= 0.95)
+#   lat8    8 B WRITE round trips (mrc_perf -l -s 8, engine thread progress in
+#           both modes: the service has no application progress), p50 one
+#           way, service/exclusive (target <= 1.2)
+#
+# Every run verifies its data (--verify; one that does not fails the
+# script). The order of the modes alternates between rounds. Prints every
+# run, per-round ratios and their medians.
+#
+#   bench/svc_fair.sh [-b BUILD] [-r ROUNDS] [-t SECONDS] [-n PROCS] [-o DIR]
+#
+# Needs root; builds nothing (default BUILD ./build).
+# Documentation/performance.md, "The host service".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT=
+while getopts b:r:t:n:o:h o; do
+  case $o in
+    b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;;
+    n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;;
+    *) sed -n '2,24p' "$0"; exit 2 ;;
+  esac
+done
+. "$ROOT/bench/bench_lib.sh"
+PERF=$BUILD/user/tools/mrc_perf SVCD=$BUILD/user/svc/mrc-serviced
+bench_setup svc_fair "$PERF" "$SVCD"
+bench_fabric_up planes=4 >/dev/null
+SVA= SVB=
+PIDS=()
+svc_down() {
+  local p
+  for p in $SVA $SVB; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  SVA= SVB=
+}
+stop_all() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  PIDS=()
+}
+trap 'stop_all; svc_down; bench_cleanup' EXIT INT TERM
+svc_up() { # waits (bounded) for both services to serve
+  local i
+  : >"$OUT/svc.A.log"; : >"$OUT/svc.B.log"
+  ip netns exec "$NSA" "$SVCD" --no-mrcd --socket "$OUT/A.sock" "$DEVA" >>"$OUT/svc.A.log" 2>&1 &
+  SVA=$!
+  ip netns exec "$NSB" "$SVCD" --no-mrcd --socket "$OUT/B.sock" "$DEVB" >>"$OUT/svc.B.log" 2>&1 &
+  SVB=$!
+  for ((i = 0; i < 1000; i++)); do
+    grep -q serving "$OUT/svc.A.log" && grep -q serving "$OUT/svc.B.log" && return 0
+    sleep 0.01
+  done
+  echo "svc_fair: the services did not start" >&2
+  cat "$OUT"/svc.*.log >&2
+  exit 1
+}
+PORT=$((23000 + RANDOM % 1000))
+BULK=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
+LAT=(-l -s 8 --verify --json --no-mrcd)
+
+# start NAME MODE ARGS...: a server on B and a client on A, in the background
+# (server pid in PIDS, client pid printed).
+start() {
+  local name=$1 mode=$2
+  shift 2
+  PORT=$((PORT + 1))
+  ip netns exec "$NSB" env MRC_MODE="$mode" MRC_SERVICE_SOCKET="$OUT/B.sock" timeout -s INT 90 \
+    "$PERF" server -d "$DEVB" -p "$PORT" "$@" >"$OUT/$name.server" 2>&1 &
+  PIDS+=("$!")
+  ip netns exec "$NSA" env MRC_MODE="$mode" MRC_SERVICE_SOCKET="$OUT/A.sock" timeout -s INT 90 \
+    "$PERF" client "$B0" -d "$DEVA" -p "$PORT" "$@" -D "$SECS" >"$OUT/$name.client" 2>&1 &
+  PIDS+=("$!")
+}
+# field NAME KEY: a field of the client's summary, after checking both sides
+# verified.
+field() {
+  local name=$1 key=$2 cv sv
+  cv=$(grep '"summary"' "$OUT/$name.client" | jq -r .summary.verify 2>/dev/null || true)
+  sv=$(grep '"summary"' "$OUT/$name.server" | jq -r .summary.verify 2>/dev/null || true)
+  if [ "$cv" != ok ] || [ "$sv" != ok ]; then
+    echo "svc_fair: $name did not verify (client ${cv:-none}, server ${sv:-none})" >&2
+    tail -n 3 "$OUT/$name.client" "$OUT/$name.server" >&2
+    exit 1
+  fi
+  grep '"summary"' "$OUT/$name.client" | jq -r ".summary.$key"
+}
+wait_all() {
+  local p
+  for p in "${PIDS[@]}"; do wait "$p" || true; done
+  PIDS=()
+}
+one() { # NAME MODE ARGS...: one pair, waited for
+  start "$@"
+  wait_all
+}
+jain() { awk '{ s += $1; q += $1 * $1; n++ } END { printf "%.4f", (s * s) / (n * q) }'; }
+sum() { awk '{ s += $1 } END { printf "%.3f", s }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+declare -a X1 S1 S8 J R1 R8 XL SL RL
+mode_service() {
+  local r=$1 i g=()
+  svc_up
+  one "svc.bulk1.$r" service "${BULK[@]}"
+  S1[r]=$(field "svc.bulk1.$r" gbps)
+  for ((i = 0; i < NPROC; i++)); do start "svc.bulk8.$r.$i" service "${BULK[@]}"; done
+  wait_all
+  for ((i = 0; i < NPROC; i++)); do g+=("$(field "svc.bulk8.$r.$i" gbps)"); done
+  S8[r]=$(printf '%s\n' "${g[@]}" | sum)
+  J[r]=$(printf '%s\n' "${g[@]}" | jain)
+  one "svc.lat.$r" service "${LAT[@]}"
+  SL[r]=$(field "svc.lat.$r" p50_us)
+  svc_down
+  echo "round $r service   bulk1 ${S1[r]} Gbit/s, bulk$NPROC ${S8[r]} Gbit/s (each: ${g[*]}), Jain ${J[r]}, 8 B p50 ${SL[r]} us"
+}
+mode_exclusive() {
+  local r=$1
+  one "exc.bulk1.$r" exclusive "${BULK[@]}"
+  X1[r]=$(field "exc.bulk1.$r" gbps)
+  one "exc.lat.$r" exclusive "${LAT[@]}"
+  XL[r]=$(field "exc.lat.$r" p50_us)
+  echo "round $r exclusive bulk1 ${X1[r]} Gbit/s, 8 B p50 ${XL[r]} us"
+}
+for ((r = 1; r <= ROUNDS; r++)); do
+  if ((r % 2)); then order="service exclusive"; else order="exclusive service"; fi
+  for m in $order; do "mode_$m" "$r"; done
+  R1[r]=$(ratio "${S1[r]}" "${X1[r]}")
+  R8[r]=$(ratio "${S8[r]}" "${S1[r]}")
+  RL[r]=$(ratio "${SL[r]}" "${XL[r]}")
+  echo "round $r ratios: bulk1 service/exclusive ${R1[r]}, bulk$NPROC/bulk1 ${R8[r]}, p50 service/exclusive ${RL[r]}"
+done
+med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "median bulk1: service $(med "${S1[@]}") Gbit/s, exclusive $(med "${X1[@]}") Gbit/s, ratio $(med "${R1[@]}") (target >= 0.9; per round: ${R1[*]})"
+echo "median bulk$NPROC: $(med "${S8[@]}") Gbit/s, ratio to bulk1 $(med "${R8[@]}") (target >= 1.0; per round: ${R8[*]})"
+echo "median Jain over $NPROC: $(med "${J[@]}") (target >= 0.95; per round: ${J[*]})"
+echo "median 8 B p50: service $(med "${SL[@]}") us, exclusive $(med "${XL[@]}") us, ratio $(med "${RL[@]}") (target <= 1.2; per round: ${RL[*]})"
+echo "logs: $OUT"
