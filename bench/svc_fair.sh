@@ -7,9 +7,12 @@
 #           "bulk" shape of bench/compare), through the services and in
 #           exclusive mode: per round service/exclusive (target >= 0.9)
 #   bulk8   8 such pairs at once through the services (exclusive mode cannot
-#           run two): their aggregate against the round's bulk1 through the
-#           service (target >= 1.0), and Jain's index over the 8 per-process
-#           goodputs (summary.gbps of each client; target >= 0.95)
+#           run two), each SECONDS+4 s long: their aggregate against the
+#           round's bulk1 through the service (target >= 1.0), and Jain's
+#           index over the 8 per-process goodputs (target >= 0.95). Both
+#           over the wall-clock window in which all 8 transfer (the clients
+#           start one after the other): each client's interval reports
+#           (-I 0.25, stamped with the wall clock as they arrive) inside it
 #   lat8    8 B WRITE round trips (mrc_perf -l -s 8, engine thread progress in
 #           both modes: the service has no application progress), p50 one
 #           way, service/exclusive (target <= 1.2)
@@ -30,7 +33,7 @@ while getopts b:r:t:n:o:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;;
     n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,24p' "$0"; exit 2 ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
   esac
 done
 . "$ROOT/bench/bench_lib.sh"
@@ -69,39 +72,78 @@ PORT=$((23000 + RANDOM % 1000))
 BULK=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
 LAT=(-l -s 8 --verify --json --no-mrcd)
 
-# start NAME MODE ARGS...: a server on B and a client on A, in the background
-# (server pid in PIDS, client pid printed).
+# Each line of stdin with the wall clock it arrived at in front (mrc_perf
+# flushes every report).
+stamp() { while IFS= read -r l; do echo "$EPOCHREALTIME $l"; done; }
+# start NAME MODE SECONDS ARGS...: a server on B and a client on A, in the
+# background (pids in PIDS); the client's lines stamped with the wall clock.
 start() {
-  local name=$1 mode=$2
-  shift 2
+  local name=$1 mode=$2 secs=$3
+  shift 3
   PORT=$((PORT + 1))
   ip netns exec "$NSB" env MRC_MODE="$mode" MRC_SERVICE_SOCKET="$OUT/B.sock" timeout -s INT 90 \
     "$PERF" server -d "$DEVB" -p "$PORT" "$@" >"$OUT/$name.server" 2>&1 &
   PIDS+=("$!")
   ip netns exec "$NSA" env MRC_MODE="$mode" MRC_SERVICE_SOCKET="$OUT/A.sock" timeout -s INT 90 \
-    "$PERF" client "$B0" -d "$DEVA" -p "$PORT" "$@" -D "$SECS" >"$OUT/$name.client" 2>&1 &
+    "$PERF" client "$B0" -d "$DEVA" -p "$PORT" "$@" -D "$secs" 2>&1 | stamp >"$OUT/$name.client" &
   PIDS+=("$!")
 }
 # field NAME KEY: a field of the client's summary, after checking both sides
 # verified.
 field() {
   local name=$1 key=$2 cv sv
-  cv=$(grep '"summary"' "$OUT/$name.client" | jq -r .summary.verify 2>/dev/null || true)
+  cv=$(grep '"summary"' "$OUT/$name.client" | cut -d' ' -f2- | jq -r .summary.verify 2>/dev/null || true)
   sv=$(grep '"summary"' "$OUT/$name.server" | jq -r .summary.verify 2>/dev/null || true)
   if [ "$cv" != ok ] || [ "$sv" != ok ]; then
     echo "svc_fair: $name did not verify (client ${cv:-none}, server ${sv:-none})" >&2
     tail -n 3 "$OUT/$name.client" "$OUT/$name.server" >&2
     exit 1
   fi
-  grep '"summary"' "$OUT/$name.client" | jq -r ".summary.$key"
+  grep '"summary"' "$OUT/$name.client" | cut -d' ' -f2- | jq -r ".summary.$key"
+}
+# window FILE...: the per-process goodputs (Gbit/s, one per line) over the
+# wall-clock window in which all of them transferred: the clients start one
+# after the other (a second or more apart on a loaded machine), so their own
+# summaries would count time in which fewer than all ran. Each client's
+# interval reports (-I) ending inside the common window, averaged.
+window() {
+  python3 - "$@" <<'PY'
+import json, sys
+runs = []
+for f in sys.argv[1:]:
+    iv = []
+    for line in open(f):
+        t, _, rest = line.partition(' ')
+        try:
+            j = json.loads(rest)
+        except ValueError:
+            continue
+        if 't_s' in j and 'gbps' in j:
+            iv.append((float(t), float(j['gbps'])))
+    runs.append(iv)
+if any(len(iv) < 2 for iv in runs):
+    sys.exit('svc_fair: a client reported fewer than 2 intervals')
+# Interval k of a client covers (its report k-1, its report k]; the first
+# report's start is unknown, so the window opens at the latest second report.
+w0 = max(iv[0][0] for iv in runs)
+w1 = min(iv[-1][0] for iv in runs)
+for iv in runs:
+    g = [gb for (t, gb), (tp, _) in zip(iv[1:], iv[:-1]) if tp >= w0 and t <= w1]
+    if not g:
+        sys.exit('svc_fair: no interval inside the common window (%.2f s)' % (w1 - w0))
+    print('%.4f' % (sum(g) / len(g)))
+print('window %.2f' % (w1 - w0), file=sys.stderr)
+PY
 }
 wait_all() {
   local p
   for p in "${PIDS[@]}"; do wait "$p" || true; done
   PIDS=()
 }
-one() { # NAME MODE ARGS...: one pair, waited for
-  start "$@"
+one() { # NAME MODE ARGS...: one pair of SECS, waited for
+  local name=$1 mode=$2
+  shift 2
+  start "$name" "$mode" "$SECS" "$@"
   wait_all
 }
 jain() { awk '{ s += $1; q += $1 * $1; n++ } END { printf "%.4f", (s * s) / (n * q) }'; }
@@ -110,19 +152,31 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 declare -a X1 S1 S8 J R1 R8 XL SL RL
 mode_service() {
-  local r=$1 i g=()
+  local r=$1 i g=() files
   svc_up
   one "svc.bulk1.$r" service "${BULK[@]}"
   S1[r]=$(field "svc.bulk1.$r" gbps)
-  for ((i = 0; i < NPROC; i++)); do start "svc.bulk8.$r.$i" service "${BULK[@]}"; done
+  # Longer runs, so that the window in which all transfer lasts about SECS.
+  for ((i = 0; i < NPROC; i++)); do
+    start "svc.bulk8.$r.$i" service $((SECS + 4)) "${BULK[@]}" -I 0.25
+  done
   wait_all
-  for ((i = 0; i < NPROC; i++)); do g+=("$(field "svc.bulk8.$r.$i" gbps)"); done
+  files=()
+  for ((i = 0; i < NPROC; i++)); do
+    field "svc.bulk8.$r.$i" gbps >/dev/null
+    files+=("$OUT/svc.bulk8.$r.$i.client")
+  done
+  mapfile -t g < <(window "${files[@]}" 2>>"$OUT/windows")
+  if [ "${#g[@]}" != "$NPROC" ]; then
+    echo "svc_fair: round $r: no common window of the $NPROC transfers ($(tail -n 1 "$OUT/windows"))" >&2
+    exit 1
+  fi
   S8[r]=$(printf '%s\n' "${g[@]}" | sum)
   J[r]=$(printf '%s\n' "${g[@]}" | jain)
   one "svc.lat.$r" service "${LAT[@]}"
   SL[r]=$(field "svc.lat.$r" p50_us)
   svc_down
-  echo "round $r service   bulk1 ${S1[r]} Gbit/s, bulk$NPROC ${S8[r]} Gbit/s (each: ${g[*]}), Jain ${J[r]}, 8 B p50 ${SL[r]} us"
+  echo "round $r service   bulk1 ${S1[r]} Gbit/s, bulk$NPROC ${S8[r]} Gbit/s (each: ${g[*]}; $(tail -n 1 "$OUT/windows") s all at once), Jain ${J[r]}, 8 B p50 ${SL[r]} us"
 }
 mode_exclusive() {
   local r=$1
