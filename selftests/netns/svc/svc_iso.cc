@@ -214,9 +214,10 @@ int owner(const std::string& ifs, const std::string& peers) {
   Node n = node(ifs, peers);
   std::vector<uint8_t> buf(2 * kHalf);
   for (size_t i = 0; i < buf.size(); i++) buf[i] = owner_byte(i);
-  const mrc::MemoryRegion mr = must(
-      n.d.ctx->reg_mr(n.pd, buf.data(), buf.size(), mrc::kAccessLocalWrite | mrc::kAccessRemoteWrite),
-      "reg_mr");
+  const mrc::MemoryRegion mr =
+      must(n.d.ctx->reg_mr(n.pd, buf.data(), buf.size(),
+                           mrc::kAccessLocalWrite | mrc::kAccessRemoteWrite),
+           "reg_mr");
   auto qp = make_qp(n);
   put("owner", {uint64_t(getpid()), qp->qpn(), n.pd, n.cq->handle(), mr.lkey, mr.rkey,
                 uint64_t(uintptr_t(buf.data())), buf.size()});
@@ -236,8 +237,8 @@ int owner(const std::string& ifs, const std::string& peers) {
   for (size_t i = kHalf; i < 2 * kHalf; i++) second &= buf[i] == owner_byte(i);
   check(second, "A: the half the forged rkey aimed at is unchanged");
   auto st = must(qp->stats(), "qp stats");
-  check(st.rem_access_errors == 0, "A: its QP counts no remote access error (" +
-                                       std::to_string(st.rem_access_errors) + ")");
+  check(st.rem_access_errors == 0,
+        "A: its QP counts no remote access error (" + std::to_string(st.rem_access_errors) + ")");
   must(n.d.ctx->destroy_qp(std::move(qp)), "destroy_qp");
   must(n.d.ctx->dereg_mr(mr), "dereg_mr");
   return failures ? 1 : 0;
@@ -252,8 +253,7 @@ void name_foreign(const std::vector<uint64_t>& a) {
   uint32_t seq = 0;
   auto call = [&](mrc::svc::Op op, uint32_t h) {
     mrc::svc::Handle hd{h};
-    mrc::svc::MsgHdr m{mrc::svc::kMagic, mrc::svc::kVersion, uint16_t(op), ++seq,
-                       sizeof hd,        0,                  0};
+    mrc::svc::MsgHdr m{mrc::svc::kMagic, mrc::svc::kVersion, uint16_t(op), ++seq, sizeof hd, 0, 0};
     if (!mrc::svc::send_msg(s->get(), m, &hd, sizeof hd, nullptr, 0)) return -1;
     auto r = mrc::svc::recv_msg(s->get());
     return r ? int(r->hdr.status) : -1;
@@ -265,8 +265,13 @@ void name_foreign(const std::vector<uint64_t>& a) {
     rq.nifs = uint8_t(ifs.size());
     for (size_t i = 0; i < ifs.size(); i++)
       std::strncpy(rq.ifnames[i], ifs[i].c_str(), mrc::svc::kIfName - 1);
-    mrc::svc::MsgHdr m{mrc::svc::kMagic, mrc::svc::kVersion, uint16_t(mrc::svc::Op::kHello), ++seq,
-                       sizeof rq,        0,                  0};
+    mrc::svc::MsgHdr m{mrc::svc::kMagic,
+                       mrc::svc::kVersion,
+                       uint16_t(mrc::svc::Op::kHello),
+                       ++seq,
+                       sizeof rq,
+                       0,
+                       0};
     if (!mrc::svc::send_msg(s->get(), m, &rq, sizeof rq, nullptr, 0)) return -1;
     auto r = mrc::svc::recv_msg(s->get());
     return r ? int(r->hdr.status) : -1;
@@ -275,8 +280,12 @@ void name_foreign(const std::vector<uint64_t>& a) {
   // right total, no error; the first page lists A and B.
   auto observe = [&](uint32_t first, mrc::svc::ObserveRep& rep) {
     mrc::svc::ObserveReq rq{first, 0};
-    mrc::svc::MsgHdr m{mrc::svc::kMagic, mrc::svc::kVersion, uint16_t(mrc::svc::Op::kObserve),
-                       ++seq,            sizeof rq,          0,
+    mrc::svc::MsgHdr m{mrc::svc::kMagic,
+                       mrc::svc::kVersion,
+                       uint16_t(mrc::svc::Op::kObserve),
+                       ++seq,
+                       sizeof rq,
+                       0,
                        0};
     if (!mrc::svc::send_msg(s->get(), m, &rq, sizeof rq, nullptr, 0)) return -1;
     auto r = mrc::svc::recv_msg(s->get());
@@ -326,7 +335,9 @@ void name_foreign(const std::vector<uint64_t>& a) {
   for (const Try& t : tries) {
     const int got = call(t.op, t.h);
     check(got == EINVAL, std::string("B ") + t.what + ": " +
-                             (got < 0 ? "no reply" : got ? std::strerror(got) : "ok") +
+                             (got < 0 ? "no reply"
+                              : got   ? std::strerror(got)
+                                      : "ok") +
                              " (want EINVAL)");
   }
 }
@@ -334,9 +345,10 @@ void name_foreign(const std::vector<uint64_t>& a) {
 int intruder(const std::string& ifs, const std::string& peers) {
   Node n = node(ifs, peers);
   std::vector<uint8_t> buf(64 << 10, 0);
-  const mrc::MemoryRegion mr = must(
-      n.d.ctx->reg_mr(n.pd, buf.data(), buf.size(), mrc::kAccessLocalWrite | mrc::kAccessRemoteWrite),
-      "reg_mr");
+  const mrc::MemoryRegion mr =
+      must(n.d.ctx->reg_mr(n.pd, buf.data(), buf.size(),
+                           mrc::kAccessLocalWrite | mrc::kAccessRemoteWrite),
+           "reg_mr");
   auto qp = make_qp(n);
   put("intruder", {uint64_t(getpid()), qp->qpn(), mr.rkey, uint64_t(uintptr_t(buf.data()))});
   const auto a = get("owner");
@@ -354,8 +366,7 @@ int intruder(const std::string& ifs, const std::string& peers) {
   must(write(*qp, 5, theirs, 0, 4096, p.at(3), uint32_t(p.at(2)), false), "post_send");
   const mrc::Wc wc = one_wc(*n.cq);
   check(wc.wr_id == 5 && wc.status != mrc::kWcSuccess && wc.status != mrc::WcStatus(0xff),
-        "B: a WRITE from A's lkey completes with an error (status " + status_name(wc.status) +
-            ")");
+        "B: a WRITE from A's lkey completes with an error (status " + status_name(wc.status) + ")");
   check(must(qp->query(), "query_qp").qp_state == mrc::QpState::kRts, "B: its QP is still RTS");
   put("intruder.ready", {1});
   (void)get("end");
@@ -376,9 +387,10 @@ int peer(const std::string& ifs, const std::string& peers) {
   for (size_t i = 0; i < src.size(); i++) src[i] = peer_byte(i);
   const mrc::MemoryRegion smr =
       must(n.d.ctx->reg_mr(n.pd, src.data(), src.size(), mrc::kAccessLocalWrite), "reg_mr");
-  const mrc::MemoryRegion kmr = must(
-      n.d.ctx->reg_mr(n.pd, sink.data(), sink.size(), mrc::kAccessLocalWrite | mrc::kAccessRemoteWrite),
-      "reg_mr");
+  const mrc::MemoryRegion kmr =
+      must(n.d.ctx->reg_mr(n.pd, sink.data(), sink.size(),
+                           mrc::kAccessLocalWrite | mrc::kAccessRemoteWrite),
+           "reg_mr");
   auto legit = make_qp(n), forger = make_qp(n);
   put("peer", {legit->qpn(), forger->qpn(), kmr.rkey, uint64_t(uintptr_t(sink.data()))});
   const auto a = get("owner");
@@ -394,8 +406,7 @@ int peer(const std::string& ifs, const std::string& peers) {
         "peer: a WRITE with B's rkey through B's QP succeeds (status " + status_name(wc.status) +
             ")");
   // ... A's key and address (the second half of A's region) do not.
-  must(write(*forger, 2, smr, 0, 64 << 10, a.at(6) + kHalf, uint32_t(a.at(5)), false),
-       "post_send");
+  must(write(*forger, 2, smr, 0, 64 << 10, a.at(6) + kHalf, uint32_t(a.at(5)), false), "post_send");
   wc = one_wc(*n.cq);
   check(wc.wr_id == 2 && wc.status == mrc::kWcRemAccessErr,
         "peer: a WRITE with A's rkey through B's QP fails with a remote access error (status " +
