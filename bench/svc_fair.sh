@@ -13,6 +13,10 @@
 #           over the wall-clock window in which all 8 transfer (the clients
 #           start one after the other): each client's interval reports
 #           (-I 0.25, stamped with the wall clock as they arrive) inside it
+#   q8      controls for the Jain index: one process with 8 QPs (16 in flight
+#           each) through the service and in exclusive mode; Jain's index over
+#           its QPs (bytes placed per QP, the server's --counters-json). The
+#           same engine sharing without the service's clients in between
 #   lat8    8 B WRITE round trips (mrc_perf -l -s 8, engine thread progress in
 #           both modes: the service has no application progress), p50 one
 #           way, service/exclusive (target <= 1.2)
@@ -33,7 +37,7 @@ while getopts b:r:t:n:o:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;;
     n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,27p' "$0"; exit 2 ;;
+    *) sed -n '2,31p' "$0"; exit 2 ;;
   esac
 done
 . "$ROOT/bench/bench_lib.sh"
@@ -70,6 +74,7 @@ svc_up() { # waits (bounded) for both services to serve
 }
 PORT=$((23000 + RANDOM % 1000))
 BULK=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
+SRV_ARGS=()  # extra arguments of the next start's server only
 LAT=(-l -s 8 --verify --json --no-mrcd)
 
 # Each line of stdin with the wall clock it arrived at in front (mrc_perf
@@ -82,7 +87,7 @@ start() {
   shift 3
   PORT=$((PORT + 1))
   ip netns exec "$NSB" env MRC_MODE="$mode" MRC_SERVICE_SOCKET="$OUT/B.sock" timeout -s INT 90 \
-    "$PERF" server -d "$DEVB" -p "$PORT" "$@" >"$OUT/$name.server" 2>&1 &
+    "$PERF" server -d "$DEVB" -p "$PORT" "$@" "${SRV_ARGS[@]}" >"$OUT/$name.server" 2>&1 &
   PIDS+=("$!")
   ip netns exec "$NSA" env MRC_MODE="$mode" MRC_SERVICE_SOCKET="$OUT/A.sock" timeout -s INT 90 \
     "$PERF" client "$B0" -d "$DEVA" -p "$PORT" "$@" -D "$secs" 2>&1 | stamp >"$OUT/$name.client" &
@@ -146,11 +151,21 @@ one() { # NAME MODE ARGS...: one pair of SECS, waited for
   start "$name" "$mode" "$SECS" "$@"
   wait_all
 }
+# qjain NAME: Jain's index over the QPs of one process, from the bytes its
+# server placed per QP (--counters-json: rx_data_bytes counts no duplicate).
+qjain() { jq -r '.qps[].rx_data_bytes' "$OUT/$1.counters" | jain; }
+q8() { # NAME MODE: one process with NPROC QPs (16 in flight each), its QPs' Jain
+  SRV_ARGS=(--counters-json "$OUT/$1.counters")
+  one "$1" "$2" -s 65536 -q "$NPROC" -t 16 --verify --json --no-mrcd
+  SRV_ARGS=()
+  field "$1" gbps >/dev/null
+  qjain "$1"
+}
 jain() { awk '{ s += $1; q += $1 * $1; n++ } END { printf "%.4f", (s * s) / (n * q) }'; }
 sum() { awk '{ s += $1 } END { printf "%.3f", s }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
-declare -a X1 S1 S8 J R1 R8 XL SL RL
+declare -a X1 S1 S8 J R1 R8 XL SL RL JQS JQX
 mode_service() {
   local r=$1 i g=() files
   svc_up
@@ -173,18 +188,20 @@ mode_service() {
   fi
   S8[r]=$(printf '%s\n' "${g[@]}" | sum)
   J[r]=$(printf '%s\n' "${g[@]}" | jain)
+  JQS[r]=$(q8 "svc.q8.$r" service)
   one "svc.lat.$r" service "${LAT[@]}"
   SL[r]=$(field "svc.lat.$r" p50_us)
   svc_down
-  echo "round $r service   bulk1 ${S1[r]} Gbit/s, bulk$NPROC ${S8[r]} Gbit/s (each: ${g[*]}; $(tail -n 1 "$OUT/windows") s all at once), Jain ${J[r]}, 8 B p50 ${SL[r]} us"
+  echo "round $r service   bulk1 ${S1[r]} Gbit/s, bulk$NPROC ${S8[r]} Gbit/s (each: ${g[*]}; $(tail -n 1 "$OUT/windows") s all at once), Jain ${J[r]} (1 process, $NPROC QPs: ${JQS[r]}), 8 B p50 ${SL[r]} us"
 }
 mode_exclusive() {
   local r=$1
   one "exc.bulk1.$r" exclusive "${BULK[@]}"
   X1[r]=$(field "exc.bulk1.$r" gbps)
+  JQX[r]=$(q8 "exc.q8.$r" exclusive)
   one "exc.lat.$r" exclusive "${LAT[@]}"
   XL[r]=$(field "exc.lat.$r" p50_us)
-  echo "round $r exclusive bulk1 ${X1[r]} Gbit/s, 8 B p50 ${XL[r]} us"
+  echo "round $r exclusive bulk1 ${X1[r]} Gbit/s, Jain over 1 process's $NPROC QPs ${JQX[r]}, 8 B p50 ${XL[r]} us"
 }
 for ((r = 1; r <= ROUNDS; r++)); do
   if ((r % 2)); then order="service exclusive"; else order="exclusive service"; fi
@@ -198,5 +215,6 @@ med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) 
 echo "median bulk1: service $(med "${S1[@]}") Gbit/s, exclusive $(med "${X1[@]}") Gbit/s, ratio $(med "${R1[@]}") (target >= 0.9; per round: ${R1[*]})"
 echo "median bulk$NPROC: $(med "${S8[@]}") Gbit/s, ratio to bulk1 $(med "${R8[@]}") (target >= 1.0; per round: ${R8[*]})"
 echo "median Jain over $NPROC: $(med "${J[@]}") (target >= 0.95; per round: ${J[*]})"
+echo "median Jain over the $NPROC QPs of 1 process: service $(med "${JQS[@]}"), exclusive $(med "${JQX[@]}") (per round: service ${JQS[*]}; exclusive ${JQX[*]})"
 echo "median 8 B p50: service $(med "${SL[@]}") us, exclusive $(med "${XL[@]}") us, ratio $(med "${RL[@]}") (target <= 1.2; per round: ${RL[*]})"
 echo "logs: $OUT"
