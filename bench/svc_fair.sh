@@ -17,27 +17,36 @@
 #           each) through the service and in exclusive mode; Jain's index over
 #           its QPs (bytes placed per QP, the server's --counters-json). The
 #           same engine sharing without the service's clients in between
+#   bulk8nv the bulk8 row without --verify: the only run that does not
+#           verify, a control. With --verify each client writes a pattern
+#           into every message and each server checks it (CPU per byte), so
+#           on a CPU-bound machine a process's goodput may follow the CPU
+#           share the kernel gives it; without, the clients touch no payload
 #   lat8    8 B WRITE round trips (mrc_perf -l -s 8, engine thread progress in
 #           both modes: the service has no application progress), p50 one
 #           way, service/exclusive (target <= 1.2)
 #
-# Every run verifies its data (--verify; one that does not fails the
-# script). The order of the modes alternates between rounds. Prints every
+# Every run but bulk8nv verifies its data (--verify; one that does not
+# fails the script). The order of the modes alternates between rounds. Prints every
 # run, per-round ratios and their medians.
 #
 #   bench/svc_fair.sh [-b BUILD] [-r ROUNDS] [-t SECONDS] [-n PROCS] [-o DIR]
+#                     [-A SERVICED]
+#
+# -A: a second mrc-serviced binary (say, the one before a change): each round
+# also runs the bulk8 row through it, and its Jain's index is printed beside.
 #
 # Needs root; builds nothing (default BUILD ./build).
 # Documentation/performance.md, "The host service".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT=
-while getopts b:r:t:n:o:h o; do
+BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT= ALT=
+while getopts b:r:t:n:o:A:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;;
-    n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,31p' "$0"; exit 2 ;;
+    n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;; A) ALT=$OPTARG ;;
+    *) sed -n '2,40p' "$0"; exit 2 ;;
   esac
 done
 . "$ROOT/bench/bench_lib.sh"
@@ -57,12 +66,12 @@ stop_all() {
   PIDS=()
 }
 trap 'stop_all; svc_down; bench_cleanup' EXIT INT TERM
-svc_up() { # waits (bounded) for both services to serve
-  local i
+svc_up() { # [SERVICED]: waits (bounded) for both services to serve
+  local i bin=${1:-$SVCD}
   : >"$OUT/svc.A.log"; : >"$OUT/svc.B.log"
-  ip netns exec "$NSA" "$SVCD" --no-mrcd --socket "$OUT/A.sock" "$DEVA" >>"$OUT/svc.A.log" 2>&1 &
+  ip netns exec "$NSA" "$bin" --no-mrcd --socket "$OUT/A.sock" "$DEVA" >>"$OUT/svc.A.log" 2>&1 &
   SVA=$!
-  ip netns exec "$NSB" "$SVCD" --no-mrcd --socket "$OUT/B.sock" "$DEVB" >>"$OUT/svc.B.log" 2>&1 &
+  ip netns exec "$NSB" "$bin" --no-mrcd --socket "$OUT/B.sock" "$DEVB" >>"$OUT/svc.B.log" 2>&1 &
   SVB=$!
   for ((i = 0; i < 1000; i++)); do
     grep -q serving "$OUT/svc.A.log" && grep -q serving "$OUT/svc.B.log" && return 0
@@ -75,6 +84,7 @@ svc_up() { # waits (bounded) for both services to serve
 PORT=$((23000 + RANDOM % 1000))
 BULK=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
 SRV_ARGS=()  # extra arguments of the next start's server only
+NOVERIFY=    # set: field() does not ask for a verified run
 LAT=(-l -s 8 --verify --json --no-mrcd)
 
 # Each line of stdin with the wall clock it arrived at in front (mrc_perf
@@ -99,6 +109,9 @@ field() {
   local name=$1 key=$2 cv sv
   cv=$(grep '"summary"' "$OUT/$name.client" | cut -d' ' -f2- | jq -r .summary.verify 2>/dev/null || true)
   sv=$(grep '"summary"' "$OUT/$name.server" | jq -r .summary.verify 2>/dev/null || true)
+  if [ -n "$NOVERIFY" ]; then
+    cv=ok sv=ok  # the one control run without --verify (bulk8nv)
+  fi
   if [ "$cv" != ok ] || [ "$sv" != ok ]; then
     echo "svc_fair: $name did not verify (client ${cv:-none}, server ${sv:-none})" >&2
     tail -n 3 "$OUT/$name.client" "$OUT/$name.server" >&2
@@ -165,34 +178,47 @@ jain() { awk '{ s += $1; q += $1 * $1; n++ } END { printf "%.4f", (s * s) / (n *
 sum() { awk '{ s += $1 } END { printf "%.3f", s }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
-declare -a X1 S1 S8 J R1 R8 XL SL RL JQS JQX
+# bulk8 NAME: NPROC pairs at once through the running services; their
+# goodputs over the common window into G8.
+bulk8() { # NAME [ARGS...] (default BULK)
+  local name=$1 i files=()
+  shift
+  local args=("$@")
+  [ ${#args[@]} = 0 ] && args=("${BULK[@]}")
+  # Longer runs, so that the window in which all transfer lasts about SECS.
+  for ((i = 0; i < NPROC; i++)); do
+    start "$name.$i" service $((SECS + 4)) "${args[@]}" -I 0.25
+  done
+  wait_all
+  for ((i = 0; i < NPROC; i++)); do
+    field "$name.$i" gbps >/dev/null
+    files+=("$OUT/$name.$i.client")
+  done
+  mapfile -t G8 < <(window "${files[@]}" 2>>"$OUT/windows")
+  if [ "${#G8[@]}" != "$NPROC" ]; then
+    echo "svc_fair: $name: no common window of the $NPROC transfers ($(tail -n 1 "$OUT/windows"))" >&2
+    exit 1
+  fi
+}
+declare -a X1 S1 S8 J R1 R8 XL SL RL JQS JQX JA JNV
 mode_service() {
-  local r=$1 i g=() files
+  local r=$1 g
   svc_up
   one "svc.bulk1.$r" service "${BULK[@]}"
   S1[r]=$(field "svc.bulk1.$r" gbps)
-  # Longer runs, so that the window in which all transfer lasts about SECS.
-  for ((i = 0; i < NPROC; i++)); do
-    start "svc.bulk8.$r.$i" service $((SECS + 4)) "${BULK[@]}" -I 0.25
-  done
-  wait_all
-  files=()
-  for ((i = 0; i < NPROC; i++)); do
-    field "svc.bulk8.$r.$i" gbps >/dev/null
-    files+=("$OUT/svc.bulk8.$r.$i.client")
-  done
-  mapfile -t g < <(window "${files[@]}" 2>>"$OUT/windows")
-  if [ "${#g[@]}" != "$NPROC" ]; then
-    echo "svc_fair: round $r: no common window of the $NPROC transfers ($(tail -n 1 "$OUT/windows"))" >&2
-    exit 1
-  fi
+  bulk8 "svc.bulk8.$r"
+  g=("${G8[@]}")
   S8[r]=$(printf '%s\n' "${g[@]}" | sum)
   J[r]=$(printf '%s\n' "${g[@]}" | jain)
   JQS[r]=$(q8 "svc.q8.$r" service)
+  NOVERIFY=1
+  bulk8 "svc.bulk8nv.$r" -s 65536 -q 1 -t 16 --json --no-mrcd
+  NOVERIFY=
+  JNV[r]=$(printf '%s\n' "${G8[@]}" | jain)
   one "svc.lat.$r" service "${LAT[@]}"
   SL[r]=$(field "svc.lat.$r" p50_us)
   svc_down
-  echo "round $r service   bulk1 ${S1[r]} Gbit/s, bulk$NPROC ${S8[r]} Gbit/s (each: ${g[*]}; $(tail -n 1 "$OUT/windows") s all at once), Jain ${J[r]} (1 process, $NPROC QPs: ${JQS[r]}), 8 B p50 ${SL[r]} us"
+  echo "round $r service   bulk1 ${S1[r]} Gbit/s, bulk$NPROC ${S8[r]} Gbit/s (each: ${g[*]}; $(tail -n 1 "$OUT/windows") s all at once), Jain ${J[r]} (without --verify: ${JNV[r]}; 1 process, $NPROC QPs: ${JQS[r]}), 8 B p50 ${SL[r]} us"
 }
 mode_exclusive() {
   local r=$1
@@ -203,8 +229,17 @@ mode_exclusive() {
   XL[r]=$(field "exc.lat.$r" p50_us)
   echo "round $r exclusive bulk1 ${X1[r]} Gbit/s, Jain over 1 process's $NPROC QPs ${JQX[r]}, 8 B p50 ${XL[r]} us"
 }
+mode_alt() {
+  local r=$1
+  svc_up "$ALT"
+  bulk8 "alt.bulk8.$r"
+  svc_down
+  JA[r]=$(printf '%s\n' "${G8[@]}" | jain)
+  echo "round $r -A service bulk$NPROC $(printf '%s\n' "${G8[@]}" | sum) Gbit/s (each: ${G8[*]}), Jain ${JA[r]}"
+}
 for ((r = 1; r <= ROUNDS; r++)); do
   if ((r % 2)); then order="service exclusive"; else order="exclusive service"; fi
+  [ -n "$ALT" ] && if ((r % 2)); then order="$order alt"; else order="alt $order"; fi
   for m in $order; do "mode_$m" "$r"; done
   R1[r]=$(ratio "${S1[r]}" "${X1[r]}")
   R8[r]=$(ratio "${S8[r]}" "${S1[r]}")
@@ -215,6 +250,8 @@ med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) 
 echo "median bulk1: service $(med "${S1[@]}") Gbit/s, exclusive $(med "${X1[@]}") Gbit/s, ratio $(med "${R1[@]}") (target >= 0.9; per round: ${R1[*]})"
 echo "median bulk$NPROC: $(med "${S8[@]}") Gbit/s, ratio to bulk1 $(med "${R8[@]}") (target >= 1.0; per round: ${R8[*]})"
 echo "median Jain over $NPROC: $(med "${J[@]}") (target >= 0.95; per round: ${J[*]})"
+echo "median Jain over $NPROC without --verify: $(med "${JNV[@]}") (per round: ${JNV[*]})"
 echo "median Jain over the $NPROC QPs of 1 process: service $(med "${JQS[@]}"), exclusive $(med "${JQX[@]}") (per round: service ${JQS[*]}; exclusive ${JQX[*]})"
 echo "median 8 B p50: service $(med "${SL[@]}") us, exclusive $(med "${XL[@]}") us, ratio $(med "${RL[@]}") (target <= 1.2; per round: ${RL[*]})"
+[ -n "$ALT" ] && echo "median Jain over $NPROC through -A $ALT: $(med "${JA[@]}") (per round: ${JA[*]})"
 echo "logs: $OUT"
