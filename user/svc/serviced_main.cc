@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,11 +49,17 @@ void usage(FILE* f) {
   std::exit(2);
 }
 
+// A number (decimal, 0x hex or 0 octal) from 0 to max. Digits first:
+// strtoull alone takes leading blanks and a sign ("-1" wraps, and
+// "-18446744073709551615" is 1).
 uint64_t num(const char* opt, const char* v, uint64_t max) {
   char* end = nullptr;
   errno = 0;
-  const unsigned long long n = std::strtoull(v, &end, 0);
-  if (!*v || *end || errno || n > max) bad(std::string("bad value for ") + opt + ": " + v);
+  const bool digit = *v >= '0' && *v <= '9';
+  const unsigned long long n = digit ? std::strtoull(v, &end, 0) : 0;
+  if (!digit || *end || errno || n > max)
+    bad(std::string("bad value for ") + opt + ": '" + v + "' (a number from 0 to " +
+        std::to_string(max) + ")");
   return n;
 }
 
