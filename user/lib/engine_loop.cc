@@ -324,7 +324,12 @@ void Context::Impl::run() {
   uint32_t idle_spins = 0;
   core::Time idle_since = 0;
   const core::Time spin_ns = fifo ? 0 : core::Time(opts.idle_spin_us) * 1000;
-  const uint32_t idle_passes = opts.busy_poll && !fifo ? 4096u : 64u;
+  // A raised thread (kNice, kFifo) that polls idle keeps the CPU from the
+  // application thread its completions just woke on the same CPU (it would
+  // preempt a nice-0 poller, but not a raised one): it sleeps after two
+  // empty passes instead of 64 (busy_poll keeps kNice spinning).
+  const bool raised = fifo || sched_got == EngineSched::kNice;
+  const uint32_t idle_passes = opts.busy_poll && !fifo ? 4096u : raised ? 2u : 64u;
   while (!stop.load(std::memory_order_acquire)) {
     // kApplication: stand aside while an application thread drives the
     // engine; wake when it stops doing so (or on stop).

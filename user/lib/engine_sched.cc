@@ -59,16 +59,17 @@ Status Context::Impl::resolve_sched() {
   if (s == EngineSched::kDefault) {
     if (const char* e = std::getenv("MRC_ENGINE_SCHED"); e && *e) {
       auto p = parse_engine_sched(e);
-      if (!p) return make_error(EINVAL, "open: MRC_ENGINE_SCHED=" + std::string(e) + ": " +
-                                            p.error().context);
+      if (!p)
+        return make_error(EINVAL,
+                          "open: MRC_ENGINE_SCHED=" + std::string(e) + ": " + p.error().context);
       s = *p;
       from = "MRC_ENGINE_SCHED";
     }
   }
   if (s == EngineSched::kDefault) s = EngineSched::kNice;
   if (o.engine_nice < -20 || o.engine_nice > 19)
-    return make_error(EINVAL, "open: engine_nice " + std::to_string(o.engine_nice) +
-                                  " is outside -20..19");
+    return make_error(EINVAL,
+                      "open: engine_nice " + std::to_string(o.engine_nice) + " is outside -20..19");
   if (o.engine_rt_priority < 1 || o.engine_rt_priority > 99)
     return make_error(EINVAL, "open: engine_rt_priority " + std::to_string(o.engine_rt_priority) +
                                   " is outside 1..99");
@@ -132,8 +133,8 @@ void Context::Impl::apply_sched() {
                     std::to_string(opts.engine_rt_burst_us) + " us of work without a sleep";
         break;
       }
-      const std::string fifo_why = "SCHED_FIFO refused (" + err_name(r) +
-                                   ": needs CAP_SYS_NICE or RLIMIT_RTPRIO)";
+      const std::string fifo_why =
+          "SCHED_FIFO refused (" + err_name(r) + ": needs CAP_SYS_NICE or RLIMIT_RTPRIO)";
       if (niced) {
         sched_got = EngineSched::kNice;
         sched_why = "nice: SCHED_OTHER at " + nice_s + "; fifo asked, " + fifo_why;

@@ -92,8 +92,7 @@ TEST(EngineSched, OpenRefusesOptionsOutOfRange) {
   c = mrc::Context::open(o);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, EINVAL);
-  EXPECT_NE(c.error().context.find("engine_rt_priority 0"), std::string::npos)
-      << c.error().context;
+  EXPECT_NE(c.error().context.find("engine_rt_priority 0"), std::string::npos) << c.error().context;
 }
 
 TEST(EngineSched, DedicatedFromTheEnvironmentNamesIt) {
