@@ -40,6 +40,13 @@ void usage(FILE* f) {
       "  --max-mr-mib N     registered MiB per process (default 0: no limit)\n"
       "  --max-clients-per-uid N  processes of one uid served at once (default 0: no limit)\n"
       "  --cpu N            pin the engine thread to CPU N\n"
+      "  --sched MODE       engine thread scheduling (Documentation/service.md section 6):\n"
+      "                     nice (default: SCHED_OTHER at nice -10, for hosts whose\n"
+      "                     applications keep every CPU busy), normal (the service's\n"
+      "                     nice), fifo (SCHED_FIFO 1 while serving bursts, nice -10\n"
+      "                     after 1 ms of work without a sleep), dedicated (needs --cpu:\n"
+      "                     pinned, never sleeps); default: $MRC_ENGINE_SCHED, else nice\n"
+      "  --nice N           the engine thread's nice value in nice, fifo, dedicated (-10)\n"
       "  --idle-spin-us N   engine thread: keep polling N us before sleeping\n",
       mrc::svc::kDefaultSocket);
 }
@@ -122,6 +129,18 @@ mrc::svc::ServerOptions parse(int argc, char** argv) {
       if (o.area_bytes < (1u << 20)) bad("--area-mib must be at least 1");
     } else if (a == "--cpu") {
       o.dev.engine_cpu = int(num("--cpu", val(), 4095));
+    } else if (a == "--sched") {
+      auto m = mrc::parse_engine_sched(val());
+      if (!m) bad("--sched: " + m.error().context);
+      o.dev.engine_sched = *m;
+    } else if (a == "--nice") {
+      const char* v = val();
+      char* end = nullptr;
+      errno = 0;
+      const long n = std::strtol(v, &end, 10);
+      if (!*v || *end || errno || n < -20 || n > 19)
+        bad(std::string("--nice takes -20..19, not ") + v);
+      o.dev.engine_nice = int(n);
     } else if (a == "--idle-spin-us") {
       o.dev.idle_spin_us = uint32_t(num("--idle-spin-us", val(), 1000000));
     } else if (!a.empty() && a[0] == '-') {
@@ -170,6 +189,8 @@ int main(int argc, char** argv) {
             p.xdp_mode + "," + p.xsk_mode + ")";
   std::fprintf(stderr, "mrc-serviced: pid %d serving %s at %s\n", int(getpid()), list.c_str(),
                o.socket_path.c_str());
+  std::fprintf(stderr, "mrc-serviced: engine thread: %s\n",
+               (*s)->context().engine_sched_reason().c_str());
   auto r = (*s)->run(sfd.get());
   const auto& c = (*s)->counters();
   std::fprintf(stderr,
