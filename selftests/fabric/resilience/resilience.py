@@ -593,23 +593,23 @@ SUITE = {
     "16-data-loss2": dict(
         title="2% loss on plane 1's data direction only (A -> B; ACKs pass), 3 s",
         eval=eval_window, fault="link p1 fwd loss", clear="link p1 fwd clear", min_ratio=0.5, max_stall_ms=500,
-        usable_planes=3.98, min_remaining=0.8),
+        usable_planes=3.98, min_remaining=0.5),
     "17-data-loss5": dict(
         title="5% loss on plane 1's data direction only (A -> B; ACKs pass), 3 s",
         eval=eval_window, fault="link p1 fwd loss", clear="link p1 fwd clear", min_ratio=0.5, max_stall_ms=500,
-        usable_planes=3.95, min_remaining=0.8),
+        usable_planes=3.95, min_remaining=0.5),
     "18-ack-loss5": dict(
         title="5% loss on plane 1's acknowledgement direction only (B -> A; data passes), 3 s",
         eval=eval_window, fault="link p1 rev loss", clear="link p1 rev clear", min_ratio=0.5, max_stall_ms=500,
-        usable_planes=4.0, min_remaining=0.8),
+        usable_planes=4.0, min_remaining=0.5),
     "19-flicker5ms": dict(
         title="plane 1 drops everything 2.5 ms of every 5 ms (flapping faster than a probe round), 3 s",
         eval=eval_window, fault="link p1 flicker", clear="link p1 clear", min_ratio=0.5, max_stall_ms=500,
-        usable_planes=3.5, min_remaining=0.8),
+        usable_planes=3.5, min_remaining=0.5),
     "20-flicker20ms": dict(
         title="plane 1 drops everything 10 ms of every 20 ms, 3 s",
         eval=eval_window, fault="link p1 flicker", clear="link p1 clear", min_ratio=0.5, max_stall_ms=500,
-        usable_planes=3.5, min_remaining=0.8),
+        usable_planes=3.5, min_remaining=0.5),
 }
 
 
