@@ -132,6 +132,7 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   std::unique_ptr<Context> ctx(new Context());
   Impl& im = *ctx->impl_;
   im.opts = o;
+  MRC_TRY(im.resolve_sched());
   if (*want == DeviceMode::kExclusive) {
     im.mode_why = o.mode == DeviceMode::kExclusive
                       ? "exclusive mode: requested by the open flag (MRC_DEVICE_EXCLUSIVE)"
@@ -145,6 +146,8 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
       im.mode = DeviceMode::kService;
       im.mode_why =
           "service mode: mrc-serviced pid " + std::to_string(im.svc->service_pid()) + " at " + path;
+      im.sched_why = "in mrc-serviced (pid " + std::to_string(im.svc->service_pid()) +
+                     "): its --sched decides";
       return ctx;
     }
     if (*want == DeviceMode::kService)
@@ -380,7 +383,10 @@ Status Context::Impl::start(const core::EngineConfig& ec) {
     idle_tfd.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     if (!idle_tfd) return errno_error(errno, "timerfd_create");
   }
+  auto ready = sched_ready.get_future();
   thr = std::thread([this] { run(); });
+  // The thread reports its scheduling before its first pass.
+  ready.wait();
   return {};
 }
 
@@ -793,6 +799,7 @@ Context::ProgressStats Context::progress_stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   ProgressStats st = impl_->pstats;
   st.stand_aside_checks = impl_->stand_aside_checks.load(std::memory_order_relaxed);
+  st.rt_demotions = impl_->rt_demotions.load(std::memory_order_relaxed);
   return st;
 }
 
