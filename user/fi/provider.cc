@@ -142,6 +142,7 @@ struct Device {
   struct mrc_comp_channel* chan = nullptr;
   int chan_fd = -1;
   int refs = 0;
+  bool app_progress = false;  // FI_MRC_PROGRESS=app and served (not in service mode)
   uint32_t mtu = 4096;
   int num_ports = 0;
   union mrc_gid gid[MRC_MAX_PORTS] = {};
@@ -158,6 +159,13 @@ int device_get(const Config& c) {
   struct mrc_device_opts opts = {};
   if (c.app_progress) opts.flags |= MRC_DEVICE_APP_PROGRESS;
   g_dev.dev = mrc_open_device(names.data(), int(names.size()), &opts);
+  if (!g_dev.dev && c.app_progress && errno == EOPNOTSUPP) {
+    // mrc-serviced runs the engine and does not serve application
+    // progress: its engine thread drives the protocol instead.
+    MRC_FI_WARN("FI_MRC_PROGRESS=app: %s; using the engine thread\n", mrc_last_error());
+    opts.flags &= ~uint32_t(MRC_DEVICE_APP_PROGRESS);
+    g_dev.dev = mrc_open_device(names.data(), int(names.size()), &opts);
+  }
   if (!g_dev.dev) {
     int e = errno;
     MRC_FI_WARN("mrc_open_device(%s): %s\n", c.domain.c_str(), mrc_last_error());
@@ -177,6 +185,7 @@ int device_get(const Config& c) {
     return errno_to_fi(e);
   }
   fcntl(g_dev.chan_fd, F_SETFL, fcntl(g_dev.chan_fd, F_GETFL) | O_NONBLOCK);
+  g_dev.app_progress = (opts.flags & MRC_DEVICE_APP_PROGRESS) != 0;
   g_dev.num_ports = mrc_num_ports(g_dev.dev);
   g_dev.mtu = 4096;
   for (int p = 1; p <= g_dev.num_ports; p++) {
@@ -1971,8 +1980,8 @@ int pep_reject(struct fid_pep*, fid_t handle, const void* param, size_t plen) {
 // to the caller's next pass: run passes before a QP goes away, or the peer's
 // last WRITEs (fi_pingpong's "fin", credits) are never acknowledged and end
 // in retry-exceeded errors there.
-void flush_acks(Ep* ep) {
-  if (!ep->dom->fab->cfg.app_progress || !g_dev.dev) return;
+void flush_acks(Ep*) {
+  if (!g_dev.app_progress || !g_dev.dev) return;
   for (int i = 0; i < 4; i++) mrc_progress(g_dev.dev, 0);
 }
 

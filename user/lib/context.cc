@@ -715,6 +715,12 @@ Result<core::PlaneAddr> Context::resolve(uint8_t port, const Gid& peer) {
   if (port == 0 || port > core::kMaxPorts || impl_->idx[port] < 0)
     return make_error(EINVAL, "resolve: no port " + std::to_string(port));
   const PortInfo& pi = impl_->ports[size_t(impl_->idx[port])];
+  // A peer on this host, on this port's own address (another QP of this
+  // device, or another process through the same mrc-serviced): the port's
+  // own MAC, which makes the transmit path loop its frames back to the
+  // engine (tx_sink.hpp) instead of sending them out of the interface.
+  for (const IpAddr& a : pi.addrs)
+    if (a == peer) return core::PlaneAddr{peer, pi.mac, true};
   auto mac = lib::resolve_next_hop(pi.ifindex, peer);
   if (!mac)
     return std::move(mac).error().wrap("resolving " + lib::to_string(peer) + " on " + pi.ifname);

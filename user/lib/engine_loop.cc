@@ -220,6 +220,13 @@ bool Context::Impl::iteration(bool may_defer_tx) {
     eng->rx({in.data(), k}, now);
     dev.release({rx.data(), n});
   }
+  // Frames the last transmit sent to this host itself (tx_sink.hpp): they
+  // arrive now, on the port they left by.
+  if (!sink->looped().empty()) {
+    work = true;
+    eng->rx(sink->looped(), now);
+    sink->loop_clear();
+  }
   // Completions to the application, before the transmit's syscalls.
   if (deliver_all()) {
     work = true;
