@@ -1323,11 +1323,8 @@ bool cq_empty(Cq* cq) {
 ssize_t cq_read_impl(Cq* cq, void* buf, size_t count) {
   ssize_t n = cq_take(cq, buf, count);
   if (n != -FI_EAGAIN) return n;
-  // Empty: run the protocol of its endpoints; still empty, the consumer
-  // waits, so owed credits a peer may be short of go out.
-  progress_cq(cq);
-  n = cq_take(cq, buf, count);
-  if (n != -FI_EAGAIN) return n;
+  // Empty: run the protocol of its endpoints (the consumer waits, so owed
+  // credits a peer may be short of go out).
   progress_cq(cq, true);
   return cq_take(cq, buf, count);
 }
@@ -1672,6 +1669,8 @@ int mr_reg(struct fid* fid, const void* buf, size_t len, uint64_t access, uint64
   if (!access || (access & (FI_REMOTE_WRITE | FI_READ | FI_REMOTE_READ)))
     acc |= MRC_ACCESS_REMOTE_WRITE;
   struct mrc_mr* m = mrc_reg_mr(g_dev.pd, const_cast<void*>(buf), len, acc);
+  FI_TRACE(&g_prov, FI_LOG_MR, "reg %p len %zu access %#llx -> rkey %#x\n", buf, len,
+           (unsigned long long)access, m ? m->rkey : 0);
   if (!m) {
     int e = errno;
     MRC_FI_WARN("fi_mr_reg(%p, %zu): %s\n", buf, len, mrc_last_error());
@@ -1859,6 +1858,9 @@ ssize_t rma_impl(Ep* ep, OpKind kind, const struct iovec* iov, void** desc, size
   if (inject && iov[0].iov_len > slot_payload(ep)) return -FI_EMSGSIZE;
   if (iov[0].iov_len > UINT32_MAX) return -FI_EMSGSIZE;
   if (ep->txq.size() >= ep->info->tx_attr->size) return -FI_EAGAIN;
+  FI_TRACE(&g_prov, FI_LOG_EP_DATA, "%s %p len %zu -> %#llx key %#llx flags %#llx\n",
+           kind == OpKind::kRead ? "read" : "write", iov[0].iov_base, iov[0].iov_len,
+           (unsigned long long)addr, (unsigned long long)key, (unsigned long long)flags);
   uint32_t opi = op_alloc(ep);
   TxOp& op = ep->ops[opi];
   op.kind = kind;
@@ -2274,6 +2276,7 @@ int ep_control(struct fid* f, int cmd, void* arg) {
       if (ep->enabled) return 0;
       if (!ep->txcq && !ep->rxcq) return -FI_ENOCQ;
       if (!ep->eq) return -FI_ENOEQ;
+      EpLock el(ep->mu);  // a CQ read may already progress it (bound, not enabled)
       int r = ep_create_qp(ep);
       if (r) {
         MRC_FI_WARN("endpoint: %s (%s)\n", fi_strerror(-r), mrc_last_error());
