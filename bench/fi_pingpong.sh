@@ -13,10 +13,12 @@
 # transfer at 8 B (-S 8; fi_pingpong prints the mean, no percentiles). Prints
 # a table of every round and the medians; raw outputs stay in OUT.
 # -B DIR adds the provider DIR/libmrc-fi.so (another build, e.g. the one
-# before a change) as variant "base" between mrc and tcp in every round; it
-# runs on BUILD's libmrc (LD_LIBRARY_PATH), so only the provider differs.
+# before a change) as variant "base" between mrc and tcp in every round (a
+# second -B as "base2"); it runs on BUILD's libmrc (LD_LIBRARY_PATH), so only
+# the provider differs. -I BW,LAT: round trips at 1 MiB and at 8 B.
 #
-#   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a] [-B DIR]
+#   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a] [-B DIR [-B DIR]]
+#                        [-I BW,LAT]
 #
 # Defaults: 3 rounds, both endpoint types, 100 round trips at 1 MiB and 500
 # at 8 B. Needs root, libfabric-bin; builds nothing (default BUILD ./build).
@@ -25,16 +27,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
-BASE_DIR= APP=
-while getopts b:r:o:e:aB:h o; do
+BASE_DIR= BASE2_DIR= APP= BW_IT=100 LAT_IT=500
+while getopts b:r:o:e:aB:I:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
-    a) APP=1 ;; B) BASE_DIR=$(cd "$OPTARG" && pwd) ;;
-    *) sed -n '2,20p' "$0"; exit 2 ;;
+    a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;;
+    B) if [ -z "$BASE_DIR" ]; then BASE_DIR=$(cd "$OPTARG" && pwd); else BASE2_DIR=$(cd "$OPTARG" && pwd); fi ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;;
   esac
 done
-VARIANTS="mrc${APP:+ mrc-app}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}} tcp"
-[ -z "$BASE_DIR" ] || [ -f "$BASE_DIR/libmrc-fi.so" ] || { echo "-B: no $BASE_DIR/libmrc-fi.so" >&2; exit 2; }
+VARIANTS="mrc${APP:+ mrc-app}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
+for d in $BASE_DIR $BASE2_DIR; do
+  [ -f "$d/libmrc-fi.so" ] || { echo "-B: no $d/libmrc-fi.so" >&2; exit 2; }
+done
 command -v fi_pingpong >/dev/null || { echo "fi_pingpong: install libfabric-bin (scripts/deps.sh)" >&2; exit 77; }
 PROV_DIR=$BUILD/lib/libfabric
 . "$ROOT/bench/bench_lib.sh"
@@ -74,11 +79,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
       t=${v%-app} PROGRESS=thread PDIR=$PROV_DIR
       [ "$v" != "$t" ] && PROGRESS=app
       [ "$t" = base ] && t=mrc PDIR=$BASE_DIR
+      [ "$t" = base2 ] && t=mrc PDIR=$BASE2_DIR
       prov=$t
       [ "$ep" = rdm ] && prov="$t;ofi_rxm"
       # a failed run is "-" in the table (its outputs name the cause), not the end
-      bw=$(one "r$r-$ep-$v-bw" "$prov" "$ep" 1048576 100 | awk '{print $6}') || bw=-
-      lat=$(one "r$r-$ep-$v-lat" "$prov" "$ep" 8 500 | awk '{print $7}') || lat=-
+      bw=$(one "r$r-$ep-$v-bw" "$prov" "$ep" 1048576 "$BW_IT" | awk '{print $6}') || bw=-
+      lat=$(one "r$r-$ep-$v-lat" "$prov" "$ep" 8 "$LAT_IT" | awk '{print $7}') || lat=-
       printf '%-5s %-5s %-8s %-14s %14s %16s\n' "$r" "$ep" "$v" "$prov" "$bw" "$lat" | tee -a "$OUT/table"
     done
   done

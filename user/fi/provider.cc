@@ -23,6 +23,7 @@
 #include <net/if.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -79,7 +80,8 @@ struct Config {
   uint32_t slots = 64;
   uint32_t slot_size = 65536;
   bool app_progress = false;
-  std::string why;  // empty when usable
+  bool yield = true;  // sched_yield on an empty CQ read (engine-thread progress only)
+  std::string why;    // empty when usable
 };
 
 std::string param_str(const char* name) {
@@ -116,6 +118,9 @@ Config load_config() {
     c.app_progress = true;
   else if (!prog.empty() && prog != "thread")
     c.why = "FI_MRC_PROGRESS must be thread or app";
+  int y = 1;
+  if (fi_param_get_bool(&g_prov, "yield", &y) == FI_SUCCESS) c.yield = y;
+  if (c.app_progress) c.yield = false;  // the polling thread is the engine
   return c;
 }
 
@@ -1326,7 +1331,12 @@ ssize_t cq_read_impl(Cq* cq, void* buf, size_t count) {
   // Empty: run the protocol of its endpoints (the consumer waits, so owed
   // credits a peer may be short of go out).
   progress_cq(cq, true);
-  return cq_take(cq, buf, count);
+  n = cq_take(cq, buf, count);
+  // Still empty with libmrc's engine thread doing the work: a consumer that
+  // spins on this call would hold the CPU that thread needs, so give it up
+  // (returns at once when nothing else is runnable). FI_MRC_YIELD=0: spin.
+  if (n == -FI_EAGAIN && cq->dom->fab->cfg.yield) sched_yield();
+  return n;
 }
 
 ssize_t cq_read(struct fid_cq* f, void* buf, size_t count) {
@@ -2563,5 +2573,8 @@ extern "C" __attribute__((visibility("default"))) struct fi_provider* fi_prov_in
   fi_param_define(
       &g_prov, "progress", FI_PARAM_STRING,
       "thread (libmrc engine thread, default) or app (the polling thread runs the engine)");
+  fi_param_define(&g_prov, "yield", FI_PARAM_BOOL,
+                  "Yield the CPU when a CQ read finds nothing, so libmrc's engine thread runs "
+                  "(default on; off with FI_MRC_PROGRESS=app)");
   return &g_prov;
 }
