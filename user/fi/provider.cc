@@ -2128,6 +2128,22 @@ void flush_acks(Ep* ep) {
   for (int i = 0; i < 4; i++) mrc_progress(g_dev.dev, 0);
 }
 
+// Close handshake: the first side to close a connected endpoint keeps its QP
+// (and so the engine's ACKs of what arrived last) until the peer's CM socket
+// says it closes too (BYE or EOF), at most 1 s. libmrc drops a destroyed
+// QP's state at once; a peer whose last send was not yet acknowledged then
+// waited forever for its completion (fi_pingpong's final message).
+void close_wait(Ep* ep) {
+  if (ep->state != EpState::kConnected || ep->sock < 0 || !ep->qp) return;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    struct pollfd p = {ep->sock, POLLIN, 0};
+    if (poll(&p, 1, ep->dom->fab->cfg.app_progress ? 0 : 5) != 0) return;  // BYE, EOF or error
+    if (ep->dom->fab->cfg.app_progress) mrc_progress(g_dev.dev, 5);
+    if (std::chrono::steady_clock::now() >= until) return;
+  }
+}
+
 int ep_shutdown(struct fid_ep* f, uint64_t) {
   Lock l(g_ctl);
   Ep* ep = as_ep(f);
@@ -2215,6 +2231,7 @@ void detach(std::vector<Ep*>& v, Ep* ep) { v.erase(std::remove(v.begin(), v.end(
 int ep_close(struct fid* f) {
   Lock l(g_ctl);
   Ep* ep = of<Ep>(f);
+  close_wait(ep);
   if (ep->qp) flush_acks(ep);
   if (ep->sock >= 0) {
     eq_unwatch(ep->eq, ep->sock);
