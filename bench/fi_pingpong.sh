@@ -4,14 +4,21 @@
 # fabric, interleaved (mrc, then tcp, in every round; -a adds mrc with
 # application progress, FI_MRC_PROGRESS=app, between them):
 #
-#   rdm: "mrc;ofi_rxm" against "tcp;ofi_rxm" (FI_EP_RDM, what MPI uses)
+#   rdm: "mrc;ofi_rxm" against "tcp;ofi_rxm" (FI_EP_RDM, what MPI uses; rxm's
+#        default rendezvous by RMA read for both: its write rendezvous loses
+#        the data under fi_pingpong in 1.17, see fi_pingpong_test.sh)
 #   msg: "mrc" against "tcp" (FI_EP_MSG)
 #
 # per round and pair: bandwidth at 1 MiB (-S 1048576) and the mean time per
 # transfer at 8 B (-S 8; fi_pingpong prints the mean, no percentiles). Prints
 # a table of every round and the medians; raw outputs stay in OUT.
+# -B DIR adds the provider DIR/libmrc-fi.so (another build, e.g. the one
+# before a change) as variant "base" between mrc and tcp in every round (a
+# second -B as "base2"); it runs on BUILD's libmrc (LD_LIBRARY_PATH), so only
+# the provider differs. -I BW,LAT: round trips at 1 MiB and at 8 B.
 #
-#   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a]
+#   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a] [-B DIR [-B DIR]]
+#                        [-I BW,LAT]
 #
 # Defaults: 3 rounds, both endpoint types, 100 round trips at 1 MiB and 500
 # at 8 B. Needs root, libfabric-bin; builds nothing (default BUILD ./build).
@@ -20,12 +27,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
-while getopts b:r:o:e:ah o; do
+BASE_DIR= BASE2_DIR= APP= BW_IT=100 LAT_IT=500
+while getopts b:r:o:e:aB:I:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
-    a) VARIANTS="mrc mrc-app tcp" ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;;
+    B) if [ -z "$BASE_DIR" ]; then BASE_DIR=$(cd "$OPTARG" && pwd); else BASE2_DIR=$(cd "$OPTARG" && pwd); fi ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;;
   esac
+done
+VARIANTS="mrc${APP:+ mrc-app}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
+for d in $BASE_DIR $BASE2_DIR; do
+  [ -f "$d/libmrc-fi.so" ] || { echo "-B: no $d/libmrc-fi.so" >&2; exit 2; }
 done
 command -v fi_pingpong >/dev/null || { echo "fi_pingpong: install libfabric-bin (scripts/deps.sh)" >&2; exit 77; }
 PROV_DIR=$BUILD/lib/libfabric
@@ -34,12 +47,13 @@ bench_setup fi_pingpong "$PROV_DIR/libmrc-fi.so"
 bench_fabric_up planes=4
 
 # side HOSTNS DEVS PROVIDER EP SIZE ITERS [SERVER]: one fi_pingpong side
-# (PROGRESS: FI_MRC_PROGRESS).
+# (PROGRESS: FI_MRC_PROGRESS; PDIR: the provider directory).
 side() {
   local ns=$1 devs=$2 prov=$3 ep=$4 size=$5 iters=$6
   shift 6
-  ip netns exec "$ns" env FI_PROVIDER_PATH="$PROV_DIR" FI_MRC_IFACES="$devs" FI_MRC_PROGRESS="$PROGRESS" \
-    FI_TCP_IFACE="${devs%%,*}" FI_OFI_RXM_USE_RNDV_WRITE=1 \
+  ip netns exec "$ns" env FI_PROVIDER_PATH="$PDIR" LD_LIBRARY_PATH="$BUILD/lib" \
+    FI_MRC_IFACES="$devs" FI_MRC_PROGRESS="$PROGRESS" \
+    FI_TCP_IFACE="${devs%%,*}" \
     timeout 300 fi_pingpong -p "$prov" -e "$ep" -S "$size" -I "$iters" "$@"
 }
 # one NAME PROVIDER EP SIZE ITERS: prints the client's last line.
@@ -62,12 +76,15 @@ printf '%-5s %-5s %-8s %-14s %14s %16s\n' round ep variant provider "1MiB MB/s" 
 for ((r = 1; r <= ROUNDS; r++)); do
   for ep in ${EPS//,/ }; do
     for v in $VARIANTS; do
-      t=${v%-app} PROGRESS=thread
-      [ "$v" = mrc-app ] && PROGRESS=app
+      t=${v%-app} PROGRESS=thread PDIR=$PROV_DIR
+      [ "$v" != "$t" ] && PROGRESS=app
+      [ "$t" = base ] && t=mrc PDIR=$BASE_DIR
+      [ "$t" = base2 ] && t=mrc PDIR=$BASE2_DIR
       prov=$t
       [ "$ep" = rdm ] && prov="$t;ofi_rxm"
-      bw=$(one "r$r-$ep-$v-bw" "$prov" "$ep" 1048576 100 | awk '{print $6}')
-      lat=$(one "r$r-$ep-$v-lat" "$prov" "$ep" 8 500 | awk '{print $7}')
+      # a failed run is "-" in the table (its outputs name the cause), not the end
+      bw=$(one "r$r-$ep-$v-bw" "$prov" "$ep" 1048576 "$BW_IT" | awk '{print $6}') || bw=-
+      lat=$(one "r$r-$ep-$v-lat" "$prov" "$ep" 8 "$LAT_IT" | awk '{print $7}') || lat=-
       printf '%-5s %-5s %-8s %-14s %14s %16s\n' "$r" "$ep" "$v" "$prov" "$bw" "$lat" | tee -a "$OUT/table"
     done
   done
@@ -75,10 +92,11 @@ done
 echo "medians:"
 for ep in ${EPS//,/ }; do
   for t in $VARIANTS; do
-    awk -v ep="$ep" -v t="$t" 'BEGIN { n = 0 } NR > 1 && $2 == ep && $3 == t { bw[n] = $5 + 0; lat[n] = $6 + 0; n++ }
-      function med(a, n,   i, j, x) { for (i = 1; i < n; i++) for (j = i; j > 0 && a[j-1] > a[j]; j--) { x = a[j]; a[j] = a[j-1]; a[j-1] = x }
+    awk -v ep="$ep" -v t="$t" 'BEGIN { n = m = 0 } NR > 1 && $2 == ep && $3 == t {
+        if ($5 ~ /^[0-9.]+$/) bw[n++] = $5 + 0; if ($6 ~ /^[0-9.]+$/) lat[m++] = $6 + 0 }
+      function med(a, n,   i, j, x) { if (!n) return -1; for (i = 1; i < n; i++) for (j = i; j > 0 && a[j-1] > a[j]; j--) { x = a[j]; a[j] = a[j-1]; a[j-1] = x }
         return n % 2 ? a[int(n/2)] : (a[n/2-1] + a[n/2]) / 2 }
-      END { printf "  %-4s %-4s 1MiB %8.2f MB/s   8B %9.2f usec/xfer   (%d rounds)\n", ep, t, med(bw, n), med(lat, n), n }' "$OUT/table"
+      END { printf "  %-4s %-8s 1MiB %8.2f MB/s (%d runs)   8B %9.2f usec/xfer (%d runs)\n", ep, t, med(bw, n), n, med(lat, m), m }' "$OUT/table"
   done
 done | tee -a "$OUT/table"
 echo "outputs in $OUT"

@@ -17,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mrc/config.hpp"
@@ -71,6 +72,28 @@ enum class DeviceMode : uint8_t {
 };
 const char* to_string(DeviceMode m);
 
+// How the engine thread is scheduled (Documentation/api.md, "Engine thread
+// scheduling"; service.md section 6). The thread competes with the
+// application's threads for the CPUs; TCP's work runs in softirq, which a
+// busy task does not starve, so mrc raises its engine thread by default.
+enum class EngineSched : uint8_t {
+  kDefault,    // $MRC_ENGINE_SCHED when set, else kNice
+  kNormal,     // SCHED_OTHER at the process's nice value (mrc before 2026-12-02)
+  kNice,       // SCHED_OTHER at nice engine_nice (-10): a raised CFS weight; needs
+               // CAP_SYS_NICE or RLIMIT_NICE, else kNormal (engine_sched_reason says why)
+  kFifo,       // SCHED_FIFO at engine_rt_priority while it serves bursts; after
+               // engine_rt_burst_us of work without a sleep it drops to kNice
+               // until it next sleeps, and it never spins idle at real-time
+               // priority, so it cannot starve the host. Needs CAP_SYS_NICE
+               // (or RLIMIT_RTPRIO), else kNice, else kNormal
+  kDedicated,  // pinned to engine_cpu (required), never sleeps (polls its
+               // sockets and rings), at kNice's weight: for a spare core
+};
+const char* to_string(EngineSched s);
+// "default", "normal", "nice", "fifo", "dedicated"; EINVAL with a sentence
+// naming the modes otherwise.
+Result<EngineSched> parse_engine_sched(std::string_view name);
+
 struct DeviceOptions {
   DeviceMode mode = DeviceMode::kAuto;
   // The service's socket; empty: $MRC_SERVICE_SOCKET, else /run/mrc/service.sock.
@@ -99,6 +122,12 @@ struct DeviceOptions {
   // microseconds, so a burst that arrives within them needs no wakeup.
   uint32_t idle_spin_us = 0;
   int engine_cpu = -1;  // pin the engine thread to this CPU (-1: no pinning)
+  // The engine thread's scheduling (EngineSched); Context::engine_sched()
+  // says what it got. In service mode the service's --sched decides.
+  EngineSched engine_sched = EngineSched::kDefault;
+  int engine_nice = -10;               // kNice, kDedicated, and kFifo after a long burst (-20..19)
+  int engine_rt_priority = 1;          // kFifo: SCHED_FIFO priority (1..99; 1 is the lowest)
+  uint32_t engine_rt_burst_us = 1000;  // kFifo: real-time for at most this long without a sleep
   Progress progress = Progress::kThread;
   uint32_t progress_idle_us = 1000;  // kApplication: the engine thread's fallback delay
   bool force_generic = false;        // attach XDP in generic (SKB) mode
@@ -348,6 +377,9 @@ class Context {
     // kApplication: times the engine thread, standing aside, woke only to
     // find an application thread still driving progress (wasted wake-ups)
     uint64_t stand_aside_checks;
+    // EngineSched::kFifo: bursts longer than engine_rt_burst_us that the
+    // engine thread finished under SCHED_OTHER
+    uint64_t rt_demotions;
   };
   ProgressStats progress_stats() const;
 
@@ -355,6 +387,13 @@ class Context {
   // sentence ("service mode: mrc-serviced pid 311 at /run/mrc/service.sock").
   DeviceMode mode() const;
   const std::string& mode_reason() const;
+
+  // How the engine thread is scheduled (what it got, not what was asked:
+  // kNormal when raising it was not permitted) and a sentence ("nice: SCHED_OTHER
+  // at nice -10", "normal: nice -10 refused (EPERM) ..."). Service mode:
+  // kDefault and a sentence naming the service (its --sched decides).
+  EngineSched engine_sched() const;
+  const std::string& engine_sched_reason() const;
 
   struct Impl;
   // libmrc's own code (the host service runs its device through it).

@@ -296,6 +296,14 @@ static __always_inline int fault(struct __sk_buff *skb, int ingress)
 		count(st, MRC_FAULT_ST_BLACKHOLED);
 		return TC_ACT_SHOT;
 	}
+	if ((cfg->flags & MRC_FAULT_F_FLAP) && cfg->flap_period_ns) {
+		now = bpf_ktime_get_ns();
+		if (now >= cfg->flap_start_ns &&
+		    (now - cfg->flap_start_ns) % cfg->flap_period_ns < cfg->flap_down_ns) {
+			count(st, MRC_FAULT_ST_FLAPPED);
+			return TC_ACT_SHOT;
+		}
+	}
 	if ((cfg->flags & MRC_FAULT_F_LOSS) && chance(cfg->loss_ppm)) {
 		count(st, MRC_FAULT_ST_DROPPED);
 		return TC_ACT_SHOT;

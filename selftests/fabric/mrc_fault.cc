@@ -38,8 +38,8 @@ constexpr uint32_t kTcHandle = 0x4d52;  // "MR"
 constexpr uint32_t kTcPriority = 1;
 
 const char* const kStatNames[MRC_FAULT_ST_MAX] = {
-    "seen",    "unmatched",        "passed", "dropped",   "blackholed",
-    "trimmed", "overrate_dropped", "marked", "corrupted", "duplicated",
+    "seen",   "unmatched", "passed",     "dropped", "blackholed", "trimmed", "overrate_dropped",
+    "marked", "corrupted", "duplicated", "flapped",
 };
 
 const char* kUsage = R"(usage: mrc_fault [--state FILE] [--bpffs DIR] [--json] [-v] COMMAND ...
@@ -69,6 +69,11 @@ FAULTS   --blackhole
          --ecn-rate R [--ecn-burst B]  ECT packets beyond R are marked CE
          --corrupt P        flip a payload byte (MRC: the last before the ICRC)
          --dup P            send a copy (bpf_clone_redirect)
+         --flap T[/D]       drop everything for D (default T/2) of every period T
+                            (T, D: 20ms, 500us, 1s), down first, from the update;
+                            one phase for every attachment of the command; the
+                            carrier stays up (a link flapping faster than
+                            `ip link set` can)
          --match-proto udp|tcp|icmp|N  --match-ipver 4|6
          --match-sport N  --match-dport N   limit the faults to these packets
          --match-sport-mask M  with it, --match-sport N matches every source
@@ -135,6 +140,27 @@ Result<uint32_t> parse_ppm(const std::string& s) {
     return make_error(EINVAL, "bad probability '" + s + "' (use 5%, 0.1% or 1000ppm)");
   if (ppm > MRC_FAULT_PPM) return make_error(EINVAL, "probability above 100%: " + s);
   return uint32_t(std::lround(ppm));
+}
+
+// A duration: 20ms, 500us, 1s, 1.5ms (no unit: seconds) -> ns.
+Result<uint64_t> parse_ns(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || !(v >= 0)) return make_error(EINVAL, "bad time '" + s + "'");
+  std::string u(end);
+  double mul;
+  if (u == "s" || u.empty())
+    mul = 1e9;
+  else if (u == "ms")
+    mul = 1e6;
+  else if (u == "us")
+    mul = 1e3;
+  else if (u == "ns")
+    mul = 1;
+  else
+    return make_error(EINVAL, "bad time unit in '" + s + "' (s, ms, us, ns)");
+  if (v * mul > 3600e9) return make_error(EINVAL, "time above an hour: " + s);
+  return uint64_t(std::llround(v * mul));
 }
 
 Result<uint32_t> parse_uint(const std::string& s, uint32_t max, const char* what) {
@@ -410,6 +436,10 @@ Result<json> Tool::read(const Attachment& at) {
     faults["ecn"] = {{"rate_bps", cfg.ecn_rate * 8}, {"burst", cfg.ecn_burst}};
   if (cfg.flags & MRC_FAULT_F_CORRUPT) faults["corrupt_ppm"] = cfg.corrupt_ppm;
   if (cfg.flags & MRC_FAULT_F_DUP) faults["dup_ppm"] = cfg.dup_ppm;
+  if (cfg.flags & MRC_FAULT_F_FLAP)
+    faults["flap"] = {{"period_ns", cfg.flap_period_ns},
+                      {"down_ns", cfg.flap_down_ns},
+                      {"start_mono_ns", cfg.flap_start_ns}};
   json match = json::object();
   if (cfg.match_ipver) match["ipver"] = cfg.match_ipver;
   if (cfg.match_proto) match["proto"] = cfg.match_proto;
@@ -449,6 +479,24 @@ Status Tool::parse_faults(const std::vector<std::string>& a, size_t i, mrc_fault
       if (o == "--loss") cfg.flags |= MRC_FAULT_F_LOSS, cfg.loss_ppm = *p;
       if (o == "--corrupt") cfg.flags |= MRC_FAULT_F_CORRUPT, cfg.corrupt_ppm = *p;
       if (o == "--dup") cfg.flags |= MRC_FAULT_F_DUP, cfg.dup_ppm = *p;
+    } else if (o == "--flap") {
+      VAL(v);
+      auto slash = v.find('/');
+      auto period = parse_ns(v.substr(0, slash));
+      if (!period) return std::move(period).error();
+      uint64_t down = *period / 2;
+      if (slash != std::string::npos) {
+        auto d = parse_ns(v.substr(slash + 1));
+        if (!d) return std::move(d).error();
+        down = *d;
+      }
+      if (*period < 1000 || down > *period)
+        return make_error(EINVAL, "--flap T/D wants T >= 1us and D <= T: " + v);
+      cfg.flags |= MRC_FAULT_F_FLAP;
+      cfg.flap_period_ns = *period;
+      cfg.flap_down_ns = down;
+      // one phase for every attachment this command configures
+      cfg.flap_start_ns = mono_ns();
     } else if (o == "--trim-rate" || o == "--ecn-rate") {
       VAL(v);
       auto r = parse_rate(v);

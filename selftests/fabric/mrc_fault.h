@@ -18,6 +18,10 @@
 #define MRC_FAULT_F_ECN 0x08	   /* mark ECT packets CE beyond ecn_rate */
 #define MRC_FAULT_F_CORRUPT 0x10   /* flip a payload byte in corrupt_ppm */
 #define MRC_FAULT_F_DUP 0x20	   /* send a copy of dup_ppm of packets */
+#define MRC_FAULT_F_FLAP                                                                           \
+	0x40 /* drop every matching packet in the down part of each                                \
+	      * flap period: a link flapping faster than a script can                              \
+	      * toggle carrier (the carrier itself stays up) */
 
 #define MRC_FAULT_PPM 1000000u
 /* skb->mark of the copies the program makes (they pass unchanged). */
@@ -46,6 +50,13 @@ struct mrc_fault_cfg {
 	 */
 	__u16 match_sport_mask;
 	__u8 pad[4];
+	/* Flap: with flap_start_ns (CLOCK_MONOTONIC, the CLI's time of the
+	 * update) as phase 0, every matching packet whose time within its
+	 * flap_period_ns is below flap_down_ns is dropped: down first, then up.
+	 */
+	__u64 flap_period_ns;
+	__u64 flap_down_ns;
+	__u64 flap_start_ns;
 };
 
 /* Token bucket state of the rate-based faults (trim, ECN). */
@@ -69,6 +80,7 @@ enum mrc_fault_stat {
 	MRC_FAULT_ST_MARKED,	       /* set to ECN-CE */
 	MRC_FAULT_ST_CORRUPTED,
 	MRC_FAULT_ST_DUPLICATED,
+	MRC_FAULT_ST_FLAPPED, /* dropped in a flap's down part */
 	MRC_FAULT_ST_MAX,
 };
 

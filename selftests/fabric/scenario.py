@@ -102,7 +102,10 @@ def rate_bps(s, where):
 #   link NAME [fwd|rev|both] FAULT      NAME may be a glob (p*-l1-s0)
 #     FAULT: blackhole | loss PCT | corrupt PCT | dup PCT |
 #            trim RATE [burst BYTES] | ecn RATE [burst BYTES] |
-#            clear | down | up | shape RATE | unshape | flap PERIOD for TIME
+#            clear | down | up | shape RATE | unshape | flap PERIOD for TIME |
+#            flicker PERIOD[/DOWN]     (mrc_fault --flap: every packet dropped for DOWN,
+#                                       default PERIOD/2, of each PERIOD until clear;
+#                                       the carrier stays up: faster than flap can go)
 #   exec NODE: COMMAND
 #   snapshot LABEL                      record the counters of every fault program
 
@@ -160,6 +163,15 @@ def parse_action(words, where):
                 raise ScenarioError(f"{where}: want 'link NAME flap PERIOD for DURATION'")
             a["period"] = parse_time(rest[1], where)
             a["duration"] = parse_time(rest[3], where)
+            return a
+        if f == "flicker":
+            m = re.fullmatch(r"([^/]+)(?:/(.+))?", rest[1]) if len(rest) == 2 else None
+            if not m:
+                raise ScenarioError(f"{where}: want 'link NAME [fwd|rev|both] flicker PERIOD[/DOWN]'")
+            a["period"] = parse_time(m.group(1), where)
+            a["down"] = parse_time(m.group(2), where) if m.group(2) else a["period"] / 2
+            if not 0 < a["down"] <= a["period"]:
+                raise ScenarioError(f"{where}: flicker wants 0 < DOWN <= PERIOD")
             return a
         if f not in LINK_FAULTS:
             raise ScenarioError(f"{where}: unknown link fault '{f}' (one of {', '.join(LINK_FAULTS)}, flap)")
@@ -393,6 +405,9 @@ class Runner:
                     self.fault("set", l, "--dir", d, "--blackhole")
                 elif act in ("loss", "corrupt", "dup"):
                     self.fault("set", l, "--dir", d, f"--{act}", f"{e['pct']}%")
+                elif act == "flicker":
+                    self.fault("set", l, "--dir", d, "--flap",
+                               f"{round(e['period'] * 1e6)}us/{round(e['down'] * 1e6)}us")
                 elif act in ("trim", "ecn"):
                     burst = ["--" + act + "-burst", str(e["burst"])] if "burst" in e else []
                     self.fault("set", l, "--dir", d, f"--{act}-rate", div_rate(e["rate"]), *burst)
@@ -454,7 +469,8 @@ class Runner:
         # Pre-attach the fault program where the timeline will need it, so an
         # event is one map update.
         pre = sorted({l for e in sc["events"] for l in self.fault_links(e)
-                      if e.get("action") in ("blackhole", "loss", "corrupt", "dup", "trim", "ecn", "clear", "mtu")})
+                      if e.get("action") in ("blackhole", "loss", "corrupt", "dup", "trim", "ecn", "clear", "mtu",
+                                               "flicker")})
         for l in pre:
             self.fault("set", l, "--dir", "both")
         # Setup commands (e.g. daemons the workloads use), in the calling namespaces.

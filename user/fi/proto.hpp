@@ -72,6 +72,13 @@ struct ReadReq {
   uint32_t reserved;
 };
 
+// Credits travel as a counter, not as a delta: the 12-bit credit field of
+// every immediate is the number of ring slots the receiver has freed since
+// the connection began, modulo 4096. A duplicated or replayed word then
+// grants nothing, and a stale or forged one that names more slots than the
+// sender has outstanding is refused (TxRing::credit_word).
+inline constexpr uint32_t kCreditMod = kMaxCredits + 1;
+
 // Receive-side state of a ring of `slots` slots. The sender writes slot
 // k % slots for its k-th slot message, only while it holds a credit; slots
 // are freed in any order (messages wait for fi_recv buffers, notices are
@@ -82,8 +89,14 @@ class RxRing {
   explicit RxRing(uint32_t slots) : state_(slots, kFree) {}
 
   uint32_t slots() const { return uint32_t(state_.size()); }
-  uint32_t to_return() const { return to_return_; }
+  // Slots freed that no immediate has reported yet.
+  uint32_t to_return() const { return uint32_t(freed_ - reported_); }
   uint32_t occupied() const { return occupied_; }
+  // The next slot the sender must write.
+  uint32_t next() const { return next_; }
+  // Slots the sender has filled that no credit word has yet reported free:
+  // its credits are at most slots() minus this.
+  uint64_t unreported_use() const { return arrived_ - reported_; }
 
   // A slot message arrived. False if the slot is not the next one expected
   // (a protocol violation: the sender wrote without a credit).
@@ -92,6 +105,7 @@ class RxRing {
     state_[slot] = kFull;
     next_ = (next_ + 1) % slots();
     occupied_++;
+    arrived_++;
     return true;
   }
 
@@ -103,54 +117,263 @@ class RxRing {
     while (state_[tail_] == kReleased) {
       state_[tail_] = kFree;
       tail_ = (tail_ + 1) % slots();
-      to_return_++;
+      freed_++;
     }
     return true;
   }
 
-  // Take up to `max` credits to send back to the peer.
-  uint32_t take_credits(uint32_t max) {
-    uint32_t n = to_return_ < max ? to_return_ : max;
-    to_return_ -= n;
-    return n;
+  // The credit field for the next immediate sent to the peer (every slot
+  // freed so far, modulo 4096); what it reports no longer counts as owed.
+  uint32_t credit_word() {
+    reported_ = freed_;
+    return uint32_t(freed_ % kCreditMod);
   }
 
  private:
   enum State : uint8_t { kFree, kFull, kReleased };
   std::vector<State> state_;
-  uint32_t next_ = 0, tail_ = 0, to_return_ = 0, occupied_ = 0;
+  uint32_t next_ = 0, tail_ = 0, occupied_ = 0;
+  uint64_t arrived_ = 0, freed_ = 0, reported_ = 0;
 };
 
-// Send-side state: credits for the peer's ring and the local bounce slots
-// (one per ring slot) that stage a segment until its WRITE completes. Bounce
-// slots are released in post order (send completions come in post order).
+// Send-side state: credits for the peer's ring (`peer_slots` slots, named by
+// the peer's ring size) and the local bounce slots (`bounce_slots`, the local
+// ring size) that stage a segment until its WRITE completes. Bounce slots are
+// released in post order (send completions come in post order).
 class TxRing {
  public:
-  explicit TxRing(uint32_t slots) : slots_(slots), credits_(slots) {}
+  TxRing(uint32_t peer_slots, uint32_t bounce_slots)
+      : slots_(peer_slots), bounce_slots_(bounce_slots), credits_(peer_slots) {}
+  explicit TxRing(uint32_t slots) : TxRing(slots, slots) {}
 
   uint32_t credits() const { return credits_; }
-  bool can_send() const { return credits_ > 0 && bounce_used_ < slots_; }
-  // Claims the next peer slot (== the bounce slot index). Call only if can_send().
-  uint32_t claim() {
-    uint32_t s = head_;
+  bool can_send() const { return credits_ > 0 && bounce_used_ < bounce_slots_; }
+  struct Claim {
+    uint32_t slot;    // the peer's ring slot to write
+    uint32_t bounce;  // the local bounce slot that stages it
+  };
+  // Claims the next peer slot and bounce slot. Call only if can_send().
+  Claim claim() {
+    Claim c{head_, (bounce_head_ + bounce_used_) % bounce_slots_};
     head_ = (head_ + 1) % slots_;
     credits_--;
     bounce_used_++;
-    return s;
+    return c;
   }
   // The WRITE of the oldest bounce slot completed.
   void bounce_done() {
-    if (bounce_used_ > 0) bounce_used_--;
+    if (bounce_used_ == 0) return;
+    bounce_head_ = (bounce_head_ + 1) % bounce_slots_;
+    bounce_used_--;
   }
-  // Credits the peer returned; false if that would exceed the ring.
-  bool grant(uint32_t n) {
-    if (credits_ + n > slots_) return false;
-    credits_ += n;
+  // The peer's credit word (RxRing::credit_word). False, and nothing
+  // changes, if it names more newly freed slots than are outstanding: a
+  // stale, wrapped or forged word. A repeated word grants nothing.
+  bool credit_word(uint32_t w) {
+    uint32_t delta = (w - peer_freed_) % kCreditMod;
+    if (delta > slots_ - credits_) return false;
+    credits_ += delta;
+    peer_freed_ = w % kCreditMod;
     return true;
   }
 
  private:
-  uint32_t slots_, credits_, head_ = 0, bounce_used_ = 0;
+  uint32_t slots_, bounce_slots_, credits_, head_ = 0, bounce_head_ = 0, bounce_used_ = 0;
+  uint32_t peer_freed_ = 0;
+};
+
+// Why an arrival (a WRITE-with-immediate from the peer) was refused. Each
+// refusal is counted and costs nothing else: the receive is reposted, the
+// ring stays consistent, the QP and every other connection carry on.
+enum class RxFault : uint8_t {
+  kType,      // unknown immediate type
+  kSlot,      // slot out of range or not the next one expected (no credit)
+  kCredits,   // credit word naming more slots than the peer has outstanding
+  kLength,    // header length past the slot, or more than the WRITE carried
+  kSequence,  // segment flags/lengths that do not continue the message
+  kReadId,    // read answer for a read not in flight, or of the wrong length
+  kCount,
+};
+
+inline const char* rx_fault_name(RxFault f) {
+  switch (f) {
+    case RxFault::kType:
+      return "type";
+    case RxFault::kSlot:
+      return "slot";
+    case RxFault::kCredits:
+      return "credits";
+    case RxFault::kLength:
+      return "length";
+    case RxFault::kSequence:
+      return "sequence";
+    case RxFault::kReadId:
+      return "read-id";
+    case RxFault::kCount:
+      break;
+  }
+  return "?";
+}
+
+struct RxFaults {
+  uint64_t n[size_t(RxFault::kCount)] = {};
+  uint64_t operator[](RxFault f) const { return n[size_t(f)]; }
+  uint64_t total() const {
+    uint64_t t = 0;
+    for (uint64_t v : n) t += v;
+    return t;
+  }
+};
+
+// What the endpoint does with one arrival after RxCheck::arrival.
+enum class RxAction : uint8_t {
+  kNone,       // credits only, or refused (see the fault counters)
+  kSegment,    // a message segment now occupies `slot` (hdr validated)
+  kWriteData,  // an fi_writedata notice (hdr.data); slot occupied until released
+  kReadReq,    // a read request (req validated for size); slot occupied until released
+  kReadResp,   // read `slot` answered with data
+  kReadErr,    // read `slot` failed at the target
+};
+
+struct Arrival {
+  RxAction action = RxAction::kNone;
+  uint32_t slot = 0;
+  SlotHdr hdr = {};
+  ReadReq req = {};
+  bool fault = false;  // something in it was refused (counted)
+};
+
+// The receive side of one connection's ring protocol, without I/O: every
+// arrival is decoded and checked here before the endpoint acts on it. The
+// slot header and read request are copied out of the ring once, so the
+// endpoint never reads peer-writable memory twice.
+class RxCheck {
+ public:
+  // `slot_size`: bytes per local ring slot; `max_msg`: largest message;
+  // `max_reads`: read ids in use are 0..max_reads-1.
+  RxCheck(uint32_t slots, uint32_t slot_size, uint64_t max_msg, uint32_t max_reads)
+      : ring_(slots), slot_size_(slot_size), max_msg_(max_msg), read_len_(max_reads, kNoRead) {}
+
+  RxRing& ring() { return ring_; }
+  const RxFaults& faults() const { return faults_; }
+
+  // A read `id` of `len` bytes is in flight (answers are accepted for it).
+  void read_started(uint32_t id, uint64_t len) {
+    if (id < read_len_.size()) read_len_[id] = len;
+  }
+  void read_ended(uint32_t id) {
+    if (id < read_len_.size()) read_len_[id] = kNoRead;
+  }
+
+  // One WRITE-with-immediate arrived: `imm_host` (host order), `byte_len`
+  // the WRITE's length, `ring` the local ring memory. Credits go to `tx`
+  // (null before the connection's send side exists: none accepted).
+  Arrival arrival(uint32_t imm_host, uint32_t byte_len, const uint8_t* ring, TxRing* tx) {
+    Arrival a;
+    Imm imm = imm_decode(imm_host);
+    uint32_t type = imm_host >> 28;
+    if (type < uint32_t(ImmType::kMsg) || type > uint32_t(ImmType::kReadErr))
+      return refuse(a, RxFault::kType);
+    if (!tx || !tx->credit_word(imm.credits)) {
+      // the rest of the arrival may still be good: only the credits go
+      if (tx || imm.credits) count(a, RxFault::kCredits);
+    }
+    a.slot = imm.slot;
+    switch (imm.type) {
+      case ImmType::kCredit:
+        return a;
+      case ImmType::kMsg:
+      case ImmType::kWriteData:
+      case ImmType::kReadReq:
+        return slot_arrival(a, imm.type, byte_len, ring);
+      case ImmType::kReadResp:
+      case ImmType::kReadErr: {
+        if (imm.slot >= read_len_.size() || read_len_[imm.slot] == kNoRead)
+          return refuse(a, RxFault::kReadId);
+        if (imm.type == ImmType::kReadResp && byte_len != read_len_[imm.slot])
+          return refuse(a, RxFault::kReadId);
+        read_len_[imm.slot] = kNoRead;
+        a.action = imm.type == ImmType::kReadResp ? RxAction::kReadResp : RxAction::kReadErr;
+        return a;
+      }
+    }
+    return refuse(a, RxFault::kType);
+  }
+
+ private:
+  static constexpr uint64_t kNoRead = ~uint64_t(0);
+
+  Arrival& count(Arrival& a, RxFault f) {
+    faults_.n[size_t(f)]++;
+    a.fault = true;
+    return a;
+  }
+  Arrival& refuse(Arrival& a, RxFault f) {
+    a.action = RxAction::kNone;
+    return count(a, f);
+  }
+
+  Arrival& slot_arrival(Arrival& a, ImmType type, uint32_t byte_len, const uint8_t* ring) {
+    // Only the next slot, and only if free (else the sender had no credit).
+    // It is then consumed whatever its content, so a refused message still
+    // frees its slot and the ring stays in step.
+    if (a.slot >= ring_.slots() || !ring_.arrive(a.slot)) return refuse(a, RxFault::kSlot);
+    const uint8_t* p = ring + size_t(a.slot) * slot_size_;
+    std::memcpy(&a.hdr, p, sizeof a.hdr);
+    RxFault f = RxFault::kCount;
+    const uint64_t room = slot_size_ - sizeof(SlotHdr);
+    if (a.hdr.seg_len > room || byte_len < sizeof(SlotHdr) + uint64_t(a.hdr.seg_len))
+      f = RxFault::kLength;
+    else if (type == ImmType::kMsg)
+      f = check_segment(a.hdr);
+    else if (type == ImmType::kWriteData)
+      f = a.hdr.seg_len == 0 ? f : RxFault::kLength;
+    else if (a.hdr.seg_len != sizeof(ReadReq))
+      f = RxFault::kLength;
+    else
+      std::memcpy(&a.req, p + sizeof(SlotHdr), sizeof a.req);
+    if (f != RxFault::kCount) {
+      ring_.release(a.slot);
+      return refuse(a, f);
+    }
+    a.action = type == ImmType::kMsg         ? RxAction::kSegment
+               : type == ImmType::kWriteData ? RxAction::kWriteData
+                                             : RxAction::kReadReq;
+    return a;
+  }
+
+  // Segments of a message arrive in order: a first segment (with the
+  // message length) when none is in progress, then continuations, the last
+  // one exactly completing the length.
+  RxFault check_segment(const SlotHdr& h) {
+    bool first = h.flags & kSlotFirst, last = h.flags & kSlotLast;
+    if (h.flags & ~uint16_t(kSlotFirst | kSlotLast | kSlotData)) return RxFault::kSequence;
+    if (first) {
+      if (in_msg_ || h.total > max_msg_ || h.seg_len > h.total) {
+        in_msg_ = false;  // a cut message: start afresh with the next first segment
+        return RxFault::kSequence;
+      }
+      left_ = h.total;
+    } else if (!in_msg_ || h.seg_len > left_) {
+      in_msg_ = false;
+      return RxFault::kSequence;
+    }
+    left_ -= h.seg_len;
+    if (last != (left_ == 0) || (!last && h.seg_len == 0)) {
+      in_msg_ = false;
+      return RxFault::kSequence;
+    }
+    in_msg_ = !last;
+    return RxFault::kCount;
+  }
+
+  RxRing ring_;
+  uint32_t slot_size_;
+  uint64_t max_msg_;
+  std::vector<uint64_t> read_len_;
+  RxFaults faults_;
+  bool in_msg_ = false;
+  uint64_t left_ = 0;
 };
 
 // A completion as the provider keeps it, written out in the consumer's format.

@@ -6,21 +6,31 @@
 // connection written with WRITE-with-immediate under credits (proto.hpp);
 // connections are set up over a TCP side channel the provider owns.
 //
-// Locking: one provider-wide recursive mutex serializes every call (the
-// domain is FI_THREAD_SAFE). Progress is manual: reading a CQ or an EQ (or
-// fi_trywait) runs it; libmrc's engine thread moves the bytes meanwhile.
+// Locking (the domain is FI_THREAD_SAFE), in this order:
+//   g_ctl        control path: objects' creation, binding and closing, the
+//                EQs and connection management, the completion channel;
+//   Cq::eps_mu   a CQ's list of endpoints (shared while progressing them);
+//   Ep::mu       one endpoint's data path (its rings, queues and QP state);
+//   Cq::mu       a CQ's completion queues (a leaf).
+// Data operations take their endpoint's lock only; reading a CQ takes the
+// CQ's locks and those of its endpoints, never g_ctl unless a waiter armed
+// the completion channel. libmrc's post and poll calls are thread-safe.
+// Progress is manual: reading a CQ or an EQ (or fi_trywait) runs it;
+// libmrc's engine thread moves the bytes meanwhile.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +38,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,8 +62,12 @@ namespace mrc::fi {
 namespace {
 
 struct fi_provider g_prov;
-std::recursive_mutex g_mu;
+std::recursive_mutex g_ctl;
 using Lock = std::lock_guard<std::recursive_mutex>;
+using EpLock = std::lock_guard<std::mutex>;
+// Set when a waiter armed libmrc CQs on the completion channel: the next CQ
+// read drains the channel (otherwise it stays untouched, no syscall).
+std::atomic<bool> g_armed{false};
 
 #define MRC_FI_WARN(...) FI_WARN(&g_prov, FI_LOG_CORE, __VA_ARGS__)
 
@@ -65,7 +80,8 @@ struct Config {
   uint32_t slots = 64;
   uint32_t slot_size = 65536;
   bool app_progress = false;
-  std::string why;  // empty when usable
+  bool yield = true;  // sched_yield on an empty CQ read (engine-thread progress only)
+  std::string why;    // empty when usable
 };
 
 std::string param_str(const char* name) {
@@ -102,6 +118,9 @@ Config load_config() {
     c.app_progress = true;
   else if (!prog.empty() && prog != "thread")
     c.why = "FI_MRC_PROGRESS must be thread or app";
+  int y = 1;
+  if (fi_param_get_bool(&g_prov, "yield", &y) == FI_SUCCESS) c.yield = y;
+  if (c.app_progress) c.yield = false;  // the polling thread is the engine
   return c;
 }
 
@@ -142,10 +161,16 @@ struct Device {
   struct mrc_comp_channel* chan = nullptr;
   int chan_fd = -1;
   int refs = 0;
+  bool app_progress = false;  // FI_MRC_PROGRESS=app and served (not in service mode)
   uint32_t mtu = 4096;
   int num_ports = 0;
   union mrc_gid gid[MRC_MAX_PORTS] = {};
-  std::unordered_map<uint32_t, struct mrc_mr*> mrs;  // rkey -> MR (read targets)
+  std::mutex mrs_mu;
+  struct ReadTarget {
+    struct mrc_mr* m;
+    uint64_t access;  // the consumer's FI_* access flags
+  };
+  std::unordered_map<uint32_t, ReadTarget> mrs;  // rkey -> MR (read targets), under mrs_mu
 };
 Device g_dev;
 
@@ -158,6 +183,13 @@ int device_get(const Config& c) {
   struct mrc_device_opts opts = {};
   if (c.app_progress) opts.flags |= MRC_DEVICE_APP_PROGRESS;
   g_dev.dev = mrc_open_device(names.data(), int(names.size()), &opts);
+  if (!g_dev.dev && c.app_progress && errno == EOPNOTSUPP) {
+    // mrc-serviced runs the engine and does not serve application
+    // progress: its engine thread drives the protocol instead.
+    MRC_FI_WARN("FI_MRC_PROGRESS=app: %s; using the engine thread\n", mrc_last_error());
+    opts.flags &= ~uint32_t(MRC_DEVICE_APP_PROGRESS);
+    g_dev.dev = mrc_open_device(names.data(), int(names.size()), &opts);
+  }
   if (!g_dev.dev) {
     int e = errno;
     MRC_FI_WARN("mrc_open_device(%s): %s\n", c.domain.c_str(), mrc_last_error());
@@ -173,10 +205,16 @@ int device_get(const Config& c) {
     if (g_dev.pd) mrc_dealloc_pd(g_dev.pd);
     if (g_dev.ctx) mrc_destroy_context(g_dev.ctx);
     mrc_close_device(g_dev.dev);
-    g_dev = Device{};
+    g_dev.dev = nullptr;
+    g_dev.ctx = nullptr;
+    g_dev.pd = nullptr;
+    g_dev.chan = nullptr;
+    g_dev.chan_fd = -1;
+    g_dev.refs = 0;
     return errno_to_fi(e);
   }
   fcntl(g_dev.chan_fd, F_SETFL, fcntl(g_dev.chan_fd, F_GETFL) | O_NONBLOCK);
+  g_dev.app_progress = (opts.flags & MRC_DEVICE_APP_PROGRESS) != 0;
   g_dev.num_ports = mrc_num_ports(g_dev.dev);
   g_dev.mtu = 4096;
   for (int p = 1; p <= g_dev.num_ports; p++) {
@@ -197,7 +235,14 @@ void device_put() {
   mrc_dealloc_pd(g_dev.pd);
   mrc_destroy_context(g_dev.ctx);
   mrc_close_device(g_dev.dev);
-  g_dev = Device{};
+  g_dev.dev = nullptr;
+  g_dev.ctx = nullptr;
+  g_dev.pd = nullptr;
+  g_dev.chan = nullptr;
+  g_dev.chan_fd = -1;
+  g_dev.refs = 0;
+  std::lock_guard<std::mutex> ml(g_dev.mrs_mu);
+  g_dev.mrs.clear();
 }
 
 // ---------------------------------------------------------------------------
@@ -257,6 +302,8 @@ void sock_timeouts(int fd) {
 // The CM side-channel message (one fixed-size record each way).
 
 constexpr uint32_t kCmMagic = 0x4d524346;  // "MRCF"
+// 2: credits as a counter of freed slots (proto.hpp, kCreditMod)
+constexpr uint16_t kCmVersion = 2;
 constexpr uint32_t kCmDataMax = 256;
 enum CmType : uint16_t { kConnReq = 1, kAccept = 2, kReject = 3, kReady = 4, kBye = 5 };
 
@@ -305,11 +352,13 @@ struct Cq {
   Domain* dom;
   enum fi_cq_format fmt;
   enum fi_wait_obj wait;
+  std::mutex mu;  // q, errq
   std::deque<Completion> q;
   std::deque<struct fi_cq_err_entry> errq;
+  std::shared_mutex eps_mu;  // eps
   std::vector<Ep*> eps;
   int efd = -1, epfd = -1;
-  int refs = 0;
+  int refs = 0;  // under g_ctl
 };
 
 struct EqEvent {
@@ -384,6 +433,7 @@ enum class EpState { kIdle, kConnecting, kAccepting, kConnected, kShutdown };
 
 struct PostedRecv {
   void* ctx;
+  bool started;  // a segment was delivered into it
   struct iovec iov[4];
   size_t iov_count;
   size_t cap;
@@ -395,8 +445,16 @@ struct PostedRecv {
   uint64_t data;
 };
 
+// A message segment waiting in the ring for a receive buffer, with its
+// header as validated on arrival (the ring is peer-writable: never re-read).
+struct PendingSeg {
+  uint32_t slot;
+  SlotHdr hdr;
+};
+
 struct Ep {
   struct fid_ep f;
+  std::mutex mu;  // the data path below (and state, txcq, rxcq)
   Domain* dom;
   struct fi_info* info;
   Eq* eq = nullptr;
@@ -418,16 +476,18 @@ struct Ep {
   struct mrc_mr *ring_mr = nullptr, *bounce_mr = nullptr;
   uint32_t recv_wrs = 0, send_wrs = 0;
   uint32_t sq_used = 0;
+  uint32_t recv_owed = 0;  // receives consumed, to repost in a batch
   // peer
   CmMsg peer = {};
   struct sockaddr_in peer_addr = {};
   // protocol state
-  RxRing* rxr = nullptr;
+  RxCheck* rxc = nullptr;  // the receive ring and the checks of every arrival
   TxRing* txr = nullptr;
-  std::deque<uint32_t> pending;  // occupied message slots in arrival order
-  std::deque<PostedRecv> recvs;  // fi_recv buffers, in posting order
-  std::deque<uint32_t> txq;      // ops waiting for credits / SQ room
-  std::vector<TxOp> ops;         // pool
+  uint64_t faults_logged = 0;      // refused arrivals already reported in the log
+  std::deque<PendingSeg> pending;  // occupied message slots in arrival order
+  std::deque<PostedRecv> recvs;    // fi_recv buffers, in posting order
+  std::deque<uint32_t> txq;        // ops waiting for credits / SQ room
+  std::vector<TxOp> ops;           // pool
   std::vector<uint32_t> free_ops;
   std::deque<uint32_t> inflight_segs;  // op of each posted slot WRITE (bounce order)
   std::vector<int64_t> reads;          // read id -> op (-1 free)
@@ -437,8 +497,12 @@ struct Ep {
 // Completion queues
 
 void cq_push(Cq* cq, const Completion& c) {
-  bool was_empty = cq->q.empty() && cq->errq.empty();
-  cq->q.push_back(c);
+  bool was_empty;
+  {
+    std::lock_guard<std::mutex> l(cq->mu);
+    was_empty = cq->q.empty() && cq->errq.empty();
+    cq->q.push_back(c);
+  }
   if (was_empty && cq->efd >= 0) signal_fd(cq->efd);
 }
 
@@ -451,8 +515,12 @@ void cq_push_err(Cq* cq, void* ctx, uint64_t flags, size_t len, int err, int pro
   e.err = err;
   e.prov_errno = prov_errno;
   e.olen = olen;
-  bool was_empty = cq->q.empty() && cq->errq.empty();
-  cq->errq.push_back(e);
+  bool was_empty;
+  {
+    std::lock_guard<std::mutex> l(cq->mu);
+    was_empty = cq->q.empty() && cq->errq.empty();
+    cq->errq.push_back(e);
+  }
   if (was_empty && cq->efd >= 0) signal_fd(cq->efd);
 }
 
@@ -479,7 +547,7 @@ int wc_to_fi(enum mrc_wc_status s) {
 }
 
 // ---------------------------------------------------------------------------
-// Endpoint data path
+// Endpoint data path (every function here runs with ep->mu held)
 
 uint32_t op_alloc(Ep* ep) {
   if (ep->free_ops.empty()) {
@@ -492,7 +560,7 @@ uint32_t op_alloc(Ep* ep) {
 }
 
 void op_free(Ep* ep, uint32_t i) {
-  ep->ops[i].copy.clear();
+  ep->ops[i].copy.clear();  // keeps its capacity: no allocation for the next inject
   ep->free_ops.push_back(i);
 }
 
@@ -529,7 +597,8 @@ int post_write(Ep* ep, uint64_t id, void* laddr, uint32_t len, uint32_t lkey, ui
   return 0;
 }
 
-uint32_t take_credits(Ep* ep) { return ep->rxr->take_credits(kMaxCredits); }
+// The credit field of the next immediate (every ring slot freed so far).
+uint32_t credit_word(Ep* ep) { return ep->rxc->ring().credit_word(); }
 
 // Copies `n` bytes at offset `off` of op's data into dst.
 void gather(const TxOp& op, uint64_t off, uint8_t* dst, size_t n) {
@@ -551,22 +620,28 @@ void gather(const TxOp& op, uint64_t off, uint8_t* dst, size_t n) {
   }
 }
 
+// Payload bytes per slot message: what fits both the peer's slots and the
+// local bounce slots.
+uint32_t slot_payload(const Ep* ep) {
+  return std::min(ep->peer.slot_size, ep->slot_size) - uint32_t(sizeof(SlotHdr));
+}
+
 // Stages one slot message (segment of op, or a notice) and writes it into the
 // peer's ring. Returns false when credits or SQ room are missing.
 bool send_slot(Ep* ep, uint32_t opi, ImmType type, const void* payload, uint32_t plen,
                uint16_t flags, uint64_t total, uint64_t data) {
   if (!ep->txr->can_send() || ep->sq_used >= ep->send_wrs) return false;
-  uint32_t s = ep->txr->claim();
-  uint8_t* b = ep->bounce + size_t(s) * ep->slot_size;
+  TxRing::Claim c = ep->txr->claim();
+  uint8_t* b = ep->bounce + size_t(c.bounce) * ep->slot_size;
   SlotHdr h = {plen, flags, 0, total, data};
   std::memcpy(b, &h, sizeof h);
   if (payload)
     std::memcpy(b + sizeof h, payload, plen);
   else if (plen)
     gather(ep->ops[opi], ep->ops[opi].sent, b + sizeof h, plen);
-  uint32_t imm = imm_encode(Imm{type, take_credits(ep), s});
+  uint32_t imm = imm_encode(Imm{type, credit_word(ep), c.slot});
   int r = post_write(ep, wr_id(kWrSeg, opi), b, uint32_t(sizeof h + plen), ep->bounce_mr->lkey,
-                     ep->peer.ring_addr + uint64_t(s) * ep->peer.slot_size, ep->peer.ring_rkey,
+                     ep->peer.ring_addr + uint64_t(c.slot) * ep->peer.slot_size, ep->peer.ring_rkey,
                      true, imm);
   if (r) {
     MRC_FI_WARN("post_send: %s\n", mrc_last_error());
@@ -580,7 +655,7 @@ bool send_slot(Ep* ep, uint32_t opi, ImmType type, const void* payload, uint32_t
 // Moves queued operations onto the wire while credits and SQ room last.
 void push_tx(Ep* ep) {
   if (ep->state != EpState::kConnected || ep->qp_error) return;
-  uint32_t payload = ep->peer.slot_size - uint32_t(sizeof(SlotHdr));
+  const uint32_t payload = slot_payload(ep);
   while (!ep->txq.empty()) {
     uint32_t opi = ep->txq.front();
     TxOp& op = ep->ops[opi];
@@ -647,6 +722,7 @@ void push_tx(Ep* ep) {
       if (!send_slot(ep, opi, ImmType::kReadReq, &rq, sizeof rq, kSlotFirst | kSlotLast, 0, 0))
         return;
       ep->reads[id] = opi;
+      ep->rxc->read_started(id, op.total);
       op.segs_left++;
       op.all_posted = true;
     }
@@ -655,21 +731,36 @@ void push_tx(Ep* ep) {
 }
 
 // Sends the credits the peer is owed in a zero-length WRITE_WITH_IMM (when
-// no message carries them).
-void flush_credits(Ep* ep, uint32_t threshold) {
-  if (ep->state != EpState::kConnected || ep->qp_error || ep->rxr->to_return() < threshold ||
-      ep->rxr->to_return() == 0 || ep->sq_used >= ep->send_wrs)
-    return;
-  uint32_t imm = imm_encode(Imm{ImmType::kCredit, take_credits(ep), 0});
+// no message carries them): once `threshold` slots are owed, or with
+// `idle` (the consumer found its CQ empty) when the peer may be short of
+// credits (half of its ring used without word of any slot freed since).
+void flush_credits(Ep* ep, uint32_t threshold, bool idle = false) {
+  if (ep->state != EpState::kConnected || ep->qp_error || ep->sq_used >= ep->send_wrs) return;
+  const RxRing& rr = ep->rxc->ring();
+  uint32_t owed = rr.to_return();
+  if (owed == 0) return;
+  if (owed < threshold && !(idle && rr.unreported_use() * 2 >= rr.slots())) return;
+  uint32_t imm = imm_encode(Imm{ImmType::kCredit, credit_word(ep), 0});
   if (post_write(ep, wr_id(kWrCredit, 0), nullptr, 0, 0, ep->peer.ring_addr, ep->peer.ring_rkey,
                  true, imm))
     ep->qp_error = true;
 }
 
-int repost_recv(Ep* ep) {
-  struct mrc_recv_wr rw = {};
-  struct mrc_recv_wr* bad = nullptr;
-  return mrc_post_recv(ep->qp, &rw, &bad) ? errno_to_fi(errno) : 0;
+// Receives go back to the QP in batches (one post of a chain): each
+// consumes a libmrc receive, and there are 2S + 128 posted, far more than
+// can be outstanding, so a batch of 16 never lets the QP run dry.
+constexpr uint32_t kRecvBatch = 16;
+
+int repost_recvs(Ep* ep, uint32_t n) {
+  struct mrc_recv_wr rw[kRecvBatch] = {};
+  while (n) {
+    uint32_t k = std::min(n, kRecvBatch);
+    for (uint32_t i = 0; i < k; i++) rw[i].next = i + 1 < k ? &rw[i + 1] : nullptr;
+    struct mrc_recv_wr* bad = nullptr;
+    if (mrc_post_recv(ep->qp, rw, &bad)) return errno_to_fi(errno);
+    n -= k;
+  }
+  return 0;
 }
 
 // Copies n bytes from src into the posted receive at its offset.
@@ -690,30 +781,42 @@ void scatter(PostedRecv& r, const uint8_t* src, size_t n) {
   }
 }
 
-// Delivers waiting ring messages into posted receives, in order.
+// Delivers waiting ring messages into posted receives, in order. The
+// headers were validated on arrival (RxCheck): lengths fit the slot and
+// segments continue their message, except after a refused segment cut a
+// message short; its receive then completes with FI_EIO.
 void drain_rx(Ep* ep) {
   while (!ep->pending.empty()) {
-    uint32_t s = ep->pending.front();
-    const uint8_t* slot = ep->ring + size_t(s) * ep->slot_size;
-    SlotHdr h;
-    std::memcpy(&h, slot, sizeof h);
+    const PendingSeg& ps = ep->pending.front();
+    const SlotHdr& h = ps.hdr;
+    const uint8_t* slot = ep->ring + size_t(ps.slot) * ep->slot_size;
     if (ep->recvs.empty()) return;
     PostedRecv& r = ep->recvs.front();
+    uint64_t fl = FI_RECV | FI_MSG | (r.has_data ? FI_REMOTE_CQ_DATA : 0);
+    if ((h.flags & kSlotFirst) && r.started) {
+      // the previous message was cut (a refused segment): fail its receive
+      if (ep->rxcq) cq_push_err(ep->rxcq, r.ctx, fl, r.off, FI_EIO, 0);
+      ep->recvs.pop_front();
+      continue;
+    }
     if (h.flags & kSlotFirst) {
       r.total = h.total;
       r.has_data = h.flags & kSlotData;
       r.data = h.data;
+      fl = FI_RECV | FI_MSG | (r.has_data ? FI_REMOTE_CQ_DATA : 0);
     }
+    r.started = true;
     size_t room = r.cap - r.off;
     size_t n = std::min<size_t>(h.seg_len, room);
     if (n < h.seg_len) r.trunc = true;
     scatter(r, slot + sizeof h, n);
-    ep->rxr->release(s);
+    ep->rxc->ring().release(ps.slot);
     ep->pending.pop_front();
     if (h.flags & kSlotLast) {
-      uint64_t fl = FI_RECV | FI_MSG | (r.has_data ? FI_REMOTE_CQ_DATA : 0);
       if (r.trunc) {
-        if (ep->rxcq) cq_push_err(ep->rxcq, r.ctx, fl, r.off, FI_ETRUNC, 0, r.total - r.off);
+        if (ep->rxcq)
+          cq_push_err(ep->rxcq, r.ctx, fl, r.off, FI_ETRUNC, 0,
+                      r.total > r.off ? r.total - r.off : 0);
       } else if (ep->rxcq && (!ep->rx_selective || (r.flags & FI_COMPLETION))) {
         cq_push(ep->rxcq, Completion{r.ctx, fl, r.off, nullptr, r.data});
       }
@@ -722,15 +825,21 @@ void drain_rx(Ep* ep) {
   }
 }
 
-// A READ_REQ from the peer: write the asked range back with READ_RESP.
+// A READ_REQ from the peer: write the asked range back with READ_RESP. The
+// range must lie in one MR registered for remote read.
 void serve_read(Ep* ep, const ReadReq& rq) {
-  auto it = g_dev.mrs.find(rq.rkey);
-  struct mrc_mr* m = it == g_dev.mrs.end() ? nullptr : it->second;
+  struct mrc_mr* m = nullptr;
+  {
+    std::lock_guard<std::mutex> l(g_dev.mrs_mu);
+    auto it = g_dev.mrs.find(rq.rkey);
+    if (it != g_dev.mrs.end() && (!it->second.access || (it->second.access & FI_REMOTE_READ)))
+      m = it->second.m;
+  }
   uint64_t base = m ? uint64_t(uintptr_t(m->addr)) : 0;
   bool ok = m && rq.raddr >= base && rq.len <= m->length && rq.raddr - base <= m->length - rq.len &&
             rq.len <= UINT32_MAX;
   uint32_t imm =
-      imm_encode(Imm{ok ? ImmType::kReadResp : ImmType::kReadErr, take_credits(ep), rq.id});
+      imm_encode(Imm{ok ? ImmType::kReadResp : ImmType::kReadErr, credit_word(ep), rq.id & 0xffff});
   int r = ok ? post_write(ep, wr_id(kWrReadResp, 0), reinterpret_cast<void*>(uintptr_t(rq.raddr)),
                           uint32_t(rq.len), m->lkey, rq.laddr, rq.lrkey, true, imm)
              : post_write(ep, wr_id(kWrReadResp, 0), nullptr, 0, 0, ep->peer.ring_addr,
@@ -738,56 +847,52 @@ void serve_read(Ep* ep, const ReadReq& rq) {
   if (r) ep->qp_error = true;
 }
 
+// Logs refused arrivals: the first of each connection, then at powers of two.
+void log_faults(Ep* ep, uint32_t imm) {
+  uint64_t t = ep->rxc->faults().total();
+  if (t == ep->faults_logged || (t & (t - 1))) return;
+  ep->faults_logged = t;
+  const RxFaults& f = ep->rxc->faults();
+  MRC_FI_WARN(
+      "QP %u: %llu arrival(s) refused (last imm %#x): type %llu slot %llu credits %llu length %llu "
+      "sequence %llu read-id %llu\n",
+      ep->qpn, (unsigned long long)t, imm, (unsigned long long)f[RxFault::kType],
+      (unsigned long long)f[RxFault::kSlot], (unsigned long long)f[RxFault::kCredits],
+      (unsigned long long)f[RxFault::kLength], (unsigned long long)f[RxFault::kSequence],
+      (unsigned long long)f[RxFault::kReadId]);
+}
+
 void handle_recv_wc(Ep* ep, const struct mrc_wc& wc) {
-  FI_TRACE(&g_prov, FI_LOG_EP_DATA, "recv imm %#x len %u\n", ntohl(wc.imm_data), wc.byte_len);
-  if (repost_recv(ep)) ep->qp_error = true;
-  Imm imm = imm_decode(ntohl(wc.imm_data));
-  if (imm.credits && !ep->txr->grant(imm.credits)) {
-    MRC_FI_WARN("peer returned more credits than the ring holds\n");
-    ep->qp_error = true;
-  }
-  switch (imm.type) {
-    case ImmType::kMsg:
-      if (!ep->rxr->arrive(imm.slot)) {
-        MRC_FI_WARN("ring message out of order (slot %u)\n", imm.slot);
-        ep->qp_error = true;
-        return;
-      }
-      ep->pending.push_back(imm.slot);
+  uint32_t v = ntohl(wc.imm_data);
+  FI_TRACE(&g_prov, FI_LOG_EP_DATA, "recv imm %#x len %u\n", v, wc.byte_len);
+  ep->recv_owed++;
+  Arrival a = ep->rxc->arrival(v, wc.byte_len, ep->ring, ep->txr);
+  if (a.fault) log_faults(ep, v);
+  switch (a.action) {
+    case RxAction::kNone:
       break;
-    case ImmType::kWriteData:
-    case ImmType::kReadReq: {
-      if (!ep->rxr->arrive(imm.slot)) {
-        ep->qp_error = true;
-        return;
-      }
-      const uint8_t* slot = ep->ring + size_t(imm.slot) * ep->slot_size;
-      SlotHdr h;
-      std::memcpy(&h, slot, sizeof h);
-      if (imm.type == ImmType::kWriteData) {
-        if (ep->rxcq)
-          cq_push(ep->rxcq, Completion{nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0,
-                                       nullptr, h.data});
-      } else {
-        ReadReq rq;
-        std::memcpy(&rq, slot + sizeof h, sizeof rq);
-        serve_read(ep, rq);
-      }
-      ep->rxr->release(imm.slot);
+    case RxAction::kSegment:
+      ep->pending.push_back(PendingSeg{a.slot, a.hdr});
       break;
-    }
-    case ImmType::kReadResp:
-    case ImmType::kReadErr: {
-      if (imm.slot >= ep->reads.size() || ep->reads[imm.slot] < 0) return;
-      uint32_t opi = uint32_t(ep->reads[imm.slot]);
-      ep->reads[imm.slot] = -1;
-      if (imm.type == ImmType::kReadErr) op_fail(ep, opi, FI_EACCES, 0);
+    case RxAction::kWriteData:
+      if (ep->rxcq)
+        cq_push(ep->rxcq, Completion{nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0,
+                                     nullptr, a.hdr.data});
+      ep->rxc->ring().release(a.slot);
+      break;
+    case RxAction::kReadReq:
+      serve_read(ep, a.req);
+      ep->rxc->ring().release(a.slot);
+      break;
+    case RxAction::kReadResp:
+    case RxAction::kReadErr: {
+      uint32_t opi = uint32_t(ep->reads[a.slot]);
+      ep->reads[a.slot] = -1;
+      if (a.action == RxAction::kReadErr) op_fail(ep, opi, FI_EACCES, 0);
       TxOp& op = ep->ops[opi];
       if (--op.segs_left == 0) op_complete(ep, opi);
       break;
     }
-    case ImmType::kCredit:
-      break;
   }
 }
 
@@ -814,8 +919,11 @@ void handle_send_wc(Ep* ep, const struct mrc_wc& wc) {
     if (op.kind == OpKind::kRead) {
       // the request is out; the read completes on READ_RESP (or here on error)
       if (err) {
-        for (auto& r : ep->reads)
-          if (r == int64_t(opi)) r = -1;
+        for (uint32_t id = 0; id < ep->reads.size(); id++)
+          if (ep->reads[id] == int64_t(opi)) {
+            ep->reads[id] = -1;
+            ep->rxc->read_ended(id);
+          }
         op_free(ep, opi);
       }
       return;
@@ -824,8 +932,9 @@ void handle_send_wc(Ep* ep, const struct mrc_wc& wc) {
   }
 }
 
-// Polls the endpoint's libmrc CQ and runs the ring protocol.
-void progress_ep(Ep* ep) {
+// Polls the endpoint's libmrc CQ and runs the ring protocol. `idle`: the
+// consumer found its CQ empty (credits the peer may wait for go out).
+void progress_ep(Ep* ep, bool idle = false) {
   if (!ep->mcq) return;
   struct mrc_wc wc[32];
   for (int round = 0; round < 8; round++) {
@@ -833,40 +942,58 @@ void progress_ep(Ep* ep) {
     if (n <= 0) break;
     for (int i = 0; i < n; i++) {
       if (wc[i].opcode == MRC_WC_RECV_RDMA_WITH_IMM) {
-        if (wc[i].status == MRC_WC_SUCCESS)
+        if (wc[i].status == MRC_WC_SUCCESS) {
           handle_recv_wc(ep, wc[i]);
-        else
+        } else {
+          ep->recv_owed++;
           ep->qp_error = true;
+        }
       } else {
         handle_send_wc(ep, wc[i]);
       }
     }
     if (n < 32) break;
   }
+  if (ep->recv_owed >= kRecvBatch && !ep->qp_error) {
+    if (repost_recvs(ep, ep->recv_owed))
+      ep->qp_error = true;
+    else
+      ep->recv_owed = 0;
+  }
   drain_rx(ep);
   push_tx(ep);
-  flush_credits(ep, std::max(1u, ep->slots / 4));
+  flush_credits(ep, std::max(1u, ep->slots / 4), idle);
 }
 
 // Drains the completion channel (its fd stays readable while events are
 // pending) and wakes the CQs of every endpoint that had one: the channel is
 // shared, so the thread that drains it may not be the one that sleeps on
-// that endpoint's CQ.
+// that endpoint's CQ. Only after a waiter armed it (g_armed); under g_ctl,
+// which keeps the endpoints named by the events alive.
 void drain_channel() {
+  if (!g_armed.load(std::memory_order_acquire)) return;
+  Lock l(g_ctl);
   if (!g_dev.chan) return;
+  g_armed.store(false, std::memory_order_release);
   struct mrc_cq* mcq;
   void* cctx;
   while (mrc_get_cq_event(g_dev.chan, &mcq, &cctx) == 0) {
     mrc_ack_cq_events(mcq, 1);
     Ep* ep = static_cast<Ep*>(cctx);
+    EpLock el(ep->mu);
     for (Cq* cq : {ep->txcq, ep->rxcq})
       if (cq && cq->efd >= 0) signal_fd(cq->efd);
   }
 }
 
-void progress_cq(Cq* cq) {
+// Runs the protocol of every endpoint of the CQ (nothing of the CQ's held).
+void progress_cq(Cq* cq, bool idle = false) {
   drain_channel();
-  for (Ep* ep : cq->eps) progress_ep(ep);
+  std::shared_lock<std::shared_mutex> l(cq->eps_mu);
+  for (Ep* ep : cq->eps) {
+    EpLock el(ep->mu);
+    progress_ep(ep, idle);
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -879,13 +1006,13 @@ void ep_free_qp(Ep* ep) {
   if (ep->bounce_mr) mrc_dereg_mr(ep->bounce_mr);
   std::free(ep->ring);
   std::free(ep->bounce);
-  delete ep->rxr;
+  delete ep->rxc;
   delete ep->txr;
   ep->qp = nullptr;
   ep->mcq = nullptr;
   ep->ring_mr = ep->bounce_mr = nullptr;
   ep->ring = ep->bounce = nullptr;
-  ep->rxr = nullptr;
+  ep->rxc = nullptr;
   ep->txr = nullptr;
 }
 
@@ -926,11 +1053,10 @@ int ep_create_qp(Ep* ep) {
   if (mrc_modify_qp(ep->qp, &va, MRC_IBV_QP_STATE | MRC_IBV_QP_PKEY_INDEX | MRC_IBV_QP_ACCESS_FLAGS,
                     &ma, MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID))
     return errno_to_fi(errno);
-  for (uint32_t i = 0; i < ep->recv_wrs; i++)
-    if (repost_recv(ep)) return errno_to_fi(errno);
+  if (repost_recvs(ep, ep->recv_wrs)) return errno_to_fi(errno);
   mrc_get_qpn(ep->qp, &ep->qpn);
   ep->psn = mrc_random_psn();
-  ep->rxr = new RxRing(ep->slots);
+  ep->rxc = new RxCheck(ep->slots, ep->slot_size, size_t(1) << 30, kMaxReads);
   ep->reads.assign(kMaxReads, -1);
   if (mrc_req_notify_cq(ep->mcq, 0)) return errno_to_fi(errno);
   return 0;
@@ -939,7 +1065,7 @@ int ep_create_qp(Ep* ep) {
 void fill_cm(Ep* ep, CmMsg* m, CmType type, const void* param, size_t plen) {
   std::memset(m, 0, sizeof *m);
   m->magic = kCmMagic;
-  m->version = 1;
+  m->version = kCmVersion;
   m->type = type;
   m->qpn = ep->qpn;
   m->psn = ep->psn;
@@ -957,9 +1083,9 @@ void fill_cm(Ep* ep, CmMsg* m, CmType type, const void* param, size_t plen) {
 }
 
 bool cm_valid(const CmMsg& m) {
-  return m.magic == kCmMagic && m.version == 1 && m.cm_len <= kCmDataMax &&
+  return m.magic == kCmMagic && m.version == kCmVersion && m.cm_len <= kCmDataMax &&
          m.num_gids <= MRC_MAX_PORTS && m.slots >= 4 && m.slots <= kMaxSlots &&
-         m.slot_size > sizeof(SlotHdr);
+         m.slot_size >= 256 && m.slot_size <= (1u << 24);
 }
 
 // INIT -> RTR -> RTS toward the peer in ep->peer.
@@ -996,12 +1122,21 @@ int ep_connect_qp(Ep* ep) {
     MRC_FI_WARN("modify to RTS: %s\n", mrc_last_error());
     return errno_to_fi(errno);
   }
-  ep->txr = new TxRing(std::min(p.slots, ep->slots));
+  // Slots are named by the peer's ring; bounce slots are ours.
+  EpLock l(ep->mu);
+  ep->txr = new TxRing(p.slots, ep->slots);
   return 0;
 }
 
 // ---------------------------------------------------------------------------
-// Event queues and connection management
+// Event queues and connection management (under g_ctl)
+
+// The connection state changes under g_ctl and the endpoint's lock (the
+// data path reads it under the latter).
+void set_state(Ep* ep, EpState st) {
+  EpLock l(ep->mu);
+  ep->state = st;
+}
 
 void eq_watch(Eq* eq, int fd) {
   if (!eq || fd < 0) return;
@@ -1096,10 +1231,10 @@ void ep_cm_event(Ep* ep) {
   if (!sock_recv_all(ep->sock, &m, sizeof m) || !cm_valid(m)) {
     eq_unwatch(ep->eq, ep->sock);
     if (ep->state == EpState::kConnecting || ep->state == EpState::kAccepting) {
-      ep->state = EpState::kShutdown;
+      set_state(ep, EpState::kShutdown);
       eq_push_err(ep->eq, &ep->f.fid, ep->f.fid.context, FI_ECONNRESET, nullptr, 0);
     } else if (ep->state == EpState::kConnected) {
-      ep->state = EpState::kShutdown;
+      set_state(ep, EpState::kShutdown);
       ep_report_shutdown(ep);
     }
     return;
@@ -1107,7 +1242,7 @@ void ep_cm_event(Ep* ep) {
   switch (ep->state) {
     case EpState::kConnecting:
       if (m.type == kReject) {
-        ep->state = EpState::kShutdown;
+        set_state(ep, EpState::kShutdown);
         eq_unwatch(ep->eq, ep->sock);
         eq_push_err(ep->eq, &ep->f.fid, ep->f.fid.context, FI_ECONNREFUSED, m.cm, m.cm_len);
         return;
@@ -1115,7 +1250,7 @@ void ep_cm_event(Ep* ep) {
       if (m.type != kAccept) return;
       ep->peer = m;
       if (ep_connect_qp(ep)) {
-        ep->state = EpState::kShutdown;
+        set_state(ep, EpState::kShutdown);
         eq_push_err(ep->eq, &ep->f.fid, ep->f.fid.context, FI_EIO, nullptr, 0);
         return;
       }
@@ -1124,17 +1259,17 @@ void ep_cm_event(Ep* ep) {
         fill_cm(ep, &ready, kReady, nullptr, 0);
         sock_send_all(ep->sock, &ready, sizeof ready);
       }
-      ep->state = EpState::kConnected;
+      set_state(ep, EpState::kConnected);
       eq_push(ep->eq, FI_CONNECTED, &ep->f.fid, nullptr, m.cm, m.cm_len);
       break;
     case EpState::kAccepting:
       if (m.type != kReady) return;
-      ep->state = EpState::kConnected;
+      set_state(ep, EpState::kConnected);
       eq_push(ep->eq, FI_CONNECTED, &ep->f.fid, nullptr, nullptr, 0);
       break;
     case EpState::kConnected:
       if (m.type == kBye) {
-        ep->state = EpState::kShutdown;
+        set_state(ep, EpState::kShutdown);
         eq_unwatch(ep->eq, ep->sock);
         ep_report_shutdown(ep);
       }
@@ -1177,14 +1312,12 @@ int no_ops_open(struct fid*, const char*, uint64_t, void**, void*) { return -FI_
 // ---------------------------------------------------------------------------
 // CQ ops
 
-ssize_t cq_read_locked(Cq* cq, void* buf, size_t count) {
-  if (cq->q.empty() && cq->errq.empty()) progress_cq(cq);
+// Reads up to `count` completions without running progress; -FI_EAGAIN when
+// empty, -FI_EAVAIL when an error entry is first.
+ssize_t cq_take(Cq* cq, void* buf, size_t count) {
+  std::lock_guard<std::mutex> l(cq->mu);
   if (!cq->errq.empty()) return -FI_EAVAIL;
-  if (cq->q.empty()) {
-    // Idle: hand the peers the credits we still owe them.
-    for (Ep* ep : cq->eps) flush_credits(ep, 1);
-    return -FI_EAGAIN;
-  }
+  if (cq->q.empty()) return -FI_EAGAIN;
   size_t es = cq_entry_size(cq->fmt), n = 0;
   auto* out = static_cast<uint8_t*>(buf);
   while (n < count && !cq->q.empty()) {
@@ -1196,21 +1329,38 @@ ssize_t cq_read_locked(Cq* cq, void* buf, size_t count) {
   return ssize_t(n);
 }
 
+bool cq_empty(Cq* cq) {
+  std::lock_guard<std::mutex> l(cq->mu);
+  return cq->q.empty() && cq->errq.empty();
+}
+
+ssize_t cq_read_impl(Cq* cq, void* buf, size_t count) {
+  ssize_t n = cq_take(cq, buf, count);
+  if (n != -FI_EAGAIN) return n;
+  // Empty: run the protocol of its endpoints (the consumer waits, so owed
+  // credits a peer may be short of go out).
+  progress_cq(cq, true);
+  n = cq_take(cq, buf, count);
+  // Still empty with libmrc's engine thread doing the work: a consumer that
+  // spins on this call would hold the CPU that thread needs, so give it up
+  // (returns at once when nothing else is runnable). FI_MRC_YIELD=0: spin.
+  if (n == -FI_EAGAIN && cq->dom->fab->cfg.yield) sched_yield();
+  return n;
+}
+
 ssize_t cq_read(struct fid_cq* f, void* buf, size_t count) {
-  Lock l(g_mu);
-  return cq_read_locked(of<Cq>(f), buf, count);
+  return cq_read_impl(of<Cq>(f), buf, count);
 }
 
 ssize_t cq_readfrom(struct fid_cq* f, void* buf, size_t count, fi_addr_t* src) {
-  Lock l(g_mu);
-  ssize_t n = cq_read_locked(of<Cq>(f), buf, count);
+  ssize_t n = cq_read_impl(of<Cq>(f), buf, count);
   for (ssize_t i = 0; src && i < n; i++) src[i] = FI_ADDR_NOTAVAIL;
   return n;
 }
 
 ssize_t cq_readerr(struct fid_cq* f, struct fi_cq_err_entry* buf, uint64_t flags) {
-  Lock l(g_mu);
   Cq* cq = of<Cq>(f);
+  std::lock_guard<std::mutex> l(cq->mu);
   if (cq->errq.empty()) return -FI_EAGAIN;
   struct fi_cq_err_entry e = cq->errq.front();
   // API >= 1.5: the caller's err_data buffer (none is provided by us).
@@ -1226,16 +1376,24 @@ ssize_t cq_readerr(struct fid_cq* f, struct fi_cq_err_entry* buf, uint64_t flags
 
 // Arms every libmrc CQ of the fi CQ; false if something is already there.
 bool cq_arm(Cq* cq) {
-  progress_cq(cq);
-  if (!cq->q.empty() || !cq->errq.empty()) return false;
-  // Empty: the next completion signals efd again (cq_push on an empty queue).
-  if (cq->efd >= 0) drain_fd(cq->efd);
-  for (Ep* ep : cq->eps) {
-    flush_credits(ep, 1);
-    if (ep->mcq) mrc_req_notify_cq(ep->mcq, 0);
+  progress_cq(cq, true);
+  {
+    std::lock_guard<std::mutex> l(cq->mu);
+    if (!cq->q.empty() || !cq->errq.empty()) return false;
+    // Empty: the next completion signals efd again (cq_push on an empty queue).
+    if (cq->efd >= 0) drain_fd(cq->efd);
+  }
+  g_armed.store(true, std::memory_order_release);
+  {
+    std::shared_lock<std::shared_mutex> l(cq->eps_mu);
+    for (Ep* ep : cq->eps) {
+      EpLock el(ep->mu);
+      flush_credits(ep, 1);
+      if (ep->mcq) mrc_req_notify_cq(ep->mcq, 0);
+    }
   }
   progress_cq(cq);
-  return cq->q.empty() && cq->errq.empty();
+  return cq_empty(cq);
 }
 
 ssize_t cq_sreadfrom(struct fid_cq* f, void* buf, size_t count, fi_addr_t* src, const void* cond,
@@ -1245,15 +1403,12 @@ ssize_t cq_sreadfrom(struct fid_cq* f, void* buf, size_t count, fi_addr_t* src, 
   if (cq->wait == FI_WAIT_NONE) return -FI_ENOSYS;
   auto start = std::chrono::steady_clock::now();
   for (;;) {
-    {
-      Lock l(g_mu);
-      ssize_t n = cq_read_locked(cq, buf, count);
-      if (n != -FI_EAGAIN) {
-        for (ssize_t i = 0; src && i < n; i++) src[i] = FI_ADDR_NOTAVAIL;
-        return n;
-      }
-      if (!cq_arm(cq)) continue;
+    ssize_t n = cq_read_impl(cq, buf, count);
+    if (n != -FI_EAGAIN) {
+      for (ssize_t i = 0; src && i < n; i++) src[i] = FI_ADDR_NOTAVAIL;
+      return n;
     }
+    if (!cq_arm(cq)) continue;
     int left = -1;
     if (timeout >= 0) {
       auto el = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -1288,15 +1443,19 @@ const char* cq_strerror(struct fid_cq*, int prov_errno, const void*, char* buf, 
 }
 
 int cq_close(struct fid* f) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Cq* cq = of<Cq>(f);
   // Still bound: the endpoints lose their CQ (their completions are dropped)
   // rather than the consumer's close failing (ofi_rxm closes its CQ after its
   // connections, which may leave one being torn down).
   if (cq->refs) FI_INFO(&g_prov, FI_LOG_CQ, "CQ closed with %d endpoint binding(s)\n", cq->refs);
-  for (Ep* ep : cq->eps) {
-    if (ep->txcq == cq) ep->txcq = nullptr;
-    if (ep->rxcq == cq) ep->rxcq = nullptr;
+  {
+    std::unique_lock<std::shared_mutex> el(cq->eps_mu);
+    for (Ep* ep : cq->eps) {
+      EpLock l2(ep->mu);
+      if (ep->txcq == cq) ep->txcq = nullptr;
+      if (ep->rxcq == cq) ep->rxcq = nullptr;
+    }
   }
   if (cq->epfd >= 0) close(cq->epfd);
   if (cq->efd >= 0) close(cq->efd);
@@ -1324,7 +1483,7 @@ struct fi_ops_cq g_cq_ops = {sizeof(struct fi_ops_cq),
                              cq_strerror};
 
 int cq_open(struct fid_domain* d, struct fi_cq_attr* attr, struct fid_cq** out, void* context) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   enum fi_cq_format fmt = attr ? attr->format : FI_CQ_FORMAT_CONTEXT;
   enum fi_wait_obj wait = attr ? attr->wait_obj : FI_WAIT_NONE;
   if (fmt == FI_CQ_FORMAT_UNSPEC) fmt = FI_CQ_FORMAT_CONTEXT;
@@ -1380,12 +1539,12 @@ ssize_t eq_read_locked(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t 
 }
 
 ssize_t eq_read(struct fid_eq* f, uint32_t* event, void* buf, size_t len, uint64_t flags) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   return eq_read_locked(of<Eq>(f), event, buf, len, flags);
 }
 
 ssize_t eq_readerr(struct fid_eq* f, struct fi_eq_err_entry* buf, uint64_t flags) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Eq* eq = of<Eq>(f);
   if (eq->errq.empty()) return -FI_EAGAIN;
   *buf = eq->errq.front();
@@ -1399,7 +1558,7 @@ ssize_t eq_readerr(struct fid_eq* f, struct fi_eq_err_entry* buf, uint64_t flags
 }
 
 ssize_t eq_write(struct fid_eq* f, uint32_t event, const void* buf, size_t len, uint64_t flags) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Eq* eq = of<Eq>(f);
   (void)flags;
   if (len < sizeof(struct fi_eq_entry)) return -FI_EINVAL;
@@ -1416,7 +1575,7 @@ ssize_t eq_sread(struct fid_eq* f, uint32_t* event, void* buf, size_t len, int t
   auto start = std::chrono::steady_clock::now();
   for (;;) {
     {
-      Lock l(g_mu);
+      Lock l(g_ctl);
       ssize_t n = eq_read_locked(eq, event, buf, len, flags);
       if (n != -FI_EAGAIN) return n;
     }
@@ -1444,7 +1603,7 @@ const char* eq_strerror(struct fid_eq*, int prov_errno, const void*, char* buf, 
 }
 
 int eq_close(struct fid* f) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Eq* eq = of<Eq>(f);
   if (eq->refs) FI_INFO(&g_prov, FI_LOG_EQ, "EQ closed with %d binding(s)\n", eq->refs);
   for (Ep* ep : eq->eps) ep->eq = nullptr;
@@ -1471,7 +1630,7 @@ struct fi_ops_eq g_eq_ops = {
     sizeof(struct fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread, eq_strerror};
 
 int eq_open(struct fid_fabric* fab, struct fi_eq_attr* attr, struct fid_eq** out, void* context) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   enum fi_wait_obj wait = attr ? attr->wait_obj : FI_WAIT_NONE;
   if (wait == FI_WAIT_UNSPEC) wait = FI_WAIT_FD;
   if (wait != FI_WAIT_NONE && wait != FI_WAIT_FD) return -FI_ENOSYS;
@@ -1493,7 +1652,7 @@ int eq_open(struct fid_fabric* fab, struct fi_eq_attr* attr, struct fid_eq** out
 // Memory registration
 
 int mr_close(struct fid* f) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Mr* mr = of<Mr>(f);
   uint32_t rkey = mr->m->rkey;
   if (mrc_dereg_mr(mr->m)) {
@@ -1501,7 +1660,10 @@ int mr_close(struct fid* f) {
     MRC_FI_WARN("fi_close(mr): %s\n", mrc_last_error());
     return errno_to_fi(e);
   }
-  g_dev.mrs.erase(rkey);
+  {
+    std::lock_guard<std::mutex> ml(g_dev.mrs_mu);
+    g_dev.mrs.erase(rkey);
+  }
   delete mr;
   return 0;
 }
@@ -1513,7 +1675,7 @@ int mr_reg(struct fid* fid, const void* buf, size_t len, uint64_t access, uint64
            uint64_t requested_key, uint64_t flags, struct fid_mr** out, void* context) {
   (void)offset;
   (void)requested_key;
-  Lock l(g_mu);
+  Lock l(g_ctl);
   // flags: FI_RMA_EVENT and FI_HMEM_DEVICE_ONLY are not offered; the bits
   // utility providers set for themselves (ofi_rxm: no MR cache) are ignored.
   if (fid->fclass != FI_CLASS_DOMAIN || (flags & (FI_RMA_EVENT | FI_HMEM_DEVICE_ONLY)) || !len) {
@@ -1526,6 +1688,8 @@ int mr_reg(struct fid* fid, const void* buf, size_t len, uint64_t access, uint64
   if (!access || (access & (FI_REMOTE_WRITE | FI_READ | FI_REMOTE_READ)))
     acc |= MRC_ACCESS_REMOTE_WRITE;
   struct mrc_mr* m = mrc_reg_mr(g_dev.pd, const_cast<void*>(buf), len, acc);
+  FI_TRACE(&g_prov, FI_LOG_MR, "reg %p len %zu access %#llx -> rkey %#x\n", buf, len,
+           (unsigned long long)access, m ? m->rkey : 0);
   if (!m) {
     int e = errno;
     MRC_FI_WARN("fi_mr_reg(%p, %zu): %s\n", buf, len, mrc_last_error());
@@ -1538,7 +1702,10 @@ int mr_reg(struct fid* fid, const void* buf, size_t len, uint64_t access, uint64
   mr->f.mem_desc = mr;
   mr->f.key = m->rkey;
   mr->m = m;
-  g_dev.mrs[m->rkey] = m;
+  {
+    std::lock_guard<std::mutex> ml(g_dev.mrs_mu);
+    g_dev.mrs[m->rkey] = Device::ReadTarget{m, access};
+  }
   *out = &mr->f;
   return 0;
 }
@@ -1575,7 +1742,7 @@ ssize_t ep_sendmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
   for (size_t i = 0; i < count; i++) total += iov[i].iov_len;
   if (total > (size_t(1) << 30)) return -FI_EMSGSIZE;
   bool inject = flags & FI_INJECT;
-  if (inject && total > ep->peer.slot_size - sizeof(SlotHdr)) return -FI_EMSGSIZE;
+  if (inject && total > slot_payload(ep)) return -FI_EMSGSIZE;
   if (ep->txq.size() >= ep->info->tx_attr->size) return -FI_EAGAIN;
   uint32_t opi = op_alloc(ep);
   TxOp& op = ep->ops[opi];
@@ -1621,62 +1788,70 @@ ssize_t ep_recvmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
   }
   r.flags = flags;
   ep->recvs.push_back(r);
-  if (ep->rxr) progress_ep(ep);
+  if (ep->rxc) progress_ep(ep);
   return 0;
 }
 
+// Every fi_ops_msg and fi_ops_rma entry point takes its endpoint's lock
+// here and nothing else.
+uint64_t default_flags(struct fid_ep* f) { return as_ep(f)->tx_op_flags | FI_COMPLETION; }
+
+ssize_t recv_post(struct fid_ep* f, const struct iovec* iov, size_t count, void* ctx,
+                  uint64_t flags) {
+  Ep* ep = as_ep(f);
+  EpLock l(ep->mu);
+  return ep_recvmsg_impl(ep, iov, count, ctx, flags);
+}
+
+ssize_t send_post(struct fid_ep* f, const struct iovec* iov, size_t count, void* ctx,
+                  uint64_t flags, uint64_t data) {
+  Ep* ep = as_ep(f);
+  EpLock l(ep->mu);
+  return ep_sendmsg_impl(ep, iov, count, ctx, flags, data);
+}
+
 ssize_t ep_recv(struct fid_ep* f, void* buf, size_t len, void*, fi_addr_t, void* ctx) {
-  Lock l(g_mu);
   struct iovec iov = {buf, len};
-  return ep_recvmsg_impl(as_ep(f), &iov, 1, ctx, FI_COMPLETION);
+  return recv_post(f, &iov, 1, ctx, FI_COMPLETION);
 }
 
 ssize_t ep_recvv(struct fid_ep* f, const struct iovec* iov, void**, size_t count, fi_addr_t,
                  void* ctx) {
-  Lock l(g_mu);
-  return ep_recvmsg_impl(as_ep(f), iov, count, ctx, FI_COMPLETION);
+  return recv_post(f, iov, count, ctx, FI_COMPLETION);
 }
 
 ssize_t ep_recvmsg(struct fid_ep* f, const struct fi_msg* msg, uint64_t flags) {
-  Lock l(g_mu);
-  return ep_recvmsg_impl(as_ep(f), msg->msg_iov, msg->iov_count, msg->context, flags);
+  return recv_post(f, msg->msg_iov, msg->iov_count, msg->context, flags);
 }
 
 ssize_t ep_send(struct fid_ep* f, const void* buf, size_t len, void*, fi_addr_t, void* ctx) {
-  Lock l(g_mu);
   struct iovec iov = {const_cast<void*>(buf), len};
-  return ep_sendmsg_impl(as_ep(f), &iov, 1, ctx, as_ep(f)->tx_op_flags | FI_COMPLETION, 0);
+  return send_post(f, &iov, 1, ctx, default_flags(f), 0);
 }
 
 ssize_t ep_sendv(struct fid_ep* f, const struct iovec* iov, void**, size_t count, fi_addr_t,
                  void* ctx) {
-  Lock l(g_mu);
-  return ep_sendmsg_impl(as_ep(f), iov, count, ctx, as_ep(f)->tx_op_flags | FI_COMPLETION, 0);
+  return send_post(f, iov, count, ctx, default_flags(f), 0);
 }
 
 ssize_t ep_sendmsg(struct fid_ep* f, const struct fi_msg* msg, uint64_t flags) {
-  Lock l(g_mu);
-  return ep_sendmsg_impl(as_ep(f), msg->msg_iov, msg->iov_count, msg->context, flags, msg->data);
+  return send_post(f, msg->msg_iov, msg->iov_count, msg->context, flags, msg->data);
 }
 
 ssize_t ep_inject(struct fid_ep* f, const void* buf, size_t len, fi_addr_t) {
-  Lock l(g_mu);
   struct iovec iov = {const_cast<void*>(buf), len};
-  return ep_sendmsg_impl(as_ep(f), &iov, 1, nullptr, FI_INJECT, 0);
+  return send_post(f, &iov, 1, nullptr, FI_INJECT, 0);
 }
 
 ssize_t ep_senddata(struct fid_ep* f, const void* buf, size_t len, void*, uint64_t data, fi_addr_t,
                     void* ctx) {
-  Lock l(g_mu);
   struct iovec iov = {const_cast<void*>(buf), len};
-  return ep_sendmsg_impl(as_ep(f), &iov, 1, ctx,
-                         as_ep(f)->tx_op_flags | FI_COMPLETION | FI_REMOTE_CQ_DATA, data);
+  return send_post(f, &iov, 1, ctx, default_flags(f) | FI_REMOTE_CQ_DATA, data);
 }
 
 ssize_t ep_injectdata(struct fid_ep* f, const void* buf, size_t len, uint64_t data, fi_addr_t) {
-  Lock l(g_mu);
   struct iovec iov = {const_cast<void*>(buf), len};
-  return ep_sendmsg_impl(as_ep(f), &iov, 1, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
+  return send_post(f, &iov, 1, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 struct fi_ops_msg g_msg_ops = {sizeof(struct fi_ops_msg),
@@ -1699,9 +1874,12 @@ ssize_t rma_impl(Ep* ep, OpKind kind, const struct iovec* iov, void** desc, size
   if (kind == OpKind::kRead && inject) return -FI_EINVAL;
   if (!inject && iov[0].iov_len && (!desc || !desc[0]))
     return -FI_EINVAL;  // FI_MR_LOCAL: a registered local buffer
-  if (inject && iov[0].iov_len > ep->peer.slot_size - sizeof(SlotHdr)) return -FI_EMSGSIZE;
+  if (inject && iov[0].iov_len > slot_payload(ep)) return -FI_EMSGSIZE;
   if (iov[0].iov_len > UINT32_MAX) return -FI_EMSGSIZE;
   if (ep->txq.size() >= ep->info->tx_attr->size) return -FI_EAGAIN;
+  FI_TRACE(&g_prov, FI_LOG_EP_DATA, "%s %p len %zu -> %#llx key %#llx flags %#llx\n",
+           kind == OpKind::kRead ? "read" : "write", iov[0].iov_base, iov[0].iov_len,
+           (unsigned long long)addr, (unsigned long long)key, (unsigned long long)flags);
   uint32_t opi = op_alloc(ep);
   TxOp& op = ep->ops[opi];
   op.kind = kind;
@@ -1729,80 +1907,63 @@ ssize_t rma_impl(Ep* ep, OpKind kind, const struct iovec* iov, void** desc, size
   return 0;
 }
 
-ssize_t rma_read(struct fid_ep* f, void* buf, size_t len, void* desc, fi_addr_t, uint64_t addr,
-                 uint64_t key, void* ctx) {
-  Lock l(g_mu);
-  struct iovec iov = {buf, len};
-  return rma_impl(as_ep(f), OpKind::kRead, &iov, &desc, 1, addr, key, ctx,
-                  as_ep(f)->tx_op_flags | FI_COMPLETION, 0);
+ssize_t rma_post(struct fid_ep* f, OpKind kind, const struct iovec* iov, void** desc, size_t count,
+                 uint64_t addr, uint64_t key, void* ctx, uint64_t flags, uint64_t data) {
+  Ep* ep = as_ep(f);
+  EpLock l(ep->mu);
+  return rma_impl(ep, kind, iov, desc, count, addr, key, ctx, flags, data);
 }
 
-ssize_t rma_readv(struct fid_ep* f, const struct iovec* iov, void** desc, size_t count, fi_addr_t,
-                  uint64_t addr, uint64_t key, void* ctx) {
-  Lock l(g_mu);
-  return rma_impl(as_ep(f), OpKind::kRead, iov, desc, count, addr, key, ctx,
-                  as_ep(f)->tx_op_flags | FI_COMPLETION, 0);
-}
-
-ssize_t rma_readmsg(struct fid_ep* f, const struct fi_msg_rma* m, uint64_t flags) {
-  Lock l(g_mu);
-  if (m->rma_iov_count != 1) return -FI_EINVAL;
-  return rma_impl(as_ep(f), OpKind::kRead, m->msg_iov, m->desc, m->iov_count, m->rma_iov[0].addr,
-                  m->rma_iov[0].key, m->context, flags, 0);
-}
-
-ssize_t rma_write(struct fid_ep* f, const void* buf, size_t len, void* desc, fi_addr_t,
-                  uint64_t addr, uint64_t key, void* ctx) {
-  Lock l(g_mu);
+// fi_read / fi_write (Buf: void* or const void*).
+template <OpKind K, class Buf>
+ssize_t rma_one(struct fid_ep* f, Buf buf, size_t len, void* desc, fi_addr_t, uint64_t addr,
+                uint64_t key, void* ctx) {
   struct iovec iov = {const_cast<void*>(buf), len};
-  return rma_impl(as_ep(f), OpKind::kWrite, &iov, &desc, 1, addr, key, ctx,
-                  as_ep(f)->tx_op_flags | FI_COMPLETION, 0);
+  return rma_post(f, K, &iov, &desc, 1, addr, key, ctx, default_flags(f), 0);
 }
 
-ssize_t rma_writev(struct fid_ep* f, const struct iovec* iov, void** desc, size_t count, fi_addr_t,
-                   uint64_t addr, uint64_t key, void* ctx) {
-  Lock l(g_mu);
-  return rma_impl(as_ep(f), OpKind::kWrite, iov, desc, count, addr, key, ctx,
-                  as_ep(f)->tx_op_flags | FI_COMPLETION, 0);
+// fi_readv / fi_writev
+template <OpKind K>
+ssize_t rma_vec(struct fid_ep* f, const struct iovec* iov, void** desc, size_t count, fi_addr_t,
+                uint64_t addr, uint64_t key, void* ctx) {
+  return rma_post(f, K, iov, desc, count, addr, key, ctx, default_flags(f), 0);
 }
 
-ssize_t rma_writemsg(struct fid_ep* f, const struct fi_msg_rma* m, uint64_t flags) {
-  Lock l(g_mu);
+// fi_readmsg / fi_writemsg
+template <OpKind K>
+ssize_t rma_msg(struct fid_ep* f, const struct fi_msg_rma* m, uint64_t flags) {
   if (m->rma_iov_count != 1) return -FI_EINVAL;
-  return rma_impl(as_ep(f), OpKind::kWrite, m->msg_iov, m->desc, m->iov_count, m->rma_iov[0].addr,
-                  m->rma_iov[0].key, m->context, flags, m->data);
+  return rma_post(f, K, m->msg_iov, m->desc, m->iov_count, m->rma_iov[0].addr, m->rma_iov[0].key,
+                  m->context, flags, K == OpKind::kWrite ? m->data : 0);
 }
 
 ssize_t rma_inject(struct fid_ep* f, const void* buf, size_t len, fi_addr_t, uint64_t addr,
                    uint64_t key) {
-  Lock l(g_mu);
   struct iovec iov = {const_cast<void*>(buf), len};
-  return rma_impl(as_ep(f), OpKind::kWrite, &iov, nullptr, 1, addr, key, nullptr, FI_INJECT, 0);
+  return rma_post(f, OpKind::kWrite, &iov, nullptr, 1, addr, key, nullptr, FI_INJECT, 0);
 }
 
 ssize_t rma_writedata(struct fid_ep* f, const void* buf, size_t len, void* desc, uint64_t data,
                       fi_addr_t, uint64_t addr, uint64_t key, void* ctx) {
-  Lock l(g_mu);
   struct iovec iov = {const_cast<void*>(buf), len};
-  return rma_impl(as_ep(f), OpKind::kWrite, &iov, &desc, 1, addr, key, ctx,
-                  as_ep(f)->tx_op_flags | FI_COMPLETION | FI_REMOTE_CQ_DATA, data);
+  return rma_post(f, OpKind::kWrite, &iov, &desc, 1, addr, key, ctx,
+                  default_flags(f) | FI_REMOTE_CQ_DATA, data);
 }
 
 ssize_t rma_injectdata(struct fid_ep* f, const void* buf, size_t len, uint64_t data, fi_addr_t,
                        uint64_t addr, uint64_t key) {
-  Lock l(g_mu);
   struct iovec iov = {const_cast<void*>(buf), len};
-  return rma_impl(as_ep(f), OpKind::kWrite, &iov, nullptr, 1, addr, key, nullptr,
+  return rma_post(f, OpKind::kWrite, &iov, nullptr, 1, addr, key, nullptr,
                   FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 struct fi_ops_rma g_rma_ops = {sizeof(struct fi_ops_rma),
-                               rma_read,
-                               rma_readv,
-                               rma_readmsg,
-                               rma_write,
-                               rma_writev,
-                               rma_writemsg,
+                               rma_one<OpKind::kRead, void*>,
+                               rma_vec<OpKind::kRead>,
+                               rma_msg<OpKind::kRead>,
+                               rma_one<OpKind::kWrite, const void*>,
+                               rma_vec<OpKind::kWrite>,
+                               rma_msg<OpKind::kWrite>,
                                rma_inject,
                                rma_writedata,
                                rma_injectdata};
@@ -1844,7 +2005,7 @@ struct fi_ops_tagged g_tagged_ops = {sizeof(struct fi_ops_tagged),
 
 // CM
 int ep_getname(fid_t fid, void* addr, size_t* addrlen) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   struct sockaddr_in sa = {};
   if (fid->fclass == FI_CLASS_PEP) {
     sa = of<Pep>(fid)->addr;
@@ -1864,7 +2025,7 @@ int ep_getname(fid_t fid, void* addr, size_t* addrlen) {
 }
 
 int ep_setname(fid_t fid, void* addr, size_t addrlen) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   if (fid->fclass != FI_CLASS_PEP || addrlen != sizeof(struct sockaddr_in)) return -FI_EINVAL;
   Pep* p = of<Pep>(fid);
   if (p->lfd >= 0) return -FI_EBUSY;
@@ -1873,7 +2034,7 @@ int ep_setname(fid_t fid, void* addr, size_t addrlen) {
 }
 
 int ep_getpeer(struct fid_ep* f, void* addr, size_t* addrlen) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Ep* ep = as_ep(f);
   size_t have = *addrlen;
   *addrlen = sizeof ep->peer_addr;
@@ -1883,7 +2044,7 @@ int ep_getpeer(struct fid_ep* f, void* addr, size_t* addrlen) {
 }
 
 int ep_connect(struct fid_ep* f, const void* addr, const void* param, size_t plen) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Ep* ep = as_ep(f);
   if (plen > kCmDataMax) return -FI_EINVAL;
   if (!ep->enabled || !ep->eq || ep->state != EpState::kIdle) return -FI_EOPBADSTATE;
@@ -1894,12 +2055,12 @@ int ep_connect(struct fid_ep* f, const void* addr, const void* param, size_t ple
   if (s < 0) return -errno;
   sock_timeouts(s);
   ep->sock = s;
-  ep->state = EpState::kConnecting;
+  set_state(ep, EpState::kConnecting);
   CmMsg m;
   fill_cm(ep, &m, kConnReq, param, plen);
   if (connect(s, reinterpret_cast<const struct sockaddr*>(&ep->peer_addr), sizeof ep->peer_addr) ||
       !sock_send_all(s, &m, sizeof m)) {
-    ep->state = EpState::kShutdown;
+    set_state(ep, EpState::kShutdown);
     eq_push_err(ep->eq, &ep->f.fid, ep->f.fid.context, FI_ECONNREFUSED, nullptr, 0);
     return 0;
   }
@@ -1908,7 +2069,7 @@ int ep_connect(struct fid_ep* f, const void* addr, const void* param, size_t ple
 }
 
 int pep_listen(struct fid_pep* f) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Pep* p = of<Pep>(f);
   if (!p->eq) return -FI_EOPBADSTATE;
   if (p->lfd >= 0) return 0;
@@ -1929,7 +2090,7 @@ int pep_listen(struct fid_pep* f) {
 }
 
 int ep_accept(struct fid_ep* f, const void* param, size_t plen) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Ep* ep = as_ep(f);
   if (plen > kCmDataMax) return -FI_EINVAL;
   if (!ep->creq || !ep->enabled || !ep->eq || ep->state != EpState::kIdle) return -FI_EOPBADSTATE;
@@ -1943,21 +2104,21 @@ int ep_accept(struct fid_ep* f, const void* param, size_t plen) {
   CmMsg m;
   fill_cm(ep, &m, r ? kReject : kAccept, param, plen);
   if (!sock_send_all(ep->sock, &m, sizeof m) || r) {
-    ep->state = EpState::kShutdown;
+    set_state(ep, EpState::kShutdown);
     return r ? r : -FI_ECONNABORTED;
   }
-  ep->state = EpState::kAccepting;
+  set_state(ep, EpState::kAccepting);
   eq_watch(ep->eq, ep->sock);
   return 0;
 }
 
 int pep_reject(struct fid_pep*, fid_t handle, const void* param, size_t plen) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   if (!handle || handle->fclass != FI_CLASS_CONNREQ || plen > kCmDataMax) return -FI_EINVAL;
   auto* c = of<ConnReq>(handle);
   CmMsg m = {};
   m.magic = kCmMagic;
-  m.version = 1;
+  m.version = kCmVersion;
   m.type = kReject;
   m.slots = 4;
   m.slot_size = 256;
@@ -1971,25 +2132,41 @@ int pep_reject(struct fid_pep*, fid_t handle, const void* param, size_t plen) {
 // to the caller's next pass: run passes before a QP goes away, or the peer's
 // last WRITEs (fi_pingpong's "fin", credits) are never acknowledged and end
 // in retry-exceeded errors there.
-void flush_acks(Ep* ep) {
-  if (!ep->dom->fab->cfg.app_progress || !g_dev.dev) return;
+void flush_acks(Ep*) {
+  if (!g_dev.app_progress || !g_dev.dev) return;
   for (int i = 0; i < 4; i++) mrc_progress(g_dev.dev, 0);
 }
 
+// Close handshake: the first side to close a connected endpoint keeps its QP
+// (and so the engine's ACKs of what arrived last) until the peer's CM socket
+// says it closes too (BYE or EOF), at most 1 s. libmrc drops a destroyed
+// QP's state at once; a peer whose last send was not yet acknowledged then
+// waited forever for its completion (fi_pingpong's final message).
+void close_wait(Ep* ep) {
+  if (ep->state != EpState::kConnected || ep->sock < 0 || !ep->qp) return;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    struct pollfd p = {ep->sock, POLLIN, 0};
+    if (poll(&p, 1, ep->dom->fab->cfg.app_progress ? 0 : 5) != 0) return;  // BYE, EOF or error
+    if (ep->dom->fab->cfg.app_progress) mrc_progress(g_dev.dev, 5);
+    if (std::chrono::steady_clock::now() >= until) return;
+  }
+}
+
 int ep_shutdown(struct fid_ep* f, uint64_t) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Ep* ep = as_ep(f);
   if (ep->qp) flush_acks(ep);
   if (ep->state == EpState::kConnected || ep->state == EpState::kAccepting) {
     CmMsg m = {};
     m.magic = kCmMagic;
-    m.version = 1;
+    m.version = kCmVersion;
     m.type = kBye;
     m.slots = 4;
     m.slot_size = 256;
     sock_send_all(ep->sock, &m, sizeof m);
   }
-  if (ep->state != EpState::kIdle) ep->state = EpState::kShutdown;
+  if (ep->state != EpState::kIdle) set_state(ep, EpState::kShutdown);
   eq_unwatch(ep->eq, ep->sock);
   return 0;
 }
@@ -2043,14 +2220,14 @@ int no_rx_ctx(struct fid_ep*, int, struct fi_rx_attr*, struct fid_ep**, void*) {
 }
 
 ssize_t ep_rx_size_left(struct fid_ep* f) {
-  Lock l(g_mu);
   Ep* ep = as_ep(f);
+  EpLock l(ep->mu);
   return ssize_t(ep->info->rx_attr->size - std::min(ep->recvs.size(), ep->info->rx_attr->size));
 }
 
 ssize_t ep_tx_size_left(struct fid_ep* f) {
-  Lock l(g_mu);
   Ep* ep = as_ep(f);
+  EpLock l(ep->mu);
   return ssize_t(ep->info->tx_attr->size - std::min(ep->txq.size(), ep->info->tx_attr->size));
 }
 
@@ -2061,22 +2238,23 @@ struct fi_ops_ep g_ep_ops = {
 void detach(std::vector<Ep*>& v, Ep* ep) { v.erase(std::remove(v.begin(), v.end(), ep), v.end()); }
 
 int ep_close(struct fid* f) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Ep* ep = of<Ep>(f);
+  close_wait(ep);
   if (ep->qp) flush_acks(ep);
   if (ep->sock >= 0) {
     eq_unwatch(ep->eq, ep->sock);
     close(ep->sock);
   }
   if (ep->creq) close_connreq(&ep->creq->f);
+  // Off its CQs first: once no CQ read can reach it (they progress their
+  // endpoints under eps_mu), it can go.
   for (Cq* cq : {ep->txcq, ep->rxcq})
     if (cq) {
+      std::unique_lock<std::shared_mutex> el(cq->eps_mu);
       detach(cq->eps, ep);
-      cq->refs--;
+      cq->refs--;  // bound to both directions: counted twice, listed once
     }
-  if (ep->rxcq == ep->txcq && ep->rxcq) {
-    // bound twice, counted twice; the vector held it once
-  }
   if (ep->eq) {
     detach(ep->eq->eps, ep);
     ep->eq->refs--;
@@ -2088,7 +2266,7 @@ int ep_close(struct fid* f) {
 }
 
 int ep_bind(struct fid* f, struct fid* bf, uint64_t flags) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Ep* ep = of<Ep>(f);
   if (ep->enabled) return -FI_EOPBADSTATE;
   switch (bf->fclass) {
@@ -2113,6 +2291,7 @@ int ep_bind(struct fid* f, struct fid* bf, uint64_t flags) {
         ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
         cq->refs++;
       }
+      std::unique_lock<std::shared_mutex> el(cq->eps_mu);
       if (std::find(cq->eps.begin(), cq->eps.end(), ep) == cq->eps.end()) cq->eps.push_back(ep);
       return 0;
     }
@@ -2126,13 +2305,14 @@ int ep_bind(struct fid* f, struct fid* bf, uint64_t flags) {
 }
 
 int ep_control(struct fid* f, int cmd, void* arg) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Ep* ep = of<Ep>(f);
   switch (cmd) {
     case FI_ENABLE: {
       if (ep->enabled) return 0;
       if (!ep->txcq && !ep->rxcq) return -FI_ENOCQ;
       if (!ep->eq) return -FI_ENOEQ;
+      EpLock el(ep->mu);  // a CQ read may already progress it (bound, not enabled)
       int r = ep_create_qp(ep);
       if (r) {
         MRC_FI_WARN("endpoint: %s (%s)\n", fi_strerror(-r), mrc_last_error());
@@ -2157,7 +2337,7 @@ struct fi_ops g_ep_fid_ops = {sizeof(struct fi_ops), ep_close, ep_bind, ep_contr
                               no_ops_open,           nullptr,  nullptr};
 
 int ep_open(struct fid_domain* d, struct fi_info* info, struct fid_ep** out, void* context) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG) return -FI_EINVAL;
   if (info->handle && info->handle->fclass != FI_CLASS_CONNREQ) return -FI_EINVAL;
   auto* ep = new Ep;
@@ -2194,7 +2374,7 @@ int ep_open(struct fid_domain* d, struct fi_info* info, struct fid_ep** out, voi
 // Passive endpoint
 
 int pep_close(struct fid* f) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Pep* p = of<Pep>(f);
   if (p->lfd >= 0) {
     eq_unwatch(p->eq, p->lfd);
@@ -2210,7 +2390,7 @@ int pep_close(struct fid* f) {
 }
 
 int pep_bind(struct fid* f, struct fid* bf, uint64_t) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Pep* p = of<Pep>(f);
   if (bf->fclass != FI_CLASS_EQ) return -FI_EINVAL;
   if (p->eq) return -FI_EINVAL;
@@ -2232,7 +2412,7 @@ struct fi_ops_ep g_pep_ops = {sizeof(struct fi_ops_ep),
                               nullptr};
 
 int pep_open(struct fid_fabric* fab, struct fi_info* info, struct fid_pep** out, void* context) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   if (!info) return -FI_EINVAL;
   auto* p = new Pep;
   p->f.fid.fclass = FI_CLASS_PEP;
@@ -2258,7 +2438,7 @@ int pep_open(struct fid_fabric* fab, struct fi_info* info, struct fid_pep** out,
 // Domain and fabric
 
 int domain_close(struct fid* f) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Domain* d = of<Domain>(f);
   fi_freeinfo(d->info);
   delete d;
@@ -2307,7 +2487,7 @@ struct fi_ops_domain g_domain_ops = {sizeof(struct fi_ops_domain),
 
 int domain_open(struct fid_fabric* fab, struct fi_info* info, struct fid_domain** out,
                 void* context) {
-  Lock l(g_mu);
+  Lock l(g_ctl);
   Fabric* f = of<Fabric>(fab);
   if (!f->cfg.why.empty()) return -FI_ENODEV;
   if (info && info->domain_attr && info->domain_attr->name &&
@@ -2328,11 +2508,11 @@ int domain_open(struct fid_fabric* fab, struct fi_info* info, struct fid_domain*
 }
 
 int fabric_trywait(struct fid_fabric*, struct fid** fids, int count) {
-  Lock l(g_mu);
   for (int i = 0; i < count; i++) {
     if (fids[i]->fclass == FI_CLASS_CQ) {
       if (!cq_arm(of<Cq>(fids[i]))) return -FI_EAGAIN;
     } else if (fids[i]->fclass == FI_CLASS_EQ) {
+      Lock l(g_ctl);
       Eq* eq = of<Eq>(fids[i]);
       progress_eq(eq);
       if (!eq->q.empty() || !eq->errq.empty()) return -FI_EAGAIN;
@@ -2419,5 +2599,8 @@ extern "C" __attribute__((visibility("default"))) struct fi_provider* fi_prov_in
   fi_param_define(
       &g_prov, "progress", FI_PARAM_STRING,
       "thread (libmrc engine thread, default) or app (the polling thread runs the engine)");
+  fi_param_define(&g_prov, "yield", FI_PARAM_BOOL,
+                  "Yield the CPU when a CQ read finds nothing, so libmrc's engine thread runs "
+                  "(default on; off with FI_MRC_PROGRESS=app)");
   return &g_prov;
 }

@@ -132,6 +132,7 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   std::unique_ptr<Context> ctx(new Context());
   Impl& im = *ctx->impl_;
   im.opts = o;
+  MRC_TRY(im.resolve_sched());
   if (*want == DeviceMode::kExclusive) {
     im.mode_why = o.mode == DeviceMode::kExclusive
                       ? "exclusive mode: requested by the open flag (MRC_DEVICE_EXCLUSIVE)"
@@ -145,6 +146,8 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
       im.mode = DeviceMode::kService;
       im.mode_why =
           "service mode: mrc-serviced pid " + std::to_string(im.svc->service_pid()) + " at " + path;
+      im.sched_why = "in mrc-serviced (pid " + std::to_string(im.svc->service_pid()) +
+                     "): its --sched decides";
       return ctx;
     }
     if (*want == DeviceMode::kService)
@@ -380,7 +383,10 @@ Status Context::Impl::start(const core::EngineConfig& ec) {
     idle_tfd.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     if (!idle_tfd) return errno_error(errno, "timerfd_create");
   }
+  auto ready = sched_ready.get_future();
   thr = std::thread([this] { run(); });
+  // The thread reports its scheduling before its first pass.
+  ready.wait();
   return {};
 }
 
@@ -709,6 +715,12 @@ Result<core::PlaneAddr> Context::resolve(uint8_t port, const Gid& peer) {
   if (port == 0 || port > core::kMaxPorts || impl_->idx[port] < 0)
     return make_error(EINVAL, "resolve: no port " + std::to_string(port));
   const PortInfo& pi = impl_->ports[size_t(impl_->idx[port])];
+  // A peer on this host, on this port's own address (another QP of this
+  // device, or another process through the same mrc-serviced): the port's
+  // own MAC, which makes the transmit path loop its frames back to the
+  // engine (tx_sink.hpp) instead of sending them out of the interface.
+  for (const IpAddr& a : pi.addrs)
+    if (a == peer) return core::PlaneAddr{peer, pi.mac, true};
   auto mac = lib::resolve_next_hop(pi.ifindex, peer);
   if (!mac)
     return std::move(mac).error().wrap("resolving " + lib::to_string(peer) + " on " + pi.ifname);
@@ -787,6 +799,7 @@ Context::ProgressStats Context::progress_stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   ProgressStats st = impl_->pstats;
   st.stand_aside_checks = impl_->stand_aside_checks.load(std::memory_order_relaxed);
+  st.rt_demotions = impl_->rt_demotions.load(std::memory_order_relaxed);
   return st;
 }
 

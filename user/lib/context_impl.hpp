@@ -17,6 +17,7 @@
 
 #include <array>
 #include <atomic>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -158,6 +159,15 @@ struct Context::Impl {
   lib::LoopHook* hook = nullptr;
   mutable std::mutex mu;
   std::thread thr;
+  // The engine thread's scheduling (engine_sched.cc): the mode asked for
+  // (resolved at open), what the thread got and why (set by the thread
+  // before sched_ready), and kFifo's state.
+  EngineSched sched_want = EngineSched::kNice;
+  EngineSched sched_got = EngineSched::kDefault;
+  std::string sched_why;
+  std::promise<void> sched_ready;
+  bool rt_on = false;                     // kFifo: SCHED_FIFO right now (engine thread)
+  std::atomic<uint64_t> rt_demotions{0};  // kFifo: long bursts moved to SCHED_OTHER
   std::atomic<bool> stop{false};
   std::atomic<int> sleepers{0};  // threads asleep on the sockets (post wakes them)
   // kApplication: an application thread drives progress until this time
@@ -205,6 +215,15 @@ struct Context::Impl {
   Status modify_qp_locked(uint32_t qpn, const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask);
   // destroy_qp's: the engine, then the XDP maps.
   Status destroy_qp_locked(uint32_t qpn);
+
+  // ---- the engine thread's scheduling (engine_sched.cc) ----------------
+  // sched_want from the options and $MRC_ENGINE_SCHED (EINVAL: a bad name
+  // or an option out of range).
+  Status resolve_sched();
+  // In the engine thread: applies sched_want, sets sched_got and sched_why.
+  void apply_sched();
+  // kFifo: SCHED_FIFO (on) or SCHED_OTHER at engine_nice (off).
+  void set_rt(bool on);
 
   // ---- the engine loop (engine_loop.cc) ---------------------------------
   // The engine thread's body, until stop.

@@ -220,6 +220,13 @@ bool Context::Impl::iteration(bool may_defer_tx) {
     eng->rx({in.data(), k}, now);
     dev.release({rx.data(), n});
   }
+  // Frames the last transmit sent to this host itself (tx_sink.hpp): they
+  // arrive now, on the port they left by.
+  if (!sink->looped().empty()) {
+    work = true;
+    eng->rx(sink->looped(), now);
+    sink->loop_clear();
+  }
   // Completions to the application, before the transmit's syscalls.
   if (deliver_all()) {
     work = true;
@@ -312,9 +319,24 @@ void Context::Impl::run() {
     CPU_SET(opts.engine_cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
+  apply_sched();
+  sched_ready.set_value();
+  // kFifo: never spin idle at real-time priority (the idle passes before a
+  // sleep stay at 64, no idle_spin_us, no busy-poll spinning), and a burst
+  // of work longer than engine_rt_burst_us continues under SCHED_OTHER.
+  const bool fifo = sched_got == EngineSched::kFifo;
+  const bool dedicated = sched_got == EngineSched::kDedicated;
+  const core::Time rt_burst_ns = core::Time(opts.engine_rt_burst_us) * 1000;
+  core::Time awake_since = mono_ns();
   uint32_t idle_spins = 0;
   core::Time idle_since = 0;
-  const core::Time spin_ns = core::Time(opts.idle_spin_us) * 1000;
+  const core::Time spin_ns = fifo ? 0 : core::Time(opts.idle_spin_us) * 1000;
+  // A raised thread (kNice, kFifo) that polls idle keeps the CPU from the
+  // application thread its completions just woke on the same CPU (it would
+  // preempt a nice-0 poller, but not a raised one): it sleeps after two
+  // empty passes instead of 64 (busy_poll keeps kNice spinning).
+  const bool raised = fifo || sched_got == EngineSched::kNice;
+  const uint32_t idle_passes = opts.busy_poll && !fifo ? 4096u : raised ? 2u : 64u;
   while (!stop.load(std::memory_order_acquire)) {
     // kApplication: stand aside while an application thread drives the
     // engine; wake when it stops doing so (or on stop).
@@ -323,6 +345,8 @@ void Context::Impl::run() {
       if (now < until) {
         stand_aside(now, until);
         idle_spins = 0;
+        awake_since = mono_ns();
+        if (fifo && !rt_on) set_rt(true);
         continue;
       }
     }
@@ -336,8 +360,11 @@ void Context::Impl::run() {
     }
     if (work) {
       idle_spins = 0;
+      if (rt_on && mono_ns() - awake_since > rt_burst_ns) set_rt(false);
       continue;
     }
+    // kDedicated: the core is the engine's; poll again.
+    if (dedicated) continue;
     // Nothing to do right now: spin a little (busy polling keeps latency
     // low), then sleep on the sockets, the wake fd and the engine's timer.
     if (spin_ns) {
@@ -350,7 +377,7 @@ void Context::Impl::run() {
         sched_yield();
         continue;
       }
-    } else if (++idle_spins < (opts.busy_poll ? 4096u : 64u)) {
+    } else if (++idle_spins < idle_passes) {
       continue;
     }
     {
@@ -359,6 +386,8 @@ void Context::Impl::run() {
     }
     sleep_on_io(100'000'000, false);
     idle_spins = 0;
+    awake_since = mono_ns();
+    if (fifo && !rt_on) set_rt(true);
   }
 }
 

@@ -33,10 +33,10 @@ uint8_t* DeviceTxSink::alloc(uint8_t port, uint32_t* cap) {
 
 void DeviceTxSink::commit(uint8_t port, uint32_t len) {
   const size_t i = size_t(idx_[port]);
-  if (live_) return live_commit(i, len);
+  if (live_) return live_commit(port, i, len);
   PortTx& p = ports_[i];
   xdp::TxFrame f = p.frames[p.used++];
-  if (!len) {
+  if (!len || loop(port, f.data, len)) {
     socket(i).tx_cancel({&f, 1});
     return;
   }
@@ -78,10 +78,10 @@ uint8_t* DeviceTxSink::live_alloc(uint16_t i, uint32_t* cap) {
   return f.data;
 }
 
-void DeviceTxSink::live_commit(size_t i, uint32_t len) {
+void DeviceTxSink::live_commit(uint8_t port, size_t i, uint32_t len) {
   LivePort& p = lports_[i];
   xdp::LiveTxFrame& f = p.frames[p.used++];
-  if (!len) {
+  if (!len || loop(port, f.data, len)) {
     live_->cancel({&f, 1});
     return;
   }
@@ -119,6 +119,24 @@ void DeviceTxSink::live_to_xsk() {
     live_send();
   }
   nstaged_ = 0;
+}
+
+bool DeviceTxSink::loop(uint8_t port, const uint8_t* data, uint32_t len) {
+  if (len < 12 || std::memcmp(data, data + 6, 6) != 0) return false;
+  if (loop_buf_.empty()) {
+    loop_buf_.resize(kLoopBytes);
+    loop_frames_.resize(kLoopFrames);
+  }
+  if (nloop_ == kLoopFrames || loop_used_ + len > kLoopBytes) {
+    loop_drops_++;
+    return true;
+  }
+  uint8_t* d = loop_buf_.data() + loop_used_;
+  std::memcpy(d, data, len);
+  loop_used_ += (len + 63) & ~63u;
+  loop_frames_[nloop_++] = core::RxFrame{d, len, port, 0, {}};
+  loop_count_++;
+  return true;
 }
 
 void DeviceTxSink::finish() {

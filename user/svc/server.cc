@@ -922,8 +922,11 @@ void Server::retire(ClientState& c, const Wc* wc, size_t n) {
 
 bool Server::drain(core::Engine& eng) {
   bool any = false;
-  for (auto& cp : clients_) {
-    ClientState& c = *cp;
+  // Each pass starts one client further on: no client's work always reaches
+  // the engine first (or its completions last, in deliver()).
+  const size_t n = clients_.size(), first = n ? rot_++ % n : 0;
+  for (size_t i = 0; i < n; i++) {
+    ClientState& c = *clients_[(first + i) % n];
     if (!c.hello) continue;
     uint32_t h;
     for (uint64_t k = c.ready.size(); k-- && c.ready.consume(h);) {
@@ -954,8 +957,9 @@ bool Server::drain(core::Engine& eng) {
 
 bool Server::deliver(core::Engine& eng, std::span<Wc> scratch) {
   bool any = false;
-  for (auto& cp : clients_) {
-    ClientState& c = *cp;
+  const size_t n = clients_.size(), first = n ? rot_ % n : 0;
+  for (size_t i = 0; i < n; i++) {
+    ClientState& c = *clients_[(first + i) % n];
     for (auto& q : c.cqs) {
       if (!q) continue;
       for (;;) {

@@ -108,6 +108,7 @@ class Server : public lib::LoopHook {
   std::vector<std::unique_ptr<ClientState>> clients_;  // under im_->mu
   std::unordered_map<uint32_t, ClientState*> by_qpn_;  // under im_->mu
   uint32_t next_id_ = 1;
+  size_t rot_ = 0;  // the client drain() and deliver() start with (engine thread)
   ServerCounters cnt_;
 };
 

@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +40,13 @@ void usage(FILE* f) {
       "  --max-mr-mib N     registered MiB per process (default 0: no limit)\n"
       "  --max-clients-per-uid N  processes of one uid served at once (default 0: no limit)\n"
       "  --cpu N            pin the engine thread to CPU N\n"
+      "  --sched MODE       engine thread scheduling (Documentation/service.md section 6):\n"
+      "                     nice (default: SCHED_OTHER at nice -10, for hosts whose\n"
+      "                     applications keep every CPU busy), normal (the service's\n"
+      "                     nice), fifo (SCHED_FIFO 1 while serving bursts, nice -10\n"
+      "                     after 1 ms of work without a sleep), dedicated (needs --cpu:\n"
+      "                     pinned, never sleeps); default: $MRC_ENGINE_SCHED, else nice\n"
+      "  --nice N           the engine thread's nice value in nice, fifo, dedicated (-10)\n"
       "  --idle-spin-us N   engine thread: keep polling N us before sleeping\n",
       mrc::svc::kDefaultSocket);
 }
@@ -48,11 +56,17 @@ void usage(FILE* f) {
   std::exit(2);
 }
 
+// A number (decimal, 0x hex or 0 octal) from 0 to max. Digits first:
+// strtoull alone takes leading blanks and a sign ("-1" wraps, and
+// "-18446744073709551615" is 1).
 uint64_t num(const char* opt, const char* v, uint64_t max) {
   char* end = nullptr;
   errno = 0;
-  const unsigned long long n = std::strtoull(v, &end, 0);
-  if (!*v || *end || errno || n > max) bad(std::string("bad value for ") + opt + ": " + v);
+  const bool digit = *v >= '0' && *v <= '9';
+  const unsigned long long n = digit ? std::strtoull(v, &end, 0) : 0;
+  if (!digit || *end || errno || n > max)
+    bad(std::string("bad value for ") + opt + ": '" + v + "' (a number from 0 to " +
+        std::to_string(max) + ")");
   return n;
 }
 
@@ -115,6 +129,18 @@ mrc::svc::ServerOptions parse(int argc, char** argv) {
       if (o.area_bytes < (1u << 20)) bad("--area-mib must be at least 1");
     } else if (a == "--cpu") {
       o.dev.engine_cpu = int(num("--cpu", val(), 4095));
+    } else if (a == "--sched") {
+      auto m = mrc::parse_engine_sched(val());
+      if (!m) bad("--sched: " + m.error().context);
+      o.dev.engine_sched = *m;
+    } else if (a == "--nice") {
+      const char* v = val();
+      char* end = nullptr;
+      errno = 0;
+      const long n = std::strtol(v, &end, 10);
+      if (!*v || *end || errno || n < -20 || n > 19)
+        bad(std::string("--nice takes -20..19, not ") + v);
+      o.dev.engine_nice = int(n);
     } else if (a == "--idle-spin-us") {
       o.dev.idle_spin_us = uint32_t(num("--idle-spin-us", val(), 1000000));
     } else if (!a.empty() && a[0] == '-') {
@@ -163,6 +189,8 @@ int main(int argc, char** argv) {
             p.xdp_mode + "," + p.xsk_mode + ")";
   std::fprintf(stderr, "mrc-serviced: pid %d serving %s at %s\n", int(getpid()), list.c_str(),
                o.socket_path.c_str());
+  std::fprintf(stderr, "mrc-serviced: engine thread: %s\n",
+               (*s)->context().engine_sched_reason().c_str());
   auto r = (*s)->run(sfd.get());
   const auto& c = (*s)->counters();
   std::fprintf(stderr,

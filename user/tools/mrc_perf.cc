@@ -75,6 +75,7 @@ struct Opts {
   uint32_t frame_chunks = 1;  // --frame-chunks: UMEM frames per packet (multi-buffer above 1)
   uint32_t idle_spin_us = 0;  // --idle-spin: DeviceOptions::idle_spin_us
   int cpu = -1;
+  EngineSched sched = EngineSched::kDefault;  // --sched: DeviceOptions::engine_sched
   uint32_t queues = 0;
   bool no_cc = false;
   bool counters = false;
@@ -139,6 +140,9 @@ FILE* g_ev_log = nullptr;
       "      --progress-idle-us N  --progress app: the engine thread takes over when\n"
       "                       no pass came for N us (DeviceOptions::progress_idle_us)\n"
       "      --cpu N          pin the engine thread\n"
+      "      --sched MODE     engine thread scheduling: default ($MRC_ENGINE_SCHED, else\n"
+      "                       nice), normal, nice (nice -10), fifo (SCHED_FIFO 1 while it\n"
+      "                       serves bursts), dedicated (needs --cpu: never sleeps)\n"
       "      --queues N       rx queues per interface with a socket (all)\n"
       "      --no-cc          congestion control off\n"
       "      --counters       print engine, progress, AF_XDP and XDP counters at the end\n"
@@ -254,6 +258,7 @@ enum LongOption {
   kFrameChunks,
   kIdleSpin,
   kCpu,
+  kSched,
   kQueues,
   kNoCc,
   kCounters,
@@ -298,6 +303,7 @@ const option kLongOptions[] = {{"dev", required_argument, nullptr, 'd'},
                                {"frame-chunks", required_argument, nullptr, kFrameChunks},
                                {"idle-spin", required_argument, nullptr, kIdleSpin},
                                {"cpu", required_argument, nullptr, kCpu},
+                               {"sched", required_argument, nullptr, kSched},
                                {"queues", required_argument, nullptr, kQueues},
                                {"no-cc", no_argument, nullptr, kNoCc},
                                {"help", no_argument, nullptr, 'h'},
@@ -384,6 +390,15 @@ void apply_long_option(Opts& o, int c, const char* arg) {
     case kCpu:
       o.cpu = num<int>("--cpu", arg, -1, 4095);
       break;
+    case kSched: {
+      auto m = parse_engine_sched(arg);
+      if (!m) {
+        std::fprintf(stderr, "mrc_perf: --sched: %s\n", m.error().context.c_str());
+        std::exit(2);
+      }
+      o.sched = *m;
+      break;
+    }
     case kQueues:
       o.queues = num<uint32_t>("--queues", arg);
       break;
@@ -843,6 +858,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
   d.frame_chunks = o.frame_chunks;
   d.idle_spin_us = o.idle_spin_us;
   d.engine_cpu = o.cpu;
+  d.engine_sched = o.sched;
   d.progress = o.progress;
   s.spin_us = o.spin_us;
   if (o.progress_idle_us) d.progress_idle_us = o.progress_idle_us;
@@ -855,6 +871,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
   // one, stays silent; --counters-json has the mode and its reason either way).
   if (s.ctx->mode() == DeviceMode::kService)
     std::fprintf(stderr, "mrc_perf: %s\n", s.ctx->mode_reason().c_str());
+  std::fprintf(stderr, "mrc_perf: engine thread: %s\n", s.ctx->engine_sched_reason().c_str());
   s.pd = must(s.ctx->alloc_pd(), "alloc_pd");
   if (o.no_cc) {
     core::CcProfile off;
@@ -987,6 +1004,8 @@ void write_counters_json(Side& s, const Opts& o) {
   j["op"] = o.imm ? "write_imm" : "write";
   j["device_mode"] = to_string(s.ctx->mode());
   j["device_mode_reason"] = s.ctx->mode_reason();
+  j["engine_sched"] = to_string(s.ctx->engine_sched());
+  j["engine_sched_reason"] = s.ctx->engine_sched_reason();
   const auto es = s.ctx->engine_stats();
   json e =
       json{MRC_KV(es, rx_frames),         MRC_KV(es, rx_bytes),        MRC_KV(es, tx_frames),
@@ -1972,6 +1991,7 @@ void ClientRun::print_lat_summary(const Totals& t, const char* verify) {
   // p*_us: one way (RTT/2, as ib_write_lat); rtt_*_us: the round trip.
   if (o.json) {
     Json sum{{"mode", "lat"},
+             {"engine_sched", to_string(s.ctx->engine_sched())},
              {"size", o.size},
              {"iters", lat_us.size()},
              {"p50_us", fixed(pct(lat_us, 50), 2)},
@@ -2001,6 +2021,7 @@ void ClientRun::print_bw_summary(const Totals& t, const char* verify, const std:
   const uint64_t evc = prev.ev_changes + ev_changes(s);
   if (o.json) {
     Json sum{{"mode", "bw"},
+             {"engine_sched", to_string(s.ctx->engine_sched())},
              {"op", o.imm ? "write_imm" : "write"},
              {"size", o.size},
              {"path_mtu", path_mtu},

@@ -311,10 +311,60 @@ def eval_window(run, r, s):
     c = run.fault(s["clear"]) if s.get("clear") else None
     end = t_effect(c) if c else run.end - 0.3
     window_figures(run, r, t_effect(f), end, s["min_ratio"], s["max_stall_ms"])
-    if s.get("target_ratio"):
+    if s.get("usable_planes"):
+        partial_figures(run, r, s, t_effect(f), end)
+    elif s.get("target_ratio"):
         ok = (r.fig["ratio"] or 0) >= s["target_ratio"] and r.fig["zero_10ms_bins_during"] == 0
         r.target(f"goodput during >= {s['target_ratio']} x before and no 10 ms bin at zero", ok,
                  f"ratio {r.fig['ratio']}, {r.fig['zero_10ms_bins_during']} empty bins")
+
+
+def partial_figures(run, r, s, start, end):
+    """A partial fault (issue 21): goodput during the fault against the
+    capacity that remains usable, the same run's 2 s before the fault and
+    its last second (from 0.5 s after the heal) being the no-fault control.
+    remaining = min(control goodput, usable planes x the
+    plane rate x goodput / wire bytes before): on this CPU-bound host the
+    hosts, not the planes, usually set it. The target: during >= 0.95 x
+    remaining, no empty 10 ms bin, no ACK timeout (in the run), no QP error
+    (the common checks). The liveness check is min_remaining (measured
+    figures and the gap: Documentation/resilience.md)."""
+    t, v = run.app_t, run.app_v
+    lo = max(1.0, start - 2.0)
+    # The no-fault control: the 100 ms bins before the fault and those from
+    # 0.5 s after it healed, together (goodput still ramps up during the
+    # first seconds of a transfer on this loaded host: "before" alone
+    # understated it by up to a third).
+    hi = run.end - 0.3
+    ctl_bins = bins(t, v, lo, start) + (bins(t, v, end + 0.5, hi) if end + 0.8 < hi else [])
+    control = median(ctl_bins)
+    wire = median(bins(run.wire_t, run.wire_v, lo, start) +
+                  (bins(run.wire_t, run.wire_v, end + 0.5, hi) if end + 0.8 < hi else []))
+    per_wire = min(1.0, control / wire) if control and wire else None
+    rate = s.get("plane_gbps", 1.0) / VM_RATE_DIV
+    cap = s["usable_planes"] * rate * per_wire if per_wire else None
+    remaining = min(control, cap) if control and cap else control
+    dur = r.fig.get("during_gbps")
+    rel = ratio(dur, remaining)
+    # ... and this host's own empty 10 ms bins there (a descheduled mrc_perf
+    # empties bins with nothing failing), per second, beside the fault's
+    ctl_w = window(t, v, lo, start) + (window(t, v, end + 0.5, hi) if end + 0.8 < hi else [])
+    ctl_zero = sum(1 for _, x in ctl_w if x <= 0)
+    ctl_s = max(len(ctl_w) * 0.01, 0.01)
+    r.fig.update({"control_zero_10ms_bins": ctl_zero, "control_s": rnd(ctl_s, 2),
+                  "control_zero_bins_per_s": rnd(ctl_zero / ctl_s, 2),
+                  "fault_zero_bins_per_s": rnd(r.fig["zero_10ms_bins_during"] / max(end - start, 0.01), 2)})
+    r.fig.update({"control_gbps": rnd(control), "goodput_per_wire": rnd(per_wire),
+                  "usable_planes": s["usable_planes"], "remaining_gbps": rnd(remaining),
+                  "during_over_remaining": rnd(rel),
+                  "min_100ms_over_remaining": rnd(ratio(r.fig.get("min_100ms_gbps"), remaining))})
+    r.main = ("goodput during / remaining capacity", rnd(rel, 2), "")
+    r.check(f"goodput during the fault >= {s['min_remaining']} x the remaining capacity",
+            (rel or 0) >= s["min_remaining"], f"{rnd(dur)} / {rnd(remaining)} Gbit/s = {rnd(rel, 3)}")
+    tmo = r.fig.get("timeouts") or 0
+    ok = (rel or 0) >= 0.95 and r.fig["zero_10ms_bins_during"] == 0 and tmo == 0
+    r.target("goodput during >= 0.95 x remaining capacity, no 10 ms bin at zero, no ACK timeout", ok,
+             f"ratio {rnd(rel, 3)}, {r.fig['zero_10ms_bins_during']} empty bins, {tmo} ACK timeouts")
 
 
 def eval_plane_return(run, r, s):
@@ -535,6 +585,31 @@ SUITE = {
     "15-quiet": dict(
         title="no fault for 30 s (4 planes): at most one plane retirement",
         eval=eval_quiet, max_plane_retirements=1, max_stall_ms=500),
+    # Partial faults (issue 21, section 1): one direction of a plane lossy,
+    # a plane flapping faster than a probe round. usable_planes: what the
+    # planes can still carry (2% loss on one of four: 3.98); min_remaining:
+    # the liveness bound, below the issue's 0.95 where the engine misses it
+    # on this host (resilience.md, "Partial faults").
+    "16-data-loss2": dict(
+        title="2% loss on plane 1's data direction only (A -> B; ACKs pass), 3 s",
+        eval=eval_window, fault="link p1 fwd loss", clear="link p1 fwd clear", min_ratio=0.5, max_stall_ms=500,
+        usable_planes=3.98, min_remaining=0.5),
+    "17-data-loss5": dict(
+        title="5% loss on plane 1's data direction only (A -> B; ACKs pass), 3 s",
+        eval=eval_window, fault="link p1 fwd loss", clear="link p1 fwd clear", min_ratio=0.5, max_stall_ms=500,
+        usable_planes=3.95, min_remaining=0.5),
+    "18-ack-loss5": dict(
+        title="5% loss on plane 1's acknowledgement direction only (B -> A; data passes), 3 s",
+        eval=eval_window, fault="link p1 rev loss", clear="link p1 rev clear", min_ratio=0.5, max_stall_ms=500,
+        usable_planes=4.0, min_remaining=0.5),
+    "19-flicker5ms": dict(
+        title="plane 1 drops everything 2.5 ms of every 5 ms (flapping faster than a probe round), 3 s",
+        eval=eval_window, fault="link p1 flicker", clear="link p1 clear", min_ratio=0.5, max_stall_ms=500,
+        usable_planes=3.5, min_remaining=0.5),
+    "20-flicker20ms": dict(
+        title="plane 1 drops everything 10 ms of every 20 ms, 3 s",
+        eval=eval_window, fault="link p1 flicker", clear="link p1 clear", min_ratio=0.5, max_stall_ms=500,
+        usable_planes=3.5, min_remaining=0.5),
 }
 
 
@@ -630,7 +705,7 @@ def report(r, run):
               f"{f['min_10ms_gbps']}, empty 10 ms bins {f['zero_10ms_bins_during']} of the {f['window_s']} s window, "
               f"longest stall {f['longest_stall_ms']} ms")
     extra = [k for k in f if k.startswith(("plane_share", "plane_gbit", "plane_back", "hot_", "ce_", "victim",
-                                           "incast", "trim"))]
+                                           "incast", "trim", "control_", "fault_zero", "remaining_gbps", "during_over"))]
     if extra:
         print("  " + ", ".join(f"{k} {f[k]}" for k in extra))
     print(f"  retransmissions {f['rtx']}, ACK timeouts {f['timeouts']}, EVs retired {f['evs_retired']} "

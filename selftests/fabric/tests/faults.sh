@@ -2,8 +2,8 @@
 # Each fault of mrc_fault.bpf.c, measured with MRC frames built and parsed by
 # the codec (and ping): random loss within binomial bounds, blackhole (by
 # match and by direction), trim (DSCP and header length per opcode, IPv4 and
-# IPv6), ECN-CE above a rate, corruption (ICRC fails), duplication, counters,
-# detach.
+# IPv6), ECN-CE above a rate, corruption (ICRC fails), duplication, flap
+# (everything dropped part of each period), counters, detach.
 . "$(dirname "$0")/lib.sh"
 t_require ping
 
@@ -49,6 +49,23 @@ out=$(T_RECV_TIMEOUT_MS=1500 t_xfer B A 0 ipv4 --count 200 --payload 256)
 t_eq "blackhole rev only: B->A frames none arrive" "$(jq .frames <<<"$out")" 0
 t_eq "blackhole rev only: rev blackholed counter" "$(ctr blackholed rev)" 200
 F clear p0 --dir both >/dev/null
+
+# --- flap: everything dropped for D of every period T (--flap T/D) ------------
+F set p0 --flap 20ms --match-proto icmp --reset >/dev/null
+t_eq "flap 20ms: show --json gives the period and the down time (ns)" \
+	"$(F --json show p0 | jq -r '.[0].faults.flap | "\(.period_ns) \(.down_ns)"')" "20000000 10000000"
+pl=$(ip netns exec "$(t_ns A)" ping -q -c 400 -i 0.005 -W 1 198.18.0.2 | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p')
+t_range "flap 20ms (10 ms down): ping loss percent over 400 echoes, 5 ms apart" "$pl" 35 65
+t_eq "flap: program's flapped counter = echoes lost" "$(ctr flapped)" "$(awk -v p="$pl" 'BEGIN { printf "%d", p * 4 + 0.5 }')"
+F set p0 --flap 20ms/20ms "${MRC_ONLY[@]}" --reset >/dev/null
+out=$(T_RECV_TIMEOUT_MS=1500 t_xfer A B 0 ipv4 --count 200 --payload 256)
+t_eq "flap 20ms/20ms (always down): MRC frames received" "$(jq .frames <<<"$out")" 0
+t_eq "flap always down: flapped counter" "$(ctr flapped)" 200
+F set p0 --flap 20ms/0ms "${MRC_ONLY[@]}" --reset >/dev/null
+out=$(t_xfer A B 0 ipv4 --count 200 --payload 256)
+t_eq "flap 20ms/0ms (never down): MRC frames received" "$(jq .parsed_ok <<<"$out")" 200
+t_check "flap: a down time longer than the period is refused" bash -c "! $B_FAULT --state $ST set p0 --flap 10ms/20ms 2>/dev/null"
+F clear p0 >/dev/null
 
 # --- a set of source ports (a quarter of MRC's EVs): --match-sport-mask ------
 F set p0 --blackhole "${MRC_ONLY[@]}" --match-sport 0 --match-sport-mask 3 --reset >/dev/null
@@ -128,7 +145,7 @@ t_range "dup 25%: duplicates of 2000 (sd 19)" "$(jq .dup_psn <<<"$out")" 415 585
 # --- counters JSON, detach --------------------------------------------------------
 js=$(F --json show p0)
 t_eq "show --json lists counters" "$(jq -r '.[0].counters | keys | sort | join(",")' <<<"$js")" \
-	"blackholed,corrupted,dropped,duplicated,marked,overrate_dropped,passed,seen,trimmed,unmatched"
+	"blackholed,corrupted,dropped,duplicated,flapped,marked,overrate_dropped,passed,seen,trimmed,unmatched"
 t_eq "show --json: attachment point is the wire's egress" "$(jq -r '.[0] | "\(.ns) \(.hook)"' <<<"$js")" "$(fabric_ns "$R" W) egress"
 F detach p0 --dir both >/dev/null
 t_check "detach: pins removed" bash -c "! ls $FABRIC_BPFFS/mrc-fabric/$R/*/* >/dev/null 2>&1"

@@ -19,6 +19,10 @@ printf 'topology direct\nworkload A: true\nat 2s plane 1 up\n' >"$T_TMP/bad2.scn
 t_check "grammar error: missing colon is named" bash -c "'$SCN' --check '$T_TMP/bad2.scn' 2>&1 | grep -q 'bad2.scn:3:'"
 printf 'topology direct\nduration 2s\nworkload A: true\nat 1s: plane 1 loss 50%% sport 4/3\n' >"$T_TMP/bad3.scn"
 t_check "grammar error: a source port outside its mask" bash -c "'$SCN' --check '$T_TMP/bad3.scn' 2>&1 | grep -q 'bad3.scn:4: want .sport N/MASK.'"
+printf 'topology direct\nduration 2s\nworkload A: true\nat 1s: link p1 flicker 5ms/10ms\n' >"$T_TMP/bad4.scn"
+t_check "grammar error: a flicker down longer than its period" bash -c "'$SCN' --check '$T_TMP/bad4.scn' 2>&1 | grep -q 'bad4.scn:4: flicker wants'"
+printf 'topology direct\nduration 3s\nworkload A: true\nat 1s: link p1 flicker 20ms\nat 1.5s: link p1 rev flicker 5ms/1ms\nat 2s: link p1 clear\n' >"$T_TMP/flicker.scn"
+t_check "grammar: link NAME [dir] flicker PERIOD[/DOWN] parses" "$SCN" --check "$T_TMP/flicker.scn"
 printf 'topology direct\nduration 2s\nworkload A: true\nat 1s: plane 1 loss 50%% sport 0/3\n' >"$T_TMP/ok3.scn"
 t_check "plane P loss PCT sport N/MASK parses" "$SCN" --check "$T_TMP/ok3.scn"
 

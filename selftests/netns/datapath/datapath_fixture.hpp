@@ -53,6 +53,7 @@ class DatapathFixture : public ::testing::Test {
       d.progress = progress_;
       d.frame_chunks = frame_chunks_;
       d.idle_spin_us = idle_spin_us_;
+      d.engine_sched = engine_sched_;
       auto c = Context::open(d);
       ASSERT_TRUE(c.ok()) << c.error().message();
       h_[side].ctx = std::move(*c);
@@ -212,6 +213,7 @@ class DatapathFixture : public ::testing::Test {
   uint32_t topo_mtu_ = 9000;                      // of every veth
   uint32_t frame_chunks_ = DeviceOptions().frame_chunks;
   uint32_t idle_spin_us_ = DeviceOptions().idle_spin_us;
+  EngineSched engine_sched_ = DeviceOptions().engine_sched;
   uint32_t path_mtu_ = kMtu;  // connect()'s ConnectOptions::mtu
   xsktest::Topology topo_;
   Host h_[2];

@@ -1,9 +1,14 @@
 // Application progress (DeviceOptions::progress = kApplication) over real
 // AF_XDP: the threads that poll run the engine, the engine thread stands in
 // only when they stop. Every transfer is verified byte for byte.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/resource.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -55,6 +60,37 @@ class AppProgress : public dptest::DatapathFixture {
 };
 
 class ThreadProgress : public dptest::DatapathFixture {};
+
+// DeviceOptions::engine_sched = kFifo on both hosts.
+class FifoEngine : public dptest::DatapathFixture {
+ protected:
+  FifoEngine() { engine_sched_ = EngineSched::kFifo; }
+};
+
+// The scheduling policy and nice value of every thread of this process.
+struct TaskSched {
+  int policy, nice;
+};
+std::vector<TaskSched> task_scheds() {
+  std::vector<TaskSched> out;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    const int tid = std::atoi(e->d_name);
+    if (tid <= 0) continue;
+    errno = 0;
+    const int nice = getpriority(PRIO_PROCESS, id_t(tid));
+    const int pol = sched_getscheduler(tid);
+    if (pol >= 0 && !errno) out.push_back({pol, nice});
+  }
+  closedir(d);
+  return out;
+}
+size_t count_tasks(int policy, int nice) {
+  size_t n = 0;
+  for (const auto& t : task_scheds()) n += t.policy == policy && t.nice == nice;
+  return n;
+}
 
 // DeviceOptions::idle_spin_us: the engine thread keeps polling that long
 // before it sleeps. Transfers are unchanged; an idle thread makes many
@@ -219,6 +255,39 @@ TEST_F(AppProgress, ProgressSleepsAtMostItsTimeoutAndRefusesANegativeOne) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_LT(Clock::now() - t0, scaled(std::chrono::milliseconds(1000)));
   EXPECT_GT(h_[0].ctx->progress_stats().app_passes, 0u);
+}
+
+// The default (EngineSched::kNice, as root): both engine threads run
+// SCHED_OTHER at nice -10 and say so; the test's own thread keeps its nice.
+TEST_F(ThreadProgress, TheDefaultRaisesTheEngineThreadsWeight) {
+  if (std::getenv("MRC_ENGINE_SCHED")) GTEST_SKIP() << "MRC_ENGINE_SCHED is set";
+  for (int s = 0; s < 2; s++) {
+    EXPECT_EQ(h_[s].ctx->engine_sched(), EngineSched::kNice) << h_[s].ctx->engine_sched_reason();
+    EXPECT_NE(h_[s].ctx->engine_sched_reason().find("nice -10"), std::string::npos)
+        << h_[s].ctx->engine_sched_reason();
+  }
+  EXPECT_GE(count_tasks(SCHED_OTHER, -10), 2u);
+  errno = 0;
+  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), 0);
+}
+
+// kFifo: both engine threads are SCHED_FIFO when idle, transfers verify,
+// and after them (long bursts finish under SCHED_OTHER) the threads are
+// real-time again once they have slept.
+TEST_F(FifoEngine, RealTimeWhileIdleTransfersAndComesBackAfterLongBursts) {
+  for (int s = 0; s < 2; s++)
+    ASSERT_EQ(h_[s].ctx->engine_sched(), EngineSched::kFifo) << h_[s].ctx->engine_sched_reason();
+  EXPECT_GE(count_tasks(SCHED_FIFO, -10), 2u);
+  Pair p = connect();
+  writes_placed_byte_for_byte(p, {1, 1 << 20, 16 << 20});
+  ASSERT_FALSE(HasFatalFailure());
+  const auto end = Clock::now() + scaled(std::chrono::seconds(5));
+  while (count_tasks(SCHED_FIFO, -10) < 2 && Clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(count_tasks(SCHED_FIFO, -10), 2u);
+  std::printf("rt_demotions: host 0 %llu, host 1 %llu\n",
+              (unsigned long long)h_[0].ctx->progress_stats().rt_demotions,
+              (unsigned long long)h_[1].ctx->progress_stats().rt_demotions);
 }
 
 }  // namespace

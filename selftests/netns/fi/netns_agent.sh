@@ -4,12 +4,16 @@
 # (Open MPI's orted) in HOST's namespace with that host's plane interfaces
 # for the mrc provider (FI_MRC_IFACES; FI_TCP_IFACE, plane 0, for the tcp one). MRC_AGENT_STATE names the fabric's state file (the
 # hosts and their namespaces); MRC_AGENT_ENV is passed through as the
-# provider's other settings (FI_PROVIDER_PATH, ...).
+# provider's other settings (FI_PROVIDER_PATH, ...). MRC_AGENT_SVC_DIR, when
+# set, puts the ranks in service mode through HOST's mrc-serviced, whose socket
+# is MRC_AGENT_SVC_DIR/HOST.sock (svc_lib.sh's svc_start).
 set -euo pipefail
 host=$1
 shift
 ns=$(jq -r --arg h "$host" '.hosts[$h].ns' "$MRC_AGENT_STATE")
 ifs=$(jq -r --arg h "$host" '[.hosts[$h].ports[].ifname] | join(",")' "$MRC_AGENT_STATE")
 [ -n "$ns" ] && [ "$ns" != null ] || { echo "netns_agent: no host $host" >&2; exit 1; }
+svc=""
+[ -z "${MRC_AGENT_SVC_DIR:-}" ] || svc="MRC_MODE=service MRC_SERVICE_SOCKET=$MRC_AGENT_SVC_DIR/$host.sock"
 # shellcheck disable=SC2086
-exec ip netns exec "$ns" env FI_MRC_IFACES="$ifs" FI_TCP_IFACE="${ifs%%,*}" ${MRC_AGENT_ENV:-} sh -c "$*"
+exec ip netns exec "$ns" env FI_MRC_IFACES="$ifs" FI_TCP_IFACE="${ifs%%,*}" $svc ${MRC_AGENT_ENV:-} sh -c "$*"

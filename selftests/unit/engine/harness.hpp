@@ -207,7 +207,7 @@ class Pair {
       for (int i = 0; i < 2; i++) {
         Time d = e(i).next_deadline();
         if (d != core::kNever) next = std::min(next, std::max(d, now + 1));
-        if (e(i).tx_ready()) next = std::min(next, now + 1000);
+        if (e(i).tx_ready()) next = std::min(next, tx_room_at(i));
       }
       if (next > stop) {
         if (done()) return true;
@@ -216,6 +216,20 @@ class Pair {
       now = std::max(now + 1, next);
     }
     return done();
+  }
+
+  // When host i, with frames ready, can next transmit: in 1 us while one of
+  // its planes has room; on rate-limited planes whose transmitters are all
+  // more than a frame time behind, when the first of them has room again
+  // (Sink::alloc refuses every frame before that, so no step is skipped).
+  Time tx_room_at(int i) const {
+    Time at = now + 1000;
+    if (o_.gbps <= 0) return at;
+    Time first_room = core::kNever;
+    for (int port = 1; port <= o_.planes; port++)
+      first_room =
+          std::min(first_room, busy_until[i][port] > 20'000 ? busy_until[i][port] - 20'000 : 0);
+    return std::max(at, first_room);
   }
 
   // One step at the current time: deliver what is due, then transmit.

@@ -123,6 +123,68 @@ TEST(Ids, ReusedSlotAndWrongSecretBitsAreRefused) {
   EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kRts);
 }
 
+// --- protection domains --------------------------------------------------------
+
+// A region's keys are valid only on QPs of its protection domain (a shared
+// engine, as mrc-serviced's, holds many processes' PDs). Host 1 has two PDs:
+// its QP q1 is in the first ("B"), region a in the second ("A"). A WRITE
+// through q1 with a's rkey is refused and writes nothing (ReDMArk's forged
+// rkey); a local SGE naming a's lkey on q1 is refused at post; a QP of A's PD
+// connected to its own peer writes into a, verified; q1 itself still works.
+TEST(Security, KeysAreValidOnlyInTheirProtectionDomain) {
+  Fixture f(64 * 1024);
+  Engine& e1 = f.p.e(1);
+  const uint32_t pd_b = f.p.h(1).pd, pd_a = *e1.create_pd();
+  Buffer a(e1, pd_a, 64 * 1024, 9, kAccessLocalWrite | kAccessRemoteWrite);
+  const std::vector<uint8_t> a_before = a.bytes;
+  // Remote: A's rkey and address through B's QP.
+  ASSERT_TRUE(f.write(1, 0, 4096, false, 0, a.mr.rkey, a.addr()).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_EQ(f.swc[0].status, kWcRemAccessErr);
+  EXPECT_EQ(a.bytes, a_before) << "a forged rkey wrote into another PD's region";
+  EXPECT_GE(e1.qp_stats(f.q1)->rem_access_errors, 1u);
+  EXPECT_EQ(e1.query_qp(f.q1)->qp_state, QpState::kRts) << "the responder QP stays up";
+  // Local: A's lkey in an SGE of B's QP (its bytes would go out on B's QP).
+  {
+    Sge sg{a.addr(), 4096, a.mr.lkey};
+    SendWr wr;
+    wr.wr_id = 7;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.remote_addr = f.src->addr();
+    wr.rkey = f.src->mr.rkey;
+    const Status s = e1.post_send(f.q1, wr);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, EINVAL);
+  }
+  // A's own QP pair (host 1's end in A's PD) writes into a: placed, verified.
+  f.p.h(1).pd = pd_a;
+  const auto [qa0, qa1] = f.p.connect(100, 200);
+  f.p.h(1).pd = pd_b;
+  EXPECT_EQ(e1.query_qp(qa1)->qp_state, QpState::kRts);
+  ASSERT_TRUE(post_write(f.p.e(0), qa0, *f.src, a, 0, 16384, 2).ok());
+  std::vector<Wc> wc;
+  ASSERT_TRUE(f.p.run([&] {
+    f.p.poll(0, f.p.h(0).scq, wc);
+    return !wc.empty();
+  }));
+  EXPECT_EQ(wc[0].status, kWcSuccess);
+  EXPECT_EQ(wc[0].qp_num, qa0);
+  EXPECT_EQ(std::memcmp(a.bytes.data(), f.src->bytes.data(), 16384), 0);
+  EXPECT_TRUE(std::equal(a.bytes.begin() + 16384, a.bytes.end(), a_before.begin() + 16384));
+  EXPECT_EQ(e1.qp_stats(qa1)->rem_access_errors, 0u);
+  // B's rkey on A's QP is refused the same way.
+  ASSERT_TRUE(post_write(f.p.e(0), qa0, *f.src, *f.dst, 0, 4096, 3).ok());
+  wc.clear();
+  ASSERT_TRUE(f.p.run([&] {
+    f.p.poll(0, f.p.h(0).scq, wc);
+    return !wc.empty();
+  }));
+  EXPECT_EQ(wc[0].status, kWcRemAccessErr);
+  EXPECT_GE(e1.qp_stats(qa1)->rem_access_errors, 1u);
+}
+
 // --- forged and stale acknowledgements ----------------------------------------
 
 // Injects `n` into host `to` as if it arrived on `port`.

@@ -37,6 +37,7 @@ CASES=(
 	"--frame-chunks 18|mrc_perf: --frame-chunks: '18' is out of range (1..17)"
 	"--tx live/x|mrc_perf: --tx live/N: 'x' is not a number"
 	"--progress-idle-us 0|mrc_perf: --progress-idle-us: '0' is out of range (1..4294967295)"
+	"--sched rt|mrc_perf: --sched: engine scheduling mode 'rt' is not one of default, normal, nice, fifo, dedicated"
 )
 for c in "${CASES[@]}"; do
 	args=${c%%|*}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# mrc-serviced's command line (issue 23): a garbage value of a --max-* (or
+# other numeric) option -- negative, not a number, past its range, beyond
+# 64 bits, empty, with blanks or a sign -- is refused before anything starts:
+# exit status 2, a sentence naming the option, no socket file. A good value
+# passes the parse (the run then fails opening an interface that does not
+# exist: exit 1, no "bad value"). Needs no root.
+set -u
+S=${MRC_BUILD_DIR:?}/user/svc/mrc-serviced
+sock=$(mktemp -u /tmp/serviced-cli.XXXXXX.sock)
+fail=0
+check() { # name, condition result
+	if [ "$2" = 0 ]; then echo "ok   $1"; else
+		echo "FAIL $1"
+		fail=1
+	fi
+}
+for opt in --max-qps --max-cqs --max-mrs --max-mr-mib --max-clients --max-clients-per-uid \
+	--area-mib --queues --udp-port --cpu --idle-spin-us --socket-mode; do
+	for v in -1 -18446744073709551615 abc 12abc '' ' 5' +5 1e3 99999999999999999999 18446744073709551616 \
+		4294967296; do
+		out=$(timeout 10 "$S" --socket "$sock" "$opt" "$v" nosuchif0 2>&1)
+		rc=$?
+		[ $rc = 2 ] && echo "$out" | grep -qF -- "bad value for $opt: '$v'" && [ ! -e "$sock" ]
+		check "$opt '$v': exit 2 naming the option, nothing started (exit $rc: $out)" $?
+	done
+done
+out=$(timeout 10 "$S" --socket "$sock" --max-qps 2>&1)
+rc=$?
+[ $rc = 2 ] && echo "$out" | grep -qF -- "--max-qps needs a value"
+check "--max-qps without a value: exit 2 ($out)" $?
+out=$(timeout 10 "$S" --socket "$sock" --area-mib 0 nosuchif0 2>&1)
+rc=$?
+[ $rc = 2 ] && echo "$out" | grep -qF -- "--area-mib must be at least 1"
+check "--area-mib 0: exit 2 ($out)" $?
+out=$(timeout 10 "$S" --socket "$sock" --max-qps 7 --max-mr-mib 0x10 --socket-mode 0600 nosuchif0 2>&1)
+rc=$?
+[ $rc = 1 ] && ! echo "$out" | grep -q 'bad value'
+check "good values pass the parse (exit $rc: $out)" $?
+rm -f "$sock"
+exit $fail
