@@ -138,7 +138,11 @@ struct EngineConfig {
   // "Congestion control"). A QP's window starts at cc_init_window bytes and
   // doubles per round trip (slow start) until the paths show a queue, instead
   // of starting at max_cwnd (0: start at max_cwnd, the old behaviour).
-  uint32_t cc_init_window = 64 * 1024;
+  // Off (0) by default: the slow start has not been shown to shorten the
+  // time to 90% of capacity on the shaped demo fabric (performance.md,
+  // "Start-up"), nor run through the netns layer; `mrc_perf --engine
+  // cc_init_window=65536` turns it on.
+  uint32_t cc_init_window = 0;
   // Without ECN a standing queue is seen only as delay: when the smallest RTT
   // of a measurement period (at least half a smoothed RTT and 8 samples)
   // exceeds the base RTT by more than the queue target, the window decreases

@@ -117,7 +117,7 @@ Queue transfer(bool new_start) {
   // (max(cc_init_window, max_cwnd / 4)).
   o.cfg.default_cc.nscc.max_cwnd = 256 * 1024;
   o.cfg.cc_delay_md = new_start;
-  if (!new_start) o.cfg.cc_init_window = 0;
+  o.cfg.cc_init_window = new_start ? 64 * 1024 : 0;
   Pair p(o);
   auto [q0, q1] = p.connect();
   (void)q1;
