@@ -40,6 +40,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -409,6 +410,7 @@ struct TxOp {
   bool inject;      // data copied into `copy`
   bool has_data;    // remote CQ data
   bool failed;      // an error entry was written
+  bool reported;    // its completion was written before its WRITEs completed
   void* ctx;
   uint64_t flags;  // completion flags
   uint64_t data;
@@ -515,6 +517,8 @@ void cq_push_err(Cq* cq, void* ctx, uint64_t flags, size_t len, int err, int pro
   e.err = err;
   e.prov_errno = prov_errno;
   e.olen = olen;
+  FI_INFO(&g_prov, FI_LOG_CQ, "error completion: ctx %p flags %#llx err %d (%s) prov %d\n", ctx,
+          (unsigned long long)flags, err, fi_strerror(err), prov_errno);
   bool was_empty;
   {
     std::lock_guard<std::mutex> l(cq->mu);
@@ -566,7 +570,7 @@ void op_free(Ep* ep, uint32_t i) {
 
 void op_complete(Ep* ep, uint32_t i) {
   TxOp& op = ep->ops[i];
-  if (!op.failed && op.completion && ep->txcq)
+  if (!op.failed && !op.reported && op.completion && ep->txcq)
     cq_push(ep->txcq, Completion{op.ctx, op.flags, size_t(op.kind == OpKind::kRead ? op.total : 0),
                                  nullptr, 0});
   op_free(ep, i);
@@ -574,7 +578,7 @@ void op_complete(Ep* ep, uint32_t i) {
 
 void op_fail(Ep* ep, uint32_t i, int err, int prov) {
   TxOp& op = ep->ops[i];
-  if (!op.failed && ep->txcq) cq_push_err(ep->txcq, op.ctx, op.flags, 0, err, prov);
+  if (!op.failed && !op.reported && ep->txcq) cq_push_err(ep->txcq, op.ctx, op.flags, 0, err, prov);
   op.failed = true;
 }
 
@@ -652,6 +656,22 @@ bool send_slot(Ep* ep, uint32_t opi, ImmType type, const void* payload, uint32_t
   return true;
 }
 
+// Every segment of a message is staged in the bounce buffers and posted:
+// the sender's buffer is no longer read, so its completion is written now
+// (inject-complete), not at the last WRITE's completion. The peer may answer
+// the message before the ACK of its last WRITE comes back (the ACK is late or
+// takes another path); a completion written at that ACK would then follow the
+// answer's receive completion in the CQ, and ofi_rxm's rendezvous takes the
+// answer to a message whose send has not completed for a protocol error
+// (rxm_rndv_handle_wr_done: "Failed to find rndv wait entry"), which it
+// reports as an error entry without a context: Open MPI's mtl ofi then
+// dereferences that NULL context (segfault at 0x50 in its progress).
+void msg_staged(Ep* ep, TxOp& op) {
+  if (op.failed || op.reported) return;
+  if (op.completion && ep->txcq) cq_push(ep->txcq, Completion{op.ctx, op.flags, 0, nullptr, 0});
+  op.reported = true;
+}
+
 // Moves queued operations onto the wire while credits and SQ room last.
 void push_tx(Ep* ep) {
   if (ep->state != EpState::kConnected || ep->qp_error) return;
@@ -669,7 +689,10 @@ void push_tx(Ep* ep) {
         if (!send_slot(ep, opi, ImmType::kMsg, nullptr, uint32_t(n), fl, op.total, op.data)) return;
         op.sent += n;
         op.segs_left++;
-        if (fl & kSlotLast) op.all_posted = true;
+        if (fl & kSlotLast) {
+          op.all_posted = true;
+          msg_staged(ep, op);
+        }
       }
     } else if (op.kind == OpKind::kWrite) {
       // The data WRITE, then (writedata) a notice in the ring.
@@ -903,7 +926,12 @@ void handle_send_wc(Ep* ep, const struct mrc_wc& wc) {
   WrKind k = WrKind(wc.wr_id >> 56);
   uint32_t opi = uint32_t(wc.wr_id & 0xffffffff);
   int err = wc.status == MRC_WC_SUCCESS ? 0 : wc_to_fi(wc.status);
-  if (err) ep->qp_error = true;
+  if (err) {
+    if (!ep->qp_error)
+      MRC_FI_WARN("QP %u: send WR %#llx failed: status %d (%s)\n", ep->qpn,
+                  (unsigned long long)wc.wr_id, int(wc.status), fi_strerror(err));
+    ep->qp_error = true;
+  }
   if (k == kWrSeg) {
     ep->txr->bounce_done();
     if (!ep->inflight_segs.empty()) ep->inflight_segs.pop_front();
@@ -945,6 +973,8 @@ void progress_ep(Ep* ep, bool idle = false) {
         if (wc[i].status == MRC_WC_SUCCESS) {
           handle_recv_wc(ep, wc[i]);
         } else {
+          if (!ep->qp_error)
+            MRC_FI_WARN("QP %u: receive failed: status %d\n", ep->qpn, int(wc[i].status));
           ep->recv_owed++;
           ep->qp_error = true;
         }
@@ -1751,6 +1781,7 @@ ssize_t ep_sendmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
   op.inject = inject;
   op.has_data = flags & FI_REMOTE_CQ_DATA;
   op.failed = false;
+  op.reported = false;
   op.ctx = ctx;
   op.flags = FI_SEND | FI_MSG;
   op.data = data;
@@ -1887,6 +1918,7 @@ ssize_t rma_impl(Ep* ep, OpKind kind, const struct iovec* iov, void** desc, size
   op.inject = inject;
   op.has_data = kind == OpKind::kWrite && (flags & FI_REMOTE_CQ_DATA);
   op.failed = false;
+  op.reported = false;
   op.ctx = ctx;
   op.flags = FI_RMA | (kind == OpKind::kRead ? FI_READ : FI_WRITE);
   op.data = data;
@@ -2137,6 +2169,26 @@ void flush_acks(Ep*) {
   for (int i = 0; i < 4; i++) mrc_progress(g_dev.dev, 0);
 }
 
+// Message sends complete once staged (msg_staged), before their WRITEs are
+// acknowledged: before the QP goes, those WRITEs must complete (a lost
+// packet is resent only while the QP lives), at most 2 s.
+void drain_sends(Ep* ep) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    {
+      EpLock l(ep->mu);
+      if (ep->state != EpState::kConnected || ep->qp_error || !ep->mcq) return;
+      progress_ep(ep);
+      if (ep->inflight_segs.empty()) return;
+    }
+    if (std::chrono::steady_clock::now() >= until) return;
+    if (g_dev.app_progress && g_dev.dev)
+      mrc_progress(g_dev.dev, 1);
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 // Close handshake: the first side to close a connected endpoint keeps its QP
 // (and so the engine's ACKs of what arrived last) until the peer's CM socket
 // says it closes too (BYE or EOF), at most 1 s. libmrc drops a destroyed
@@ -2156,6 +2208,7 @@ void close_wait(Ep* ep) {
 int ep_shutdown(struct fid_ep* f, uint64_t) {
   Lock l(g_ctl);
   Ep* ep = as_ep(f);
+  drain_sends(ep);
   if (ep->qp) flush_acks(ep);
   if (ep->state == EpState::kConnected || ep->state == EpState::kAccepting) {
     CmMsg m = {};
@@ -2240,6 +2293,7 @@ void detach(std::vector<Ep*>& v, Ep* ep) { v.erase(std::remove(v.begin(), v.end(
 int ep_close(struct fid* f) {
   Lock l(g_ctl);
   Ep* ep = of<Ep>(f);
+  drain_sends(ep);
   close_wait(ep);
   if (ep->qp) flush_acks(ep);
   if (ep->sock >= 0) {
