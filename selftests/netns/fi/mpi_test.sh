@@ -74,15 +74,52 @@ if command -v hpcc >/dev/null && [ -f /usr/share/doc/hpcc/examples/_hpccinf.txt 
 	mkdir -p "$T_TMP/hpcc"
 	sed -e 's/^1000         Ns/500          Ns/' -e 's/^2            Ps/1            Ps/' \
 		/usr/share/doc/hpcc/examples/_hpccinf.txt >"$T_TMP/hpcc/hpccinf.txt"
-	ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" \
-		MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
-		timeout 900 mpirun --allow-run-as-root -np 2 --host A,B --wdir "$T_TMP/hpcc" \
-		--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
-		--mca oob_tcp_if_include 198.18.0.0/24 \
-		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "mrc;ofi_rxm" \
-		hpcc >"$T_TMP/hpcc/run.out" 2>&1
-	t_eq "hpcc: mpirun exit status" "$?" 0
 	O=$T_TMP/hpcc/hpccoutf.txt
+	# run_hpcc: the job, in the background; 125 when hpcc has not started
+	# (no output file) within 60 s. Open MPI's launch hung twice on
+	# 2026-12-02, both times while another Open MPI job ran on the same host
+	# (a second test run beside the clean-clone run): one host's orted never
+	# came up, no rank ran, and mpirun waited for its daemon until the 900 s
+	# timeout. A launch that never started is killed and the job is run once
+	# more (said in the log); a job that started is never retried.
+	run_hpcc() {
+		local pid i
+		rm -f "$O"
+		ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" \
+			MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
+			timeout 900 mpirun --allow-run-as-root -np 2 --host A,B --wdir "$T_TMP/hpcc" \
+			--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
+			--mca oob_tcp_if_include 198.18.0.0/24 \
+			--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "mrc;ofi_rxm" \
+			hpcc >"$T_TMP/hpcc/run.out" 2>&1 &
+		pid=$!
+		for ((i = 0; i < 600; i++)); do
+			[ -s "$O" ] && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if [ ! -s "$O" ] && kill -0 "$pid" 2>/dev/null; then
+			# timeout passes SIGTERM to mpirun; SIGKILL to both after 10 s.
+			kill "$pid" 2>/dev/null
+			for ((i = 0; i < 100; i++)); do
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.1
+			done
+			kill -0 "$pid" 2>/dev/null && kill -9 $(pgrep -P "$pid") "$pid" 2>/dev/null
+			wait "$pid"
+			return 125
+		fi
+		wait "$pid"
+	}
+	run_hpcc
+	rc=$?
+	if [ "$rc" = 125 ]; then
+		echo "note: hpcc did not start within 60 s (Open MPI's launch); running the job once more"
+		cp "$T_TMP/hpcc/run.out" "$T_TMP/hpcc/run.first.out"
+		run_hpcc
+		rc=$?
+	fi
+	t_eq "hpcc: mpirun exit status" "$rc" 0
 	t_eq "hpcc: Success" "$(grep -m1 '^Success=' "$O" 2>/dev/null)" "Success=1"
 	t_eq "hpcc: CommWorldProcs" "$(grep -m1 '^CommWorldProcs=' "$O" 2>/dev/null)" "CommWorldProcs=2"
 	t_range "hpcc: residual checks PASSED" "$(grep -c 'PASSED' "$O" 2>/dev/null)" 1 1000
