@@ -19,6 +19,7 @@
 #   - the job completes (same results) with plane 1 blackholed 5 s in.
 # hpcc is not run here (fi_mpi_test runs it with one rank per host).
 . "$(dirname "$0")/../svc/svc_lib.sh"
+. "$(dirname "$0")/ompi_lib.sh"
 t_require mpirun timeout
 CHECK=$MRC_BUILD_DIR/selftests/netns/fi/mpi_check
 PROV_DIR=$MRC_BUILD_DIR/lib/libfabric
@@ -61,12 +62,15 @@ job() {
 	local name=$1 prov=$2 rounds=$3 svc="" r want wpid
 	shift 3
 	[ "$prov" = "mrc;ofi_rxm" ] && svc=$T_TMP
+	ompi_settle
+	mkdir -p "$T_TMP/ompi.$name"
 	watch_clients "$name" &
 	wpid=$!
 	T_PIDS+=("$wpid")
 	ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" MRC_AGENT_SVC_DIR="$svc" \
 		MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
 		timeout "${JOB_TIMEOUT:-300}" mpirun --allow-run-as-root -np "$NP" --host "A:$RPH,B:$RPH" --map-by node \
+		--mca orte_tmpdir_base "$T_TMP/ompi.$name" \
 		--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
 		--mca oob_tcp_if_include 198.18.0.0/24 \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" "$@" \

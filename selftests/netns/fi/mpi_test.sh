@@ -21,14 +21,18 @@ AGENT=$(cd "$(dirname "$0")" && pwd)/netns_agent.sh
 [ -x "$CHECK" ] || { echo "FAIL $T_NAME: $CHECK is not built"; exit 1; }
 [ -f "$PROV_DIR/libmrc-fi.so" ] || { echo "FAIL $T_NAME: libmrc-fi.so is not built"; exit 1; }
 
+. "$(dirname "$0")/ompi_lib.sh"
 t_up direct planes=4
 # job NAME PROVIDER ROUNDS [mpirun options]: mpi_check on hosts A and B.
 job() {
 	local name=$1 prov=$2 rounds=$3
 	shift 3
+	ompi_settle
+	mkdir -p "$T_TMP/ompi.$name"
 	ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" \
 		MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
 		timeout 600 mpirun --allow-run-as-root -np 2 --host A,B \
+		--mca orte_tmpdir_base "$T_TMP/ompi.$name" \
 		--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
 		--mca oob_tcp_if_include 198.18.0.0/24 \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" "$@" \
@@ -85,9 +89,12 @@ if command -v hpcc >/dev/null && [ -f /usr/share/doc/hpcc/examples/_hpccinf.txt 
 	run_hpcc() {
 		local pid i
 		rm -f "$O"
+		ompi_settle
+		mkdir -p "$T_TMP/ompi.hpcc"
 		ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" \
 			MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
 			timeout 900 mpirun --allow-run-as-root -np 2 --host A,B --wdir "$T_TMP/hpcc" \
+			--mca orte_tmpdir_base "$T_TMP/ompi.hpcc" \
 			--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
 			--mca oob_tcp_if_include 198.18.0.0/24 \
 			--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "mrc;ofi_rxm" \
