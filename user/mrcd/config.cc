@@ -1,7 +1,5 @@
 #include "mrcd/config.hpp"
 
-#include <toml++/toml.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -10,100 +8,32 @@
 
 #include "ctl/proto.hpp"
 #include "mrc/uapi/maps.h"
+#include "util/toml_reader.hpp"
 
 namespace mrc::mrcd {
 
 namespace {
 
-// Reads one table, refusing keys it does not know.
-class Reader {
- public:
-  Reader(const std::string& file, const toml::table& t, std::string where)
-      : file_(file), t_(t), where_(std::move(where)) {}
+using config::Reader;
 
-  std::string at(const toml::node& n) const {
-    return file_ + ":" + std::to_string(n.source().begin.line) + ": ";
+// An array of addresses (mrcd's probe peers).
+Status ips(Reader& r, const toml::table& t, const char* key, const std::string& where,
+           std::vector<codec::IpAddr>* out) {
+  r.known(key);
+  const toml::node* n = t.get(key);
+  if (!n) return ok_status();
+  const toml::array* a = n->as_array();
+  if (!a) return Error(EINVAL, r.at(*n) + where + key + " must be an array of addresses");
+  for (const toml::node& e : *a) {
+    auto s = e.value<std::string>();
+    codec::IpAddr ip;
+    if (!s || !ctl::proto::parse_ip(*s, &ip))
+      return Error(EINVAL, r.at(e) + where + key + ": \"" + (s ? *s : "?") +
+                               "\" is not an IPv4 or IPv6 address");
+    out->push_back(ip);
   }
-  std::string at_table() const {
-    return file_ + ":" + std::to_string(t_.source().begin.line) + ": ";
-  }
-
-  Status str(const char* key, std::string* out) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return ok_status();
-    auto v = n->value<std::string>();
-    if (!v) return Error(EINVAL, at(*n) + where_ + key + " must be a string");
-    *out = *v;
-    return ok_status();
-  }
-  Status boolean(const char* key, bool* out) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return ok_status();
-    auto v = n->value<bool>();
-    if (!v || !n->is_boolean())
-      return Error(EINVAL, at(*n) + where_ + key + " must be true or false");
-    *out = *v;
-    return ok_status();
-  }
-  template <class T>
-  Status integer(const char* key, T* out, int64_t lo, int64_t hi) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return ok_status();
-    if (!n->is_integer())
-      return Error(EINVAL, at(*n) + where_ + key + " must be an integer in " + std::to_string(lo) +
-                               ".." + std::to_string(hi));
-    int64_t v = *n->value<int64_t>();
-    if (v < lo || v > hi)
-      return Error(EINVAL, at(*n) + where_ + key + " = " + std::to_string(v) + " is outside " +
-                               std::to_string(lo) + ".." + std::to_string(hi));
-    *out = T(v);
-    return ok_status();
-  }
-  Status number(const char* key, double* out, double lo, double hi) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return ok_status();
-    if (!n->is_number()) return Error(EINVAL, at(*n) + where_ + key + " must be a number");
-    double v = *n->value<double>();
-    if (!(v >= lo && v <= hi))
-      return Error(EINVAL, at(*n) + where_ + key + " = " + std::to_string(v) + " is outside " +
-                               std::to_string(lo) + ".." + std::to_string(hi));
-    *out = v;
-    return ok_status();
-  }
-  Status ips(const char* key, std::vector<codec::IpAddr>* out) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return ok_status();
-    const toml::array* a = n->as_array();
-    if (!a) return Error(EINVAL, at(*n) + where_ + key + " must be an array of addresses");
-    for (const toml::node& e : *a) {
-      auto s = e.value<std::string>();
-      codec::IpAddr ip;
-      if (!s || !ctl::proto::parse_ip(*s, &ip))
-        return Error(EINVAL, at(e) + where_ + key + ": \"" + (s ? *s : "?") +
-                                 "\" is not an IPv4 or IPv6 address");
-      out->push_back(ip);
-    }
-    return ok_status();
-  }
-  Status done() {
-    for (const auto& [k, v] : t_) {
-      std::string key(k.str());
-      if (!seen_.count(key)) return Error(EINVAL, at(v) + "unknown key " + where_ + key);
-    }
-    return ok_status();
-  }
-
- private:
-  const std::string& file_;
-  const toml::table& t_;
-  std::string where_;
-  std::set<std::string> seen_;
-};
+  return ok_status();
+}
 
 Status check_mode(const std::string& m, const std::string& where) {
   if (m == "auto" || m == "native" || m == "generic") return ok_status();
@@ -150,24 +80,15 @@ Status validate(const Config& c) {
 Result<Config> load_config(const std::string& path) {
   Config c;
   c.path = path;
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    std::string d(e.description());
-    if (e.source().begin.line == 0) return Error(ENOENT, path + ": " + d);
-    return Error(EINVAL, path + ":" + std::to_string(e.source().begin.line) + ": " + d);
-  }
+  auto parsed = config::parse_file(path);
+  if (!parsed) return std::move(parsed).error();
+  const toml::table& root = *parsed;
   Reader top(path, root, "");
-  toml::table empty;
   auto section = [&](const char* name) -> const toml::table* {
     const toml::node* n = root.get(name);
     return n ? n->as_table() : nullptr;
   };
-  for (const char* s : {"daemon", "xdp", "dscp", "probe", "policy"}) {
-    const toml::node* n = root.get(s);
-    if (n && !n->is_table()) return Error(EINVAL, top.at(*n) + "[" + s + "] must be a table");
-  }
+  MRC_TRY(config::tables_only(path, root, {"daemon", "xdp", "dscp", "probe", "policy"}));
 
   if (const toml::table* t = section("daemon")) {
     Reader r(path, *t, "daemon.");
@@ -241,7 +162,7 @@ Result<Config> load_config(const std::string& path) {
       MRC_TRY(r.str("ifname", &p.ifname));
       MRC_TRY(r.integer("port", &p.port, 1, MRC_MAX_PORTS - 1));
       MRC_TRY(r.integer("queues", &p.queues, 1, MRC_XSK_QUEUES_PER_PORT));
-      MRC_TRY(r.ips("peers", &p.peers));
+      MRC_TRY(ips(r, *t, "peers", "plane.", &p.peers));
       MRC_TRY(r.done());
       if (p.ifname.empty()) return Error(EINVAL, r.at_table() + "[[plane]] needs ifname");
       if (!p.port)

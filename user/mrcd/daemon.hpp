@@ -21,13 +21,16 @@
 #include "ctl/proto.hpp"
 #include "mrcd/config.hpp"
 #include "mrcd/dataplane.hpp"
-#include "mrcd/metrics.hpp"
 #include "mrcd/policy.hpp"
 #include "mrcd/prober.hpp"
 #include "mrcd/server.hpp"
+#include "util/prom.hpp"
 #include "util/unique_fd.hpp"
 
 namespace mrc::mrcd {
+
+using prom::Expo;
+using prom::Metrics;
 
 class Daemon {
  public:

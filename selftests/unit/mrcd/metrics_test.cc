@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-3-Clause)
-// mrcd's Prometheus text builder (Expo): HELP/TYPE once per family, escaped
-// HELP text and label values (text format 0.0.4).
+// The Prometheus text builder (Expo, util/prom: mrcd's and mrc-serviced's): HELP/TYPE once per
+// family, escaped HELP text and label values (text format 0.0.4).
 #include <gtest/gtest.h>
 
-#include "mrcd/metrics.hpp"
+#include "util/prom.hpp"
 
 namespace mrc::testing {
 namespace {
 
-using mrc::mrcd::Expo;
+using mrc::prom::Expo;
 using L = std::vector<std::pair<std::string, std::string>>;
 
 TEST(MetricsExpo, FamilyAndSamples) {

@@ -1,7 +1,8 @@
-// A small HTTP/1.1 server for Prometheus: GET /metrics returns the text
-// exposition `render()` produces; anything else is 404. One request per
-// connection (Connection: close), non-blocking, driven by mrcd's poll loop.
-// Bind it to a local address (the default is 127.0.0.1:9477).
+// The Prometheus text format (Expo) and a small HTTP/1.1 server for it
+// (Metrics): GET /metrics returns the text exposition `render()` produces;
+// anything else is 404. One request per connection (Connection: close),
+// non-blocking, driven by its owner's poll loop. Bind it to a local address
+// (mrcd's default is 127.0.0.1:9477). Shared by mrcd and mrc-serviced.
 #pragma once
 
 #include <poll.h>
@@ -16,7 +17,7 @@
 #include "mrc/result.hpp"
 #include "util/unique_fd.hpp"
 
-namespace mrc::mrcd {
+namespace mrc::prom {
 
 // Builder of the Prometheus text format (HELP/TYPE once per family).
 class Expo {
@@ -65,4 +66,4 @@ class Metrics {
   uint64_t scrapes_ = 0;
 };
 
-}  // namespace mrc::mrcd
+}  // namespace mrc::prom

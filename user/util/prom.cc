@@ -1,4 +1,4 @@
-#include "mrcd/metrics.hpp"
+#include "util/prom.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,7 +8,7 @@
 #include <cinttypes>
 #include <cstring>
 
-namespace mrc::mrcd {
+namespace mrc::prom {
 
 void Expo::family(const std::string& name, const char* type, const std::string& help) {
   // HELP text escapes backslash and newline (the text format, 0.0.4).
@@ -133,7 +133,7 @@ void Metrics::respond(int fd, Conn& c) {
     scrapes_++;
   } else if (line.rfind("GET ", 0) == 0) {
     status = "404 Not Found";
-    body = "mrcd serves /metrics\n";
+    body = "this endpoint serves /metrics\n";
     type = "text/plain";
   } else {
     status = "405 Method Not Allowed";
@@ -185,4 +185,4 @@ void Metrics::handle(const pollfd& p) {
   if (done) conns_.erase(it);  // closes
 }
 
-}  // namespace mrc::mrcd
+}  // namespace mrc::prom
