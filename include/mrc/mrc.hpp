@@ -89,7 +89,21 @@ enum class EngineSched : uint8_t {
   kDedicated,  // pinned to engine_cpu (required), never sleeps (polls its
                // sockets and rings), at kNice's weight: for a spare core
 };
-const char* to_string(EngineSched s);
+inline const char* to_string(EngineSched s) {
+  switch (s) {
+    case EngineSched::kDefault:
+      return "default";
+    case EngineSched::kNormal:
+      return "normal";
+    case EngineSched::kNice:
+      return "nice";
+    case EngineSched::kFifo:
+      return "fifo";
+    case EngineSched::kDedicated:
+      return "dedicated";
+  }
+  return "?";
+}
 // "default", "normal", "nice", "fifo", "dedicated"; EINVAL with a sentence
 // naming the modes otherwise.
 Result<EngineSched> parse_engine_sched(std::string_view name);

@@ -17,22 +17,6 @@
 
 namespace mrc {
 
-const char* to_string(EngineSched s) {
-  switch (s) {
-    case EngineSched::kDefault:
-      return "default";
-    case EngineSched::kNormal:
-      return "normal";
-    case EngineSched::kNice:
-      return "nice";
-    case EngineSched::kFifo:
-      return "fifo";
-    case EngineSched::kDedicated:
-      return "dedicated";
-  }
-  return "?";
-}
-
 Result<EngineSched> parse_engine_sched(std::string_view name) {
   for (EngineSched s : {EngineSched::kDefault, EngineSched::kNormal, EngineSched::kNice,
                         EngineSched::kFifo, EngineSched::kDedicated})

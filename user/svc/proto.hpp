@@ -147,8 +147,12 @@ struct ObserveClient {
 };
 constexpr size_t kObservePage = 48;
 struct ObserveRep {
-  uint32_t total, first, count, rsvd;
+  uint32_t total, first, count;
+  uint8_t sched;        // the engine thread's scheduling obtained (EngineSched)
+  uint8_t sched_asked;  // and asked for (--sched, $MRC_ENGINE_SCHED)
+  uint8_t rsvd[2];
   ObserveClient c[kObservePage];
+  char sched_why[160];  // Context::engine_sched_reason(): what it got and why, NUL-terminated
 };
 
 static_assert(sizeof(ObserveRep) <= kMaxPayload && sizeof(HelloReq) <= kMaxPayload &&

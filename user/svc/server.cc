@@ -218,7 +218,7 @@ void Server::accept_client() {
     c->sock = std::move(s);
     if (clients_.size() >= o_.max_clients) {
       const std::string why = "mrc-serviced: service limit: " + std::to_string(o_.max_clients) +
-                              " clients (--max-clients)";
+                              " clients (" + o_.limit_names.clients + ")";
       MsgHdr h{kMagic, kVersion, uint16_t(Op::kHello), 0, uint32_t(why.size()), EAGAIN, 0};
       (void)send_msg(c->sock.get(), h, why.data(), why.size(), nullptr, 0);
       continue;
@@ -494,8 +494,8 @@ Result<Server::Reply> Server::op_reg_mr(ClientState& c, Msg& m) {
   std::lock_guard<std::mutex> lk(im_->mu);
   if (!valid(c.pds, rq.pd)) return err(EINVAL, "reg_mr: no PD " + std::to_string(rq.pd));
   if (c.mrs.size() >= o_.max_mrs)
-    return err(ENOMEM,
-               "reg_mr: service limit: " + std::to_string(o_.max_mrs) + " regions per process");
+    return err(ENOMEM, "reg_mr: service limit: " + std::to_string(o_.max_mrs) +
+                           " regions per process (" + o_.limit_names.mrs + ")");
   MRC_TRY(check_mr_bytes(c, rq.length));
   auto map = MappedRegion::map(pieces, rq.iova, rq.length);
   if (!map) return std::move(map).error();
@@ -513,8 +513,8 @@ Result<Server::Reply> Server::op_create_cq(ClientState& c, const Msg& m) {
   if (rq.cqe > o_.max_cqe)
     return err(EINVAL, "create_cq: at most " + std::to_string(o_.max_cqe) + " entries");
   if (c.live_cqs >= o_.max_cqs)
-    return err(ENOMEM,
-               "create_cq: service limit: " + std::to_string(o_.max_cqs) + " CQs per process");
+    return err(ENOMEM, "create_cq: service limit: " + std::to_string(o_.max_cqs) +
+                           " CQs per process (" + o_.limit_names.cqs + ")");
   const uint32_t cqe = std::max<uint32_t>(rq.cqe, lib::kBurst);
   const uint64_t n = pow2_at_least(cqe);
   auto cq = std::make_unique<SCq>();
@@ -525,7 +525,8 @@ Result<Server::Reply> Server::op_create_cq(ClientState& c, const Msg& m) {
     c.alloc.free(cq->lay.ctl_off, cq->lay.ctl_off ? sizeof(CqCtl) : 0);
     c.alloc.free(cq->lay.ring_off, cq->lay.ring_off ? ring_bytes<Wc>(n) : 0);
     return err(ENOMEM, "create_cq: service limit: the shared area (" +
-                           std::to_string(o_.area_bytes >> 20) + " MiB per process) is full");
+                           std::to_string(o_.area_bytes >> 20) + " MiB per process, " +
+                           o_.limit_names.area + ") is full");
   }
   auto e = im_->eng->create_cq(cqe);
   if (!e) {
@@ -558,8 +559,8 @@ Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
   if (init.cap.max_send_wr > o_.max_wr || init.cap.max_recv_wr > o_.max_wr)
     return err(EINVAL, "create_qp: at most " + std::to_string(o_.max_wr) + " work requests");
   if (c.live_qps >= o_.max_qps)
-    return err(ENOMEM,
-               "create_qp: service limit: " + std::to_string(o_.max_qps) + " QPs per process");
+    return err(ENOMEM, "create_qp: service limit: " + std::to_string(o_.max_qps) +
+                           " QPs per process (" + o_.limit_names.qps + ")");
   const uint32_t scq_h = init.send_cq, rcq_h = init.recv_cq;
   init.pd = *c.pds[init.pd];
   init.send_cq = c.cqs[scq_h]->ecq;
@@ -578,7 +579,8 @@ Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
   if (!q->lay.ctl_off || !q->lay.sq_off || !q->lay.rq_off) {
     give_back();
     return err(ENOMEM, "create_qp: service limit: the shared area (" +
-                           std::to_string(o_.area_bytes >> 20) + " MiB per process) is full");
+                           std::to_string(o_.area_bytes >> 20) + " MiB per process, " +
+                           o_.limit_names.area + ") is full");
   }
   auto qpn = im_->eng->create_qp(init);
   if (!qpn) {
@@ -725,8 +727,8 @@ Status Server::check_mr_bytes(const ClientState& c, uint64_t len) const {
   for (const auto& [lkey, mr] : c.mrs) now += mr.length();
   if (len > o_.max_mr_bytes || now > o_.max_mr_bytes - len)
     return err(ENOMEM, "reg_mr: service limit: " + std::to_string(o_.max_mr_bytes) +
-                           " registered bytes per process (--max-mr-mib; " + std::to_string(now) +
-                           " registered, " + std::to_string(len) + " asked)");
+                           " registered bytes per process (" + o_.limit_names.mr_bytes + "; " +
+                           std::to_string(now) + " registered, " + std::to_string(len) + " asked)");
   return {};
 }
 
@@ -738,8 +740,8 @@ Status Server::check_uid(const ClientState& c) const {
   for (const auto& p : clients_) n += p->hello && p->uid == c.uid;
   if (n < o_.max_clients_per_uid) return {};
   return err(ENOMEM, "mrc-serviced: service limit: " + std::to_string(o_.max_clients_per_uid) +
-                         " clients per uid (--max-clients-per-uid; uid " + std::to_string(c.uid) +
-                         ")");
+                         " clients per uid (" + o_.limit_names.clients_per_uid + "; uid " +
+                         std::to_string(c.uid) + ")");
 }
 
 // ---------------------------------------------------------------------------
@@ -756,19 +758,13 @@ void Server::keep_qp_totals(core::Engine& eng, ClientState& c, uint32_t qpn) {
   c.gone_errors += qp_errors(*s);
 }
 
-Result<Server::Reply> Server::op_observe(const Msg& m) {
-  const uint32_t first = m.as<ObserveReq>()->first;
-  auto rep = std::make_unique<ObserveRep>();
-  std::memset(rep.get(), 0, sizeof *rep);
+std::vector<ObserveClient> Server::observe() {
+  std::vector<ObserveClient> out;
   std::lock_guard<std::mutex> lk(im_->mu);
-  std::vector<ClientState*> seen;
-  for (auto& c : clients_)
-    if (c->hello) seen.push_back(c.get());
-  rep->total = uint32_t(seen.size());
-  rep->first = first;
-  for (size_t i = first; i < seen.size() && rep->count < kObservePage; i++) {
-    const ClientState& c = *seen[i];
-    ObserveClient& o = rep->c[rep->count++];
+  for (const auto& cp : clients_) {
+    if (!cp->hello) continue;
+    const ClientState& c = *cp;
+    ObserveClient o{};
     o.id = c.id;
     o.uid = c.uid;
     o.pid = c.pid;
@@ -788,7 +784,25 @@ Result<Server::Reply> Server::op_observe(const Msg& m) {
       o.errors += qp_errors(*s);
     }
     std::memcpy(o.comm, c.comm, sizeof o.comm);
+    out.push_back(o);
   }
+  return out;
+}
+
+Result<Server::Reply> Server::op_observe(const Msg& m) {
+  const uint32_t first = m.as<ObserveReq>()->first;
+  auto rep = std::make_unique<ObserveRep>();
+  std::memset(rep.get(), 0, sizeof *rep);
+  const std::vector<ObserveClient> all = observe();
+  rep->total = uint32_t(all.size());
+  rep->first = first;
+  for (size_t i = first; i < all.size() && rep->count < kObservePage; i++)
+    rep->c[rep->count++] = all[i];
+  // The engine thread's scheduling as obtained (and why, when it fell back).
+  rep->sched = uint8_t(ctx_->engine_sched());
+  rep->sched_asked = uint8_t(sched_asked());
+  const std::string& why = ctx_->engine_sched_reason();
+  std::memcpy(rep->sched_why, why.data(), std::min(why.size(), sizeof rep->sched_why - 1));
   return Reply{bytes(*rep), {}};
 }
 

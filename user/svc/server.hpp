@@ -43,6 +43,14 @@ struct ServerOptions {
   uint32_t max_qps = 1024, max_cqs = 1024, max_mrs = 4096, max_wr = 8192, max_cqe = 1 << 20;
   uint64_t max_mr_bytes = 0;         // registered bytes per process, 0: no limit
   uint32_t max_clients_per_uid = 0;  // 0: no limit
+  // Where each limit was set, as the refusal names it: the option, or
+  // "FILE [limits] KEY" when the configuration file set it (svc/config.hpp).
+  struct LimitNames {
+    std::string clients = "--max-clients", clients_per_uid = "--max-clients-per-uid";
+    std::string area = "--area-mib", qps = "--max-qps", cqs = "--max-cqs", mrs = "--max-mrs";
+    std::string mr_bytes = "--max-mr-mib";
+  } limit_names;
+  std::string metrics;  // Prometheus endpoint host:port; "" = none
 };
 
 struct ServerCounters {
@@ -58,6 +66,10 @@ class Server : public lib::LoopHook {
   // eventfd of the caller).
   Status run(int stop_fd);
   const ServerCounters& counters() const { return cnt_; }
+  // Every client past HELLO, as OBSERVE and the metrics report them.
+  std::vector<ObserveClient> observe();
+  // The engine thread's scheduling asked for (the option or $MRC_ENGINE_SCHED).
+  EngineSched sched_asked() const { return im_->sched_want; }
   Context& context() { return *ctx_; }
 
   // lib::LoopHook (engine thread, engine lock held)

@@ -1005,6 +1005,7 @@ int service_clients(Parsed&) {
     return local_error("service", "cannot reach mrc-serviced at " + path + ": " + strerror(e), e);
   }
   json clients = json::array();
+  json engine;
   uint32_t total = 0;
   for (uint32_t first = 0, seq = 1;; seq++) {
     svc::ObserveReq rq{first, 0};
@@ -1017,6 +1018,11 @@ int service_clients(Parsed&) {
       return local_error("service", st.error().context, st.error().code);
     const auto* r = m->as<svc::ObserveRep>();
     total = r->total;
+    // The engine thread's scheduling: the mode obtained, the one asked for,
+    // and the service's sentence (what it got, why it fell back).
+    engine = {{"sched", mrc::to_string(mrc::EngineSched(r->sched))},
+              {"sched_asked", mrc::to_string(mrc::EngineSched(r->sched_asked))},
+              {"sched_why", std::string(r->sched_why, strnlen(r->sched_why, sizeof r->sched_why))}};
     for (uint32_t i = 0; i < r->count && i < svc::kObservePage; i++) {
       const svc::ObserveClient& o = r->c[i];
       clients.push_back({{"client", o.id},
@@ -1034,8 +1040,11 @@ int service_clients(Parsed&) {
     if (r->count == 0 || first + r->count >= total) break;
     first += r->count;
   }
-  json res = {{"socket", path}, {"total", total}, {"clients", clients}};
+  json res = {{"socket", path}, {"engine", engine}, {"total", total}, {"clients", clients}};
   return out(res, [](const json& x) {
+    std::printf("engine thread: %s (asked: %s)\n",
+                x["engine"]["sched_why"].get<std::string>().c_str(),
+                x["engine"]["sched_asked"].get<std::string>().c_str());
     std::printf("%-6s %-8s %-6s %-16s %4s %4s %4s %12s %14s %14s %7s\n", "CLIENT", "PID", "UID",
                 "COMMAND", "QPS", "CQS", "MRS", "MR_BYTES", "TX_BYTES", "RX_BYTES", "ERRORS");
     for (const json& c : x["clients"])

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# mrc-serviced's configuration file and metrics endpoint (Documentation/
+# service.md, "Configuration" and "Metrics"):
+#  1. a bad file is refused before anything starts: exit 2, FILE:LINE and
+#     the reason, no socket;
+#  2. a limit from the file ([limits] qps = 2) refuses mrc_perf -q 3 with
+#     ENOMEM and the sentence naming the file's key; an option overrides it;
+#  3. the metrics endpoint ([service] metrics) scraped during a verified
+#     transfer: the client's pid, uid and comm, tx bytes > 0 and bracketed by
+#     `mrcctl -j service clients` between two scrapes, QPs equal; the engine
+#     thread's scheduling in the metrics equals mrcctl's.
+. "$(dirname "$0")/svc_lib.sh"
+t_require timeout jq
+B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
+B_CTL=$MRC_BUILD_DIR/user/tools/mrcctl
+for b in "$B_PERF" "$SVCD" "$B_CTL"; do
+	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
+done
+t_up direct planes=4
+PEER=$(t_port B 0 ipv4)
+PORT=$((22700 + RANDOM % 1000))
+
+# 1. A bad file: exit 2, FILE:LINE: reason, nothing started.
+BAD=$T_TMP/bad.toml
+printf '[limits]\nqps = 2\nqp = 3\n' >"$BAD"
+ip netns exec "$(t_ns A)" timeout 10 "$SVCD" --no-mrcd --config "$BAD" --socket "$T_TMP/bad.sock" "$(ifs A)" \
+	>"$T_TMP/bad.log" 2>&1
+rc=$?
+t_eq "bad file: exit status" "$rc" 2
+if grep -q "$BAD:3: unknown key limits.qp" "$T_TMP/bad.log"; then
+	t_ok "bad file: $(head -n 1 "$T_TMP/bad.log")"
+else
+	t_fail "bad file: no '$BAD:3: unknown key limits.qp'"
+	cat "$T_TMP/bad.log"
+fi
+t_check "bad file: no socket created" test ! -e "$T_TMP/bad.sock"
+printf '[limits]\nqps = 2\n' >"$T_TMP/good.toml"
+t_check "good file: --check" "$SVCD" --config "$T_TMP/good.toml" --check eth0
+
+# 2. The file's limit, then an option over it.
+CONF=$T_TMP/mrc-serviced.toml
+cat >"$CONF" <<EOT
+[service]
+metrics = "127.0.0.1:0"
+[limits]
+qps = 2
+EOT
+svc_start B || exit 1
+# run NAME QPS: a pair through the services, the client's exit status.
+run() {
+	local name=$1 q=$2 port=$((PORT + n))
+	n=$((n + 1))
+	ip netns exec "$(t_ns B)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/B.sock" timeout -s INT 20 "$B_PERF" server -d "$(ifs B)" -p "$port" \
+		-q "$q" >"$T_TMP/$name-server.log" 2>&1 &
+	local spid=$!
+	T_PIDS+=("$spid")
+	svc_in A env MRC_MODE=service timeout -s INT 20 "$B_PERF" client "$PEER" -d "$(ifs A)" -p "$port" \
+		-D 1 -q "$q" >"$T_TMP/$name-client.log" 2>&1
+	local rc=$?
+	kill -INT "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	return $rc
+}
+n=0
+SVC_OPTS=(--config "$CONF")
+svc_start A || exit 1
+run file 3
+rc=$?
+t_check "file limit: client failed (exit $rc)" test "$rc" != 0 -a "$rc" != 124
+want="service limit: 2 QPs per process ($CONF [limits] qps)"
+if grep -qF "$want" "$T_TMP/file-client.log"; then t_ok "file limit: $want"; else
+	t_fail "file limit: no '$want' in the client's error"
+	tail -n 3 "$T_TMP/file-client.log"
+fi
+svc_stop A
+t_eq "service A (file): exit status" "$?" 0
+SVC_OPTS=(--config "$CONF" --max-qps 1)
+svc_start A || exit 1
+run option 2
+want="service limit: 1 QPs per process (--max-qps)"
+if grep -qF "$want" "$T_TMP/option-client.log"; then t_ok "option over the file: $want"; else
+	t_fail "option over the file: no '$want'"
+	tail -n 3 "$T_TMP/option-client.log"
+fi
+svc_stop A
+
+# 3. Metrics during a verified transfer.
+SVC_OPTS=(--config "$CONF")
+svc_start A || exit 1
+MPORT=$(grep -o 'metrics at .* (port [0-9]*)' "$T_TMP/svc.A.log" | tail -n 1 | grep -o '[0-9]*)$' | tr -d ')')
+t_check "metrics: the service names its port (${MPORT:-none})" test -n "$MPORT"
+ip netns exec "$(t_ns A)" ip link set lo up
+scrape() {
+	ip netns exec "$(t_ns A)" timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$MPORT &&
+		printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3 && cat <&3" >"$1"
+}
+port=$((PORT + 10))
+ip netns exec "$(t_ns B)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/B.sock" timeout -s INT 30 "$B_PERF" server -d "$(ifs B)" -p "$port" \
+	-q 2 --verify -j >"$T_TMP/m-server.log" 2>&1 &
+spid=$!
+T_PIDS+=("$spid")
+ip netns exec "$(t_ns A)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/A.sock" timeout -s INT 30 "$B_PERF" client "$PEER" -d "$(ifs A)" -p "$port" \
+	-D 8 -q 2 --verify -j >"$T_TMP/m-client.log" 2>&1 &
+cpid=$!
+T_PIDS+=("$cpid")
+# Bounded wait (10 s) for data moving.
+for ((i = 0; i < 1000; i++)); do
+	grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/m-client.log" 2>/dev/null && break
+	sleep 0.01
+done
+# The client's pid is mrc_perf's: timeout forks it. Its child of timeout.
+ppid=$(pgrep -P "$cpid" -x mrc_perf | head -n 1)
+ppid=${ppid:-$(pgrep -P "$(pgrep -P "$cpid" | head -n 1)" -x mrc_perf | head -n 1)}
+scrape "$T_TMP/m1.txt"
+svc_in A "$B_CTL" -j service clients >"$T_TMP/ctl.json"
+scrape "$T_TMP/m2.txt"
+t_check "metrics: HTTP 200" grep -q '^HTTP/1.1 200' "$T_TMP/m1.txt"
+cpid_ctl=$(jq -r '.clients[] | select(.comm == "mrc_perf") | .pid' "$T_TMP/ctl.json" | head -n 1)
+t_eq "mrcctl: the client's pid" "${cpid_ctl:-none}" "${ppid:-no mrc_perf}"
+# mval FILE FAMILY: the sample of the client's pid.
+mval() { grep "^$2{" "$1" | grep "pid=\"$ppid\"" | awk '{print $2}' | head -n 1; }
+t_check "metrics: the client's comm and uid" grep -q "^mrc_service_client_qps{client=\"[0-9]*\",pid=\"$ppid\",uid=\"0\",comm=\"mrc_perf\"} 2$" "$T_TMP/m1.txt"
+ctl_tx=$(jq -r --argjson p "$ppid" '.clients[] | select(.pid == $p) | .tx_bytes' "$T_TMP/ctl.json")
+ctl_qps=$(jq -r --argjson p "$ppid" '.clients[] | select(.pid == $p) | .qps' "$T_TMP/ctl.json")
+m1=$(mval "$T_TMP/m1.txt" mrc_service_client_tx_bytes_total)
+m2=$(mval "$T_TMP/m2.txt" mrc_service_client_tx_bytes_total)
+t_check "metrics: tx bytes > 0 (${m1:-none})" test "${m1:-0}" -gt 0
+if [ "${m1:-0}" -gt 0 ] && [ "$m1" -le "${ctl_tx:-0}" ] && [ "${ctl_tx:-0}" -le "${m2:-0}" ]; then
+	t_ok "metrics and mrcctl agree: tx bytes $m1 <= $ctl_tx <= $m2"
+else
+	t_fail "metrics and mrcctl disagree: tx bytes $m1, mrcctl $ctl_tx, then $m2"
+fi
+t_eq "metrics and mrcctl: QPs" "$(mval "$T_TMP/m2.txt" mrc_service_client_qps)" "${ctl_qps:-none}"
+t_eq "metrics: clients" "$(grep '^mrc_service_clients ' "$T_TMP/m2.txt" | awk '{print $2}')" \
+	"$(jq -r '.total' "$T_TMP/ctl.json")"
+t_check "metrics: the file's limit and its source" grep -qF \
+	"mrc_service_limit{limit=\"qps\",source=\"$CONF [limits] qps\"} 2" "$T_TMP/m1.txt"
+msched=$(grep '^mrc_service_engine_sched{' "$T_TMP/m1.txt" | grep -o 'mode="[a-z]*"' | cut -d'"' -f2)
+t_eq "engine scheduling: metrics and mrcctl" "$msched" "$(jq -r '.engine.sched' "$T_TMP/ctl.json")"
+t_ok "engine thread: $(jq -r '.engine.sched_why' "$T_TMP/ctl.json")"
+wait "$cpid"
+crc=$?
+wait "$spid"
+src=$?
+cv=$(grep '"summary"' "$T_TMP/m-client.log" | jq -r '.summary.verify' 2>/dev/null)
+if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$cv" = ok ]; then t_ok "metrics: the transfer verified"; else
+	t_fail "metrics: client exit $crc (verify ${cv:-none}), server exit $src"
+	tail -n 3 "$T_TMP/m-client.log" "$T_TMP/m-server.log"
+fi
+svc_stop A
+t_eq "service A: exit status" "$?" 0
+svc_stop B
+t_done

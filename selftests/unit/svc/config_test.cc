@@ -1,0 +1,192 @@
+// mrc-serviced's configuration (user/svc/config.cc): a bad file fails
+// naming the file, line and reason, one case per kind of error; options
+// override the file and name themselves in the limits' sentences; the
+// shipped files are valid.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "svc/config.hpp"
+
+namespace mrc::testing {
+namespace {
+
+using mrc::svc::load_config;
+using mrc::svc::parse_args;
+using mrc::svc::ServerOptions;
+
+class SvcConfigTest : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    path = "/tmp/svc-config-test." + std::to_string(getpid()) + ".toml";
+    std::ofstream(path) << text;
+    return path;
+  }
+  void TearDown() override {
+    if (!path.empty()) unlink(path.c_str());
+  }
+  std::string path;
+};
+
+TEST_F(SvcConfigTest, GoodFileSetsEveryKey) {
+  ServerOptions o;
+  ASSERT_TRUE(load_config(write("[service]\n"
+                                "interfaces = [\"p1\", \"p2\"]\n"
+                                "socket = \"/run/x.sock\"\n"
+                                "socket_mode = 0o600\n"
+                                "metrics = \"127.0.0.1:0\"\n"
+                                "[device]\n"
+                                "use_mrcd = false\n"
+                                "pin_dir = \"/sys/fs/bpf/y\"\n"
+                                "generic = true\n"
+                                "queues = 2\n"
+                                "tx = \"live\"\n"
+                                "udp_port = 4792\n"
+                                "[engine]\n"
+                                "cpu = 1\n"
+                                "sched = \"fifo\"\n"
+                                "nice = -5\n"
+                                "idle_spin_us = 20\n"
+                                "[limits]\n"
+                                "clients = 8\n"
+                                "clients_per_uid = 2\n"
+                                "area_mib = 16\n"
+                                "qps = 3\n"
+                                "cqs = 4\n"
+                                "mrs = 5\n"
+                                "mr_mib = 6\n"),
+                          &o)
+                  .ok());
+  EXPECT_EQ(o.dev.interfaces, (std::vector<std::string>{"p1", "p2"}));
+  EXPECT_EQ(o.socket_path, "/run/x.sock");
+  EXPECT_EQ(o.socket_mode, 0600u);
+  EXPECT_EQ(o.metrics, "127.0.0.1:0");
+  EXPECT_FALSE(o.dev.use_mrcd);
+  EXPECT_EQ(o.dev.pin_dir, "/sys/fs/bpf/y");
+  EXPECT_TRUE(o.dev.force_generic);
+  EXPECT_EQ(o.dev.queues, 2u);
+  EXPECT_EQ(o.dev.tx, TxBackend::kLive);
+  EXPECT_EQ(o.dev.udp_port, 4792);
+  EXPECT_EQ(o.dev.engine_cpu, 1);
+  EXPECT_EQ(o.dev.engine_sched, EngineSched::kFifo);
+  EXPECT_EQ(o.dev.engine_nice, -5);
+  EXPECT_EQ(o.dev.idle_spin_us, 20u);
+  EXPECT_EQ(o.max_clients, 8u);
+  EXPECT_EQ(o.max_clients_per_uid, 2u);
+  EXPECT_EQ(o.area_bytes, 16ull << 20);
+  EXPECT_EQ(o.max_qps, 3u);
+  EXPECT_EQ(o.max_cqs, 4u);
+  EXPECT_EQ(o.max_mrs, 5u);
+  EXPECT_EQ(o.max_mr_bytes, 6ull << 20);
+  EXPECT_EQ(o.limit_names.qps, path + " [limits] qps");
+  EXPECT_EQ(o.limit_names.mr_bytes, path + " [limits] mr_mib");
+  EXPECT_EQ(o.limit_names.clients_per_uid, path + " [limits] clients_per_uid");
+}
+
+TEST_F(SvcConfigTest, BadFilesNameFileLineAndReason) {
+  struct Case {
+    const char* text;
+    const char* want;
+  } cases[] = {
+      // syntax
+      {"[limits]\nqps = \n", ":2:"},
+      {"x = [\n", ":1:"},
+      // unknown section, unknown key
+      {"[limit]\nqps = 1\n", ":1: unknown section or key limit"},
+      {"[limits]\nqps = 1\nqp = 2\n", ":3: unknown key limits.qp"},
+      {"[engine]\nspin = 1\n", ":2: unknown key engine.spin"},
+      // a section that is not a table
+      {"limits = 3\n", ":1: [limits] must be a table"},
+      // wrong type
+      {"[limits]\nqps = \"many\"\n", ":2: limits.qps must be an integer in 0..1048576"},
+      {"[device]\ngeneric = 1\n", ":2: device.generic must be true or false"},
+      {"[service]\nsocket = 5\n", ":2: service.socket must be a string"},
+      {"[service]\ninterfaces = \"eth1\"\n", ":2: service.interfaces must be an array"},
+      {"[service]\ninterfaces = [\"\"]\n", ":2: service.interfaces: each must be"},
+      // out of range
+      {"[limits]\nqps = -1\n", ":2: limits.qps = -1 is outside 0..1048576"},
+      {"[limits]\n\narea_mib = 0\n", ":3: limits.area_mib = 0 is outside 1..4096"},
+      {"[engine]\nnice = 20\n", ":2: engine.nice = 20 is outside -20..19"},
+      {"[device]\nudp_port = 0\n", ":2: device.udp_port = 0 is outside 1..65535"},
+      // a value that is not one of the words
+      {"[device]\ntx = \"fast\"\n", ":2: device.tx \"fast\" is not xsk, live or auto"},
+      {"[engine]\nsched = \"rt\"\n", ":2: engine.sched:"},
+      {"[service]\ngroup = \"no-such-group-mrc\"\n", ":2: no group no-such-group-mrc"},
+      {"[service]\nsocket = \"run/x\"\n", ":2: service.socket must be an absolute path"},
+  };
+  for (const Case& c : cases) {
+    ServerOptions o;
+    auto r = load_config(write(c.text), &o);
+    ASSERT_FALSE(r.ok()) << c.text;
+    const std::string msg = r.error().message();
+    EXPECT_EQ(msg.rfind(path + ":", 0), 0u) << msg;
+    EXPECT_NE(msg.find(c.want), std::string::npos) << "want \"" << c.want << "\" in: " << msg;
+  }
+  ServerOptions o;
+  auto missing = load_config("/nonexistent/mrc-serviced.toml", &o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("/nonexistent/mrc-serviced.toml"), std::string::npos);
+}
+
+TEST_F(SvcConfigTest, OptionsOverrideTheFile) {
+  write("[service]\ninterfaces = [\"f1\"]\n[limits]\nqps = 3\ncqs = 4\n");
+  auto r = parse_args({"--config", path, "--max-qps", "7", "p1,p2"}, "");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->config, path);
+  EXPECT_EQ(r->opts.max_qps, 7u);
+  EXPECT_EQ(r->opts.limit_names.qps, "--max-qps");
+  EXPECT_EQ(r->opts.max_cqs, 4u);
+  EXPECT_EQ(r->opts.limit_names.cqs, path + " [limits] cqs");
+  EXPECT_EQ(r->opts.dev.interfaces, (std::vector<std::string>{"p1", "p2"}));
+  // The file's interfaces when the command line has none; the option before
+  // --config still overrides it.
+  r = parse_args({"--max-cqs", "9", "--config", path}, "");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->opts.dev.interfaces, (std::vector<std::string>{"f1"}));
+  EXPECT_EQ(r->opts.max_cqs, 9u);
+  EXPECT_EQ(r->opts.max_qps, 3u);
+}
+
+TEST_F(SvcConfigTest, DefaultFileOnlyWhenPresent) {
+  write("[limits]\nmrs = 11\n");
+  auto r = parse_args({"eth1"}, path);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->config, path);
+  EXPECT_EQ(r->opts.max_mrs, 11u);
+  r = parse_args({"--no-config", "eth1"}, path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->config, "");
+  EXPECT_EQ(r->opts.max_mrs, 4096u);
+  r = parse_args({"eth1"}, "/nonexistent/mrc-serviced.toml");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->config, "");
+  // An explicit file that is missing is an error.
+  EXPECT_FALSE(parse_args({"--config", "/nonexistent/x.toml", "eth1"}, "").ok());
+}
+
+TEST_F(SvcConfigTest, BadOptions) {
+  EXPECT_FALSE(parse_args({"--max-qps", "-1", "eth1"}, "").ok());
+  EXPECT_FALSE(parse_args({"--bogus", "eth1"}, "").ok());
+  EXPECT_FALSE(parse_args({"--tx", "fast", "eth1"}, "").ok());
+  EXPECT_FALSE(parse_args({"--max-qps"}, "").ok());
+  auto r = parse_args({"--max-qps", "2"}, "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("no plane interfaces"), std::string::npos);
+  EXPECT_FALSE(parse_args({"a,,b"}, "").ok());
+}
+
+TEST_F(SvcConfigTest, ShippedFilesAreValid) {
+  for (const char* f : {MRC_SOURCE_DIR "/user/svc/mrc-serviced.toml.sample",
+                        MRC_SOURCE_DIR "/user/svc/mrc-serviced.toml"}) {
+    ServerOptions o;
+    auto r = load_config(f, &o);
+    EXPECT_TRUE(r.ok()) << f << ": " << r.error().message();
+    EXPECT_EQ(o.max_qps, 1024u) << f;
+    EXPECT_EQ(o.max_mrs, 4096u) << f;
+    EXPECT_EQ(o.area_bytes, 64ull << 20) << f;
+  }
+}
+
+}  // namespace
+}  // namespace mrc::testing

@@ -1,0 +1,38 @@
+// mrc-serviced's configuration: a TOML file (mrc-serviced.toml.sample lists
+// every key; Documentation/service.md, "Configuration") and the command line,
+// whose options override the file. The file is `--config FILE`, else
+// kDefaultConfig when it exists. A bad file or option is refused before
+// anything starts, with "FILE:LINE: reason" for the file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mrc/result.hpp"
+#include "svc/server.hpp"
+
+namespace mrc::svc {
+
+#ifndef MRC_SERVICED_CONFIG
+#define MRC_SERVICED_CONFIG "/etc/mrc/mrc-serviced.toml"
+#endif
+constexpr const char* kDefaultConfig = MRC_SERVICED_CONFIG;
+
+// Reads FILE into *o (keys it does not set stay as they are). Each limit the
+// file sets is named "FILE [limits] KEY" in the service's refusals.
+Status load_config(const std::string& path, ServerOptions* o);
+
+struct ServicedArgs {
+  ServerOptions opts;
+  std::string config;  // the file read, "" for none
+  bool help = false;
+  bool check = false;  // --check: validate the configuration and exit
+};
+// argv: the file first (--config FILE, else the default one when present;
+// --no-config: none), then every option over it. `default_config` is
+// kDefaultConfig but for tests. Errors are sentences without the program name.
+Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
+                                const std::string& default_config = kDefaultConfig);
+std::string usage();
+
+}  // namespace mrc::svc
