@@ -80,10 +80,12 @@ for f in "$MRC_INCLUDEDIR/mrc/mrc.h" "$MRC_LIBDIR/libmrc.so" "$MRC_LIBDIR/libmrc
 done
 UNIT=$MRC_PREFIX/lib/systemd/system/mrcd.service
 CONF=$MRC_SYSCONFDIR/mrc/mrcd.toml
+SCONF=$MRC_SYSCONFDIR/mrc/mrc-serviced.toml
 for f in "$MRC_BINDIR/mrc_perf" "$MRC_SBINDIR/mrcctl" "$MRC_SBINDIR/mrcd" "$UNIT" "$CONF" \
 	"$MRC_SBINDIR/mrc-serviced" "$MRC_PREFIX/lib/systemd/system/mrc-serviced.service" \
 	"$MRC_MANDIR/man1/mrc_perf.1" "$MRC_MANDIR/man8/mrcctl.8" "$MRC_MANDIR/man8/mrcd.8" \
-	"$MRC_MANDIR/man5/mrcd.toml.5" "$MRC_DOCDIR/mrcd.toml.sample"; do
+	"$MRC_MANDIR/man5/mrcd.toml.5" "$MRC_DOCDIR/mrcd.toml.sample" "$SCONF" \
+	"$MRC_MANDIR/man5/mrc-serviced.toml.5" "$MRC_DOCDIR/mrc-serviced.toml.sample"; do
 	t_check "mrc-tools ships $f" has mrc-tools "$f"
 done
 t_check "libmrc-dev depends on $LIBPKG (= $ver)" \
@@ -97,7 +99,8 @@ dpkg-deb -e "${DEB[$LIBPKG]}" "$T_TMP/lib.ctrl"
 t_eq "$LIBPKG shlibs" "$(cat "$T_TMP/lib.ctrl/shlibs" 2>/dev/null)" "libmrc $MRC_SOVERSION $LIBPKG (>= $ver)"
 t_eq "$LIBPKG triggers" "$(cat "$T_TMP/lib.ctrl/triggers" 2>/dev/null)" "activate-noawait ldconfig"
 dpkg-deb -e "${DEB[mrc-tools]}" "$T_TMP/tools.ctrl"
-t_eq "mrc-tools conffiles" "$(cat "$T_TMP/tools.ctrl/conffiles" 2>/dev/null)" "$CONF"
+t_eq "mrc-tools conffiles" "$(cat "$T_TMP/tools.ctrl/conffiles" 2>/dev/null)" "$CONF
+$SCONF"
 
 # ---- 2. unpacked into a scratch root ------------------------------------------
 step "dpkg -x into $ROOT"
@@ -234,7 +237,7 @@ done
 # ---- 6. man pages --------------------------------------------------------------
 step "man pages"
 MAN=$ROOT$MRC_MANDIR
-for page in man1/mrc_perf.1 man8/mrcctl.8 man8/mrcd.8 man5/mrcd.toml.5 man3/libmrc.3; do
+for page in man1/mrc_perf.1 man8/mrcctl.8 man8/mrcd.8 man5/mrcd.toml.5 man5/mrc-serviced.toml.5 man3/libmrc.3; do
 	out=$(MANWIDTH=80 man --warnings -E UTF-8 -l "$MAN/$page" 2>"$T_TMP/man.err" | wc -l)
 	t_eq "man -l $page: warnings" "$(head -3 "$T_TMP/man.err")" ""
 	t_range "man -l $page: lines" "$out" 20 100000

@@ -229,12 +229,12 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
       v = args[++i];
       return ok_status();
     };
-#define SVC_NUM(field, max, T)    \
-  do {                            \
-    MRC_TRY(val());               \
-    auto n_ = num(a, v, max);     \
-    if (!n_) return n_.error();   \
-    field = T(*n_);               \
+#define SVC_NUM(field, max, T)  \
+  do {                          \
+    MRC_TRY(val());             \
+    auto n_ = num(a, v, max);   \
+    if (!n_) return n_.error(); \
+    field = T(*n_);             \
   } while (0)
     if (a == "-h" || a == "--help") {
       r.help = true;

@@ -32,7 +32,8 @@ std::string render_metrics(Server& s, const ServerOptions& o, double start_time)
            uint64_t(1));
 
   // The limits and where each was set (an option or the file's key).
-  e.family("mrc_service_limit", "gauge", "a per-process limit (0: none for mr_bytes, clients_per_uid)");
+  e.family("mrc_service_limit", "gauge",
+           "a per-process limit (0: none for mr_bytes, clients_per_uid)");
   const ServerOptions::LimitNames& n = o.limit_names;
   const std::pair<const char*, std::pair<uint64_t, const std::string*>> lim[] = {
       {"clients", {o.max_clients, &n.clients}},
@@ -63,8 +64,9 @@ std::string render_metrics(Server& s, const ServerOptions& o, double start_time)
   e.family("mrc_service_cq_overruns_total", "counter", "completions a client's full CQ lost");
   e.sample("mrc_service_cq_overruns_total", L{}, c.cq_overruns.load());
   const EngineStats es = ctx.engine_stats();
-  e.family("mrc_service_engine_bytes_total", "counter",
-           "bytes of the frames the service's engine sent and received (all clients, headers included)");
+  e.family(
+      "mrc_service_engine_bytes_total", "counter",
+      "bytes of the frames the service's engine sent and received (all clients, headers included)");
   e.sample("mrc_service_engine_bytes_total", L{{"dir", "tx"}}, es.tx_bytes);
   e.sample("mrc_service_engine_bytes_total", L{{"dir", "rx"}}, es.rx_bytes);
   e.family("mrc_service_engine_frames_total", "counter",
@@ -94,8 +96,7 @@ std::string render_metrics(Server& s, const ServerOptions& o, double start_time)
       {"mrc_service_client_tx_bytes_total", "counter",
        "payload bytes a process's QPs sent (destroyed QPs included)", &ObserveClient::tx_bytes},
       {"mrc_service_client_rx_bytes_total", "counter",
-       "payload bytes a process's QPs received (destroyed QPs included)",
-       &ObserveClient::rx_bytes},
+       "payload bytes a process's QPs received (destroyed QPs included)", &ObserveClient::rx_bytes},
       {"mrc_service_client_errors_total", "counter",
        "a process's error completions, refused requests and its QPs' remote access errors",
        &ObserveClient::errors}};
@@ -115,13 +116,12 @@ std::string render_metrics(Server& s, const ServerOptions& o, double start_time)
 
 Result<std::unique_ptr<MetricsThread>> MetricsThread::start(Server& s, const ServerOptions& o) {
   std::unique_ptr<MetricsThread> t(new MetricsThread());
-  const double started =
-      double(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count()) /
-      1e9;
-  auto ep = prom::Metrics::listen(
-      o.metrics, [&s, &o, started] { return render_metrics(s, o, started); });
+  const double started = double(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count()) /
+                         1e9;
+  auto ep =
+      prom::Metrics::listen(o.metrics, [&s, &o, started] { return render_metrics(s, o, started); });
   if (!ep) return std::move(ep).error();
   t->ep_ = std::move(*ep);
   t->stop_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

@@ -49,7 +49,8 @@ Status Reader::boolean(const char* key, bool* out, bool* found) {
   const toml::node* n = t_.get(key);
   if (!n) return ok_status();
   auto v = n->value<bool>();
-  if (!v || !n->is_boolean()) return Error(EINVAL, at(*n) + where_ + key + " must be true or false");
+  if (!v || !n->is_boolean())
+    return Error(EINVAL, at(*n) + where_ + key + " must be true or false");
   *out = *v;
   if (found) *found = true;
   return ok_status();

@@ -135,6 +135,10 @@ t_eq "metrics: clients" "$(grep '^mrc_service_clients ' "$T_TMP/m2.txt" | awk '{
 	"$(jq -r '.total' "$T_TMP/ctl.json")"
 t_check "metrics: the file's limit and its source" grep -qF \
 	"mrc_service_limit{limit=\"qps\",source=\"$CONF [limits] qps\"} 2" "$T_TMP/m1.txt"
+if command -v promtool >/dev/null; then
+	sed '1,/^\r$/d' "$T_TMP/m2.txt" >"$T_TMP/m2.body"
+	t_eq "promtool check metrics" "$(promtool check metrics <"$T_TMP/m2.body" 2>&1)" ""
+fi
 msched=$(grep '^mrc_service_engine_sched{' "$T_TMP/m1.txt" | grep -o 'mode="[a-z]*"' | cut -d'"' -f2)
 t_eq "engine scheduling: metrics and mrcctl" "$msched" "$(jq -r '.engine.sched' "$T_TMP/ctl.json")"
 t_ok "engine thread: $(jq -r '.engine.sched_why' "$T_TMP/ctl.json")"

@@ -4,7 +4,8 @@
 # 64 bits, empty, with blanks or a sign -- is refused before anything starts:
 # exit status 2, a sentence naming the option, no socket file. A good value
 # passes the parse (the run then fails opening an interface that does not
-# exist: exit 1, no "bad value"). Needs no root.
+# exist: exit 1, no "bad value"). A bad configuration file: exit 2 with
+# FILE:LINE. Needs no root.
 set -u
 S=${MRC_BUILD_DIR:?}/user/svc/mrc-serviced
 sock=$(mktemp -u /tmp/serviced-cli.XXXXXX.sock)
@@ -37,5 +38,19 @@ out=$(timeout 10 "$S" --socket "$sock" --max-qps 7 --max-mr-mib 0x10 --socket-mo
 rc=$?
 [ $rc = 1 ] && ! echo "$out" | grep -q 'bad value'
 check "good values pass the parse (exit $rc: $out)" $?
-rm -f "$sock"
+# The configuration file: a bad one is refused the same way, naming FILE:LINE.
+conf=$(mktemp /tmp/serviced-cli.XXXXXX.toml)
+printf '[limits]\nqps = -3\n' >"$conf"
+out=$(timeout 10 "$S" --socket "$sock" --config "$conf" nosuchif0 2>&1)
+rc=$?
+[ $rc = 2 ] && echo "$out" | grep -qF -- "$conf:2: limits.qps = -3 is outside" && [ ! -e "$sock" ]
+check "bad file: exit 2 naming FILE:LINE, nothing started (exit $rc: $out)" $?
+out=$(timeout 10 "$S" --socket "$sock" --config /nonexistent/mrc-serviced.toml nosuchif0 2>&1)
+rc=$?
+[ $rc = 2 ] && echo "$out" | grep -qF -- "/nonexistent/mrc-serviced.toml"
+check "missing file: exit 2 naming it (exit $rc: $out)" $?
+printf '[limits]\nqps = 3\n' >"$conf"
+out=$(timeout 10 "$S" --config "$conf" --check nosuchif0 2>&1)
+check "--check of a good file: exit 0 ($out)" $?
+rm -f "$sock" "$conf"
 exit $fail
