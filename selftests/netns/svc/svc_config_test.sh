@@ -8,7 +8,8 @@
 #  3. the metrics endpoint ([service] metrics) scraped during a verified
 #     transfer: the client's pid, uid and comm, tx bytes > 0 and bracketed by
 #     `mrcctl -j service clients` between two scrapes, QPs equal; the engine
-#     thread's scheduling in the metrics equals mrcctl's.
+#     thread's scheduling in the metrics equals mrcctl's; on B (metrics from
+#     the option) the server's rx bytes bracketed the same way.
 . "$(dirname "$0")/svc_lib.sh"
 t_require timeout jq
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
@@ -45,6 +46,8 @@ metrics = "127.0.0.1:0"
 [limits]
 qps = 2
 EOT
+# B's service serves metrics from the option (its server's received bytes).
+SVC_OPTS=(--metrics 127.0.0.1:0)
 svc_start B || exit 1
 # run NAME QPS: a pair through the services, the client's exit status.
 run() {
@@ -87,11 +90,16 @@ svc_stop A
 # 3. Metrics during a verified transfer.
 SVC_OPTS=(--config "$CONF")
 svc_start A || exit 1
-MPORT=$(grep -o 'metrics at .* (port [0-9]*)' "$T_TMP/svc.A.log" | tail -n 1 | grep -o '[0-9]*)$' | tr -d ')')
-t_check "metrics: the service names its port (${MPORT:-none})" test -n "$MPORT"
+# mport HOST: the metrics port HOST's service logged last.
+mport() { grep -o 'metrics at .* (port [0-9]*)' "$T_TMP/svc.$1.log" | tail -n 1 | grep -o '[0-9]*)$' | tr -d ')'; }
+MPORT=$(mport A)
+BPORT=$(mport B)
+t_check "metrics: the services name their ports (${MPORT:-none}, ${BPORT:-none})" test -n "$MPORT" -a -n "$BPORT"
 ip netns exec "$(t_ns A)" ip link set lo up
+ip netns exec "$(t_ns B)" ip link set lo up
+# scrape FILE [HOST PORT]: GET /metrics of A's service (or HOST's at PORT).
 scrape() {
-	ip netns exec "$(t_ns A)" timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$MPORT &&
+	ip netns exec "$(t_ns "${2:-A}")" timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/${3:-$MPORT} &&
 		printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3 && cat <&3" >"$1"
 }
 port=$((PORT + 10))
@@ -112,8 +120,11 @@ done
 ppid=$(pgrep -P "$cpid" -x mrc_perf | head -n 1)
 ppid=${ppid:-$(pgrep -P "$(pgrep -P "$cpid" | head -n 1)" -x mrc_perf | head -n 1)}
 scrape "$T_TMP/m1.txt"
+scrape "$T_TMP/b1.txt" B "$BPORT"
 svc_in A "$B_CTL" -j service clients >"$T_TMP/ctl.json"
+svc_in B "$B_CTL" -j service clients >"$T_TMP/ctlb.json"
 scrape "$T_TMP/m2.txt"
+scrape "$T_TMP/b2.txt" B "$BPORT"
 t_check "metrics: HTTP 200" grep -q '^HTTP/1.1 200' "$T_TMP/m1.txt"
 cpid_ctl=$(jq -r '.clients[] | select(.comm == "mrc_perf") | .pid' "$T_TMP/ctl.json" | head -n 1)
 t_eq "mrcctl: the client's pid" "${cpid_ctl:-none}" "${ppid:-no mrc_perf}"
@@ -129,6 +140,18 @@ if [ "${m1:-0}" -gt 0 ] && [ "$m1" -le "${ctl_tx:-0}" ] && [ "${ctl_tx:-0}" -le 
 	t_ok "metrics and mrcctl agree: tx bytes $m1 <= $ctl_tx <= $m2"
 else
 	t_fail "metrics and mrcctl disagree: tx bytes $m1, mrcctl $ctl_tx, then $m2"
+fi
+# B: the server's received bytes, by its pid as mrcctl names it.
+spid_ctl=$(jq -r '.clients[] | select(.comm == "mrc_perf") | .pid' "$T_TMP/ctlb.json" | head -n 1)
+ctlb_rx=$(jq -r '.clients[] | select(.comm == "mrc_perf") | .rx_bytes' "$T_TMP/ctlb.json" | head -n 1)
+t_eq "mrcctl on B: the server's pid" "${spid_ctl:-none}" "$(pgrep -P "$spid" -x mrc_perf | head -n 1)"
+bval() { grep "^mrc_service_client_rx_bytes_total{" "$1" | grep "pid=\"${spid_ctl:-none}\"" | awk '{print $2}' | head -n 1; }
+b1=$(bval "$T_TMP/b1.txt")
+b2=$(bval "$T_TMP/b2.txt")
+if [ "${b1:-0}" -gt 0 ] && [ "$b1" -le "${ctlb_rx:-0}" ] && [ "${ctlb_rx:-0}" -le "${b2:-0}" ]; then
+	t_ok "B's metrics and mrcctl agree: server pid $spid_ctl, rx bytes $b1 <= $ctlb_rx <= $b2"
+else
+	t_fail "B's metrics and mrcctl disagree: server pid ${spid_ctl:-none}, rx bytes ${b1:-none}, mrcctl ${ctlb_rx:-none}, then ${b2:-none}"
 fi
 t_eq "metrics and mrcctl: QPs" "$(mval "$T_TMP/m2.txt" mrc_service_client_qps)" "${ctl_qps:-none}"
 t_eq "metrics: clients" "$(grep '^mrc_service_clients ' "$T_TMP/m2.txt" | awk '{print $2}')" \
