@@ -136,6 +136,10 @@ Status load_config(const std::string& path, ServerOptions* o) {
     if (f) n.mrs = src + "mrs";
     MRC_TRY(r.integer("mr_mib", &mib, 0, 1 << 24, &f));
     if (f) o->max_mr_bytes = mib << 20, n.mr_bytes = src + "mr_mib";
+    MRC_TRY(r.integer("wr", &o->max_wr, 1, 65536, &f));
+    if (f) n.wr = src + "wr";
+    MRC_TRY(r.integer("cqe", &o->max_cqe, 1, 1 << 22, &f));
+    if (f) n.cqe = src + "cqe";
     MRC_TRY(r.done());
   }
   return ok_status();
@@ -172,6 +176,8 @@ std::string usage() {
          "  --max-cqs N        CQs per process (default 1024)\n"
          "  --max-mrs N        memory regions per process (default 4096)\n"
          "  --max-mr-mib N     registered MiB per process (default 0: no limit)\n"
+         "  --max-wr N         work requests per queue of a QP (default 8192, at most 65536)\n"
+         "  --max-cqe N        entries per CQ (default 1048576, at most 4194304)\n"
          "  --max-clients-per-uid N  processes of one uid served at once (default 0: no limit)\n"
          "  --cpu N            pin the engine thread to CPU N\n"
          "  --sched MODE       engine thread scheduling (Documentation/service.md section 6):\n"
@@ -284,6 +290,14 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
       SVC_NUM(o.max_mr_bytes, 1u << 24, uint64_t);
       o.max_mr_bytes <<= 20;
       o.limit_names.mr_bytes = a;
+    } else if (a == "--max-wr") {
+      SVC_NUM(o.max_wr, 65536, uint32_t);
+      if (!o.max_wr) return Error(EINVAL, "--max-wr must be at least 1");
+      o.limit_names.wr = a;
+    } else if (a == "--max-cqe") {
+      SVC_NUM(o.max_cqe, 1u << 22, uint32_t);
+      if (!o.max_cqe) return Error(EINVAL, "--max-cqe must be at least 1");
+      o.limit_names.cqe = a;
     } else if (a == "--max-clients-per-uid") {
       SVC_NUM(o.max_clients_per_uid, 100000, uint32_t);
       o.limit_names.clients_per_uid = a;

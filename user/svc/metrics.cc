@@ -42,7 +42,9 @@ std::string render_metrics(Server& s, const ServerOptions& o, double start_time)
       {"qps", {o.max_qps, &n.qps}},
       {"cqs", {o.max_cqs, &n.cqs}},
       {"mrs", {o.max_mrs, &n.mrs}},
-      {"mr_bytes", {o.max_mr_bytes, &n.mr_bytes}}};
+      {"mr_bytes", {o.max_mr_bytes, &n.mr_bytes}},
+      {"wr", {o.max_wr, &n.wr}},
+      {"cqe", {o.max_cqe, &n.cqe}}};
   for (const auto& [name, v] : lim)
     e.sample("mrc_service_limit", L{{"limit", name}, {"source", *v.second}}, v.first);
 

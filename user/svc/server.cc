@@ -511,7 +511,8 @@ Result<Server::Reply> Server::op_create_cq(ClientState& c, const Msg& m) {
   if (rq.channel && !valid(c.channels, rq.channel - 1))
     return err(EINVAL, "create_cq: no completion channel " + std::to_string(rq.channel - 1));
   if (rq.cqe > o_.max_cqe)
-    return err(EINVAL, "create_cq: at most " + std::to_string(o_.max_cqe) + " entries");
+    return err(EINVAL, "create_cq: at most " + std::to_string(o_.max_cqe) + " entries (" +
+                           o_.limit_names.cqe + ")");
   if (c.live_cqs >= o_.max_cqs)
     return err(ENOMEM, "create_cq: service limit: " + std::to_string(o_.max_cqs) +
                            " CQs per process (" + o_.limit_names.cqs + ")");
@@ -557,7 +558,8 @@ Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
   if (!valid(c.pds, init.pd) || !valid(c.cqs, init.send_cq) || !valid(c.cqs, init.recv_cq))
     return err(EINVAL, "create_qp: no such PD or CQ");
   if (init.cap.max_send_wr > o_.max_wr || init.cap.max_recv_wr > o_.max_wr)
-    return err(EINVAL, "create_qp: at most " + std::to_string(o_.max_wr) + " work requests");
+    return err(EINVAL, "create_qp: at most " + std::to_string(o_.max_wr) + " work requests (" +
+                           o_.limit_names.wr + ")");
   if (c.live_qps >= o_.max_qps)
     return err(ENOMEM, "create_qp: service limit: " + std::to_string(o_.max_qps) +
                            " QPs per process (" + o_.limit_names.qps + ")");

@@ -48,7 +48,7 @@ struct ServerOptions {
   struct LimitNames {
     std::string clients = "--max-clients", clients_per_uid = "--max-clients-per-uid";
     std::string area = "--area-mib", qps = "--max-qps", cqs = "--max-cqs", mrs = "--max-mrs";
-    std::string mr_bytes = "--max-mr-mib";
+    std::string mr_bytes = "--max-mr-mib", wr = "--max-wr", cqe = "--max-cqe";
   } limit_names;
   std::string metrics;  // Prometheus endpoint host:port; "" = none
 };

@@ -55,7 +55,9 @@ TEST_F(SvcConfigTest, GoodFileSetsEveryKey) {
                                 "qps = 3\n"
                                 "cqs = 4\n"
                                 "mrs = 5\n"
-                                "mr_mib = 6\n"),
+                                "mr_mib = 6\n"
+                                "wr = 512\n"
+                                "cqe = 4096\n"),
                           &o)
                   .ok());
   EXPECT_EQ(o.dev.interfaces, (std::vector<std::string>{"p1", "p2"}));
@@ -79,6 +81,9 @@ TEST_F(SvcConfigTest, GoodFileSetsEveryKey) {
   EXPECT_EQ(o.max_cqs, 4u);
   EXPECT_EQ(o.max_mrs, 5u);
   EXPECT_EQ(o.max_mr_bytes, 6ull << 20);
+  EXPECT_EQ(o.max_wr, 512u);
+  EXPECT_EQ(o.max_cqe, 4096u);
+  EXPECT_EQ(o.limit_names.wr, path + " [limits] wr");
   EXPECT_EQ(o.limit_names.qps, path + " [limits] qps");
   EXPECT_EQ(o.limit_names.mr_bytes, path + " [limits] mr_mib");
   EXPECT_EQ(o.limit_names.clients_per_uid, path + " [limits] clients_per_uid");
@@ -108,6 +113,7 @@ TEST_F(SvcConfigTest, BadFilesNameFileLineAndReason) {
       {"[limits]\nqps = -1\n", ":2: limits.qps = -1 is outside 0..1048576"},
       {"[limits]\n\narea_mib = 0\n", ":3: limits.area_mib = 0 is outside 1..4096"},
       {"[engine]\nnice = 20\n", ":2: engine.nice = 20 is outside -20..19"},
+      {"[limits]\nwr = 0\n", ":2: limits.wr = 0 is outside 1..65536"},
       {"[device]\nudp_port = 0\n", ":2: device.udp_port = 0 is outside 1..65535"},
       // a value that is not one of the words
       {"[device]\ntx = \"fast\"\n", ":2: device.tx \"fast\" is not xsk, live or auto"},
@@ -185,6 +191,8 @@ TEST_F(SvcConfigTest, ShippedFilesAreValid) {
     EXPECT_EQ(o.max_qps, 1024u) << f;
     EXPECT_EQ(o.max_mrs, 4096u) << f;
     EXPECT_EQ(o.area_bytes, 64ull << 20) << f;
+    EXPECT_EQ(o.max_wr, 8192u) << f;
+    EXPECT_EQ(o.max_cqe, 1u << 20) << f;
   }
 }
 
