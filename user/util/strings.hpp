@@ -14,7 +14,8 @@ inline std::vector<std::string> split(std::string_view s, char sep, bool skip_em
   std::vector<std::string> out;
   for (size_t start = 0;;) {
     size_t at = s.find(sep, start);
-    std::string_view f = s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start);
+    std::string_view f =
+        s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start);
     if (!skip_empty || !f.empty()) out.emplace_back(f);
     if (at == std::string_view::npos) break;
     start = at + 1;
