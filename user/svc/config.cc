@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <set>
@@ -318,7 +319,8 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
       char* end = nullptr;
       errno = 0;
       const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || errno || n < -20 || n > 19)
+      if (v.empty() || std::isspace(static_cast<unsigned char>(v[0])) || *end || errno || n < -20 ||
+          n > 19)
         return Error(EINVAL, "--nice takes -20..19, not " + v);
       o.dev.engine_nice = int(n);
     } else if (a == "--idle-spin-us") {
