@@ -272,7 +272,8 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
       SVC_NUM(o.dev.queues, 1024, uint32_t);
     } else if (a == "--tx") {
       MRC_TRY(val());
-      MRC_TRY(parse_tx(v, &o.dev.tx, "--"));
+      if (!parse_tx(v, &o.dev.tx, ""))
+        return Error(EINVAL, "--tx takes xsk, live or auto, not \"" + v + "\"");
     } else if (a == "--udp-port") {
       SVC_NUM(o.dev.udp_port, 65535, uint16_t);
     } else if (a == "--max-clients") {

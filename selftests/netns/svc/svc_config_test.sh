@@ -14,9 +14,7 @@
 t_require timeout jq
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
 B_CTL=$MRC_BUILD_DIR/user/tools/mrcctl
-for b in "$B_PERF" "$SVCD" "$B_CTL"; do
-	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
-done
+svc_need "$B_PERF" "$SVCD" "$B_CTL"
 t_up direct planes=4
 PEER=$(t_port B 0 ipv4)
 PORT=$((22700 + RANDOM % 1000))
