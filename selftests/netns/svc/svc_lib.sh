@@ -19,9 +19,12 @@ svc_serving() {
 # svc_start HOST: mrc-serviced in HOST's namespace on its planes; waits
 # (bounded) until it accepts connections. Socket: $T_TMP/HOST.sock.
 svc_start() {
-	local h=$1 i n0
+	local h=$1 i n0 cfg=(--no-config)
+	# A test's service reads no configuration file unless the test names
+	# one: an /etc/mrc/mrc-serviced.toml on the host must not change it.
+	[[ " ${SVC_OPTS[*]} " == *" --config "* ]] && cfg=()
 	n0=$(svc_serving "$h")
-	ip netns exec "$(t_ns "$h")" "$SVCD" --no-mrcd --socket "$T_TMP/$h.sock" "${SVC_OPTS[@]}" "$(ifs "$h")" \
+	ip netns exec "$(t_ns "$h")" "$SVCD" --no-mrcd "${cfg[@]}" --socket "$T_TMP/$h.sock" "${SVC_OPTS[@]}" "$(ifs "$h")" \
 		>>"$T_TMP/svc.$h.log" 2>&1 &
 	SVC_PID[$h]=$!
 	T_PIDS+=("${SVC_PID[$h]}")
