@@ -10,6 +10,12 @@
 #   bench_setup NAME BIN...   root or exit 77, every BIN built or exit 1,
 #                             MRC_BUILD_DIR=$BUILD exported, OUT (default a
 #                             new /tmp/mrc-NAME.XXXXXX) made
+#   bench_svc_up NAME [BIN]   mrc-serviced (BIN, default $SVCD) on each host's
+#                             planes, sockets OUT/A.sock and OUT/B.sock, logs
+#                             OUT/svc.{A,B}.log; waits (bounded) until both
+#                             serve, else prints the logs and exits 1.
+#                             PIDs in SVA, SVB
+#   bench_svc_down            stops both (SIGTERM, wait)
 FABRIC=$ROOT/selftests/fabric/fabric.sh
 RUN= SPID=
 bench_cleanup() {
@@ -35,4 +41,26 @@ bench_fabric_up() {
 h = json.load(open(sys.argv[1]))['hosts']
 devs = lambda n: ','.join(p['ifname'] for p in h[n]['ports'])
 print(h['A']['ns'], h['B']['ns'], devs('A'), devs('B'), h['B']['ports'][0]['ipv4'])" "$STATE")
+}
+
+SVA= SVB=
+bench_svc_down() {
+  local p
+  for p in $SVA $SVB; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  SVA= SVB=
+}
+bench_svc_up() {
+  local name=$1 bin=${2:-$SVCD} i
+  : >"$OUT/svc.A.log"; : >"$OUT/svc.B.log"
+  ip netns exec "$NSA" "$bin" --no-mrcd --socket "$OUT/A.sock" "$DEVA" >>"$OUT/svc.A.log" 2>&1 &
+  SVA=$!
+  ip netns exec "$NSB" "$bin" --no-mrcd --socket "$OUT/B.sock" "$DEVB" >>"$OUT/svc.B.log" 2>&1 &
+  SVB=$!
+  for ((i = 0; i < 1000; i++)); do
+    grep -q serving "$OUT/svc.A.log" && grep -q serving "$OUT/svc.B.log" && return 0
+    sleep 0.01
+  done
+  echo "$name: the services did not start" >&2
+  cat "$OUT"/svc.*.log >&2
+  exit 1
 }

@@ -26,28 +26,7 @@ done
 PERF=$BUILD/user/tools/mrc_perf SVCD=$BUILD/user/svc/mrc-serviced
 bench_setup svc_compare "$PERF" "$SVCD"
 bench_fabric_up planes=4 >/dev/null
-SVA= SVB=
-svc_down() {
-  local p
-  for p in $SVA $SVB; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  SVA= SVB=
-}
-trap 'svc_down; bench_cleanup' EXIT INT TERM
-svc_up() { # waits (bounded) for both services to serve
-  local i
-  : >"$OUT/svc.A.log"; : >"$OUT/svc.B.log"
-  ip netns exec "$NSA" "$SVCD" --no-mrcd --socket "$OUT/A.sock" "$DEVA" >>"$OUT/svc.A.log" 2>&1 &
-  SVA=$!
-  ip netns exec "$NSB" "$SVCD" --no-mrcd --socket "$OUT/B.sock" "$DEVB" >>"$OUT/svc.B.log" 2>&1 &
-  SVB=$!
-  for ((i = 0; i < 1000; i++)); do
-    grep -q serving "$OUT/svc.A.log" && grep -q serving "$OUT/svc.B.log" && return 0
-    sleep 0.01
-  done
-  echo "svc_compare: the services did not start" >&2
-  cat "$OUT"/svc.*.log >&2
-  exit 1
-}
+trap 'bench_svc_down; bench_cleanup' EXIT INT TERM
 PORT=$((21000 + RANDOM % 1000))
 ARGS=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
 run() { # MODE ROUND -> prints Gbit/s
@@ -74,9 +53,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
   if ((r % 2)); then order="service exclusive"; else order="exclusive service"; fi
   for m in $order; do
     if [ "$m" = service ]; then
-      svc_up
+      bench_svc_up svc_compare
       GS[r]=$(run service "$r")
-      svc_down
+      bench_svc_down
       echo "round $r service   ${GS[r]} Gbit/s"
     else
       GX[r]=$(run exclusive "$r")

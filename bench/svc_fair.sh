@@ -53,34 +53,13 @@ done
 PERF=$BUILD/user/tools/mrc_perf SVCD=$BUILD/user/svc/mrc-serviced
 bench_setup svc_fair "$PERF" "$SVCD"
 bench_fabric_up planes=4 >/dev/null
-SVA= SVB=
 PIDS=()
-svc_down() {
-  local p
-  for p in $SVA $SVB; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  SVA= SVB=
-}
 stop_all() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   PIDS=()
 }
-trap 'stop_all; svc_down; bench_cleanup' EXIT INT TERM
-svc_up() { # [SERVICED]: waits (bounded) for both services to serve
-  local i bin=${1:-$SVCD}
-  : >"$OUT/svc.A.log"; : >"$OUT/svc.B.log"
-  ip netns exec "$NSA" "$bin" --no-mrcd --socket "$OUT/A.sock" "$DEVA" >>"$OUT/svc.A.log" 2>&1 &
-  SVA=$!
-  ip netns exec "$NSB" "$bin" --no-mrcd --socket "$OUT/B.sock" "$DEVB" >>"$OUT/svc.B.log" 2>&1 &
-  SVB=$!
-  for ((i = 0; i < 1000; i++)); do
-    grep -q serving "$OUT/svc.A.log" && grep -q serving "$OUT/svc.B.log" && return 0
-    sleep 0.01
-  done
-  echo "svc_fair: the services did not start" >&2
-  cat "$OUT"/svc.*.log >&2
-  exit 1
-}
+trap 'stop_all; bench_svc_down; bench_cleanup' EXIT INT TERM
 PORT=$((23000 + RANDOM % 1000))
 BULK=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
 SRV_ARGS=()  # extra arguments of the next start's server only
@@ -203,7 +182,7 @@ bulk8() { # NAME [ARGS...] (default BULK)
 declare -a X1 S1 S8 J R1 R8 XL SL RL JQS JQX JA JNV
 mode_service() {
   local r=$1 g
-  svc_up
+  bench_svc_up svc_fair
   one "svc.bulk1.$r" service "${BULK[@]}"
   S1[r]=$(field "svc.bulk1.$r" gbps)
   bulk8 "svc.bulk8.$r"
@@ -217,7 +196,7 @@ mode_service() {
   JNV[r]=$(printf '%s\n' "${G8[@]}" | jain)
   one "svc.lat.$r" service "${LAT[@]}"
   SL[r]=$(field "svc.lat.$r" p50_us)
-  svc_down
+  bench_svc_down
   echo "round $r service   bulk1 ${S1[r]} Gbit/s, bulk$NPROC ${S8[r]} Gbit/s (each: ${g[*]}; $(tail -n 1 "$OUT/windows") s all at once), Jain ${J[r]} (without --verify: ${JNV[r]}; 1 process, $NPROC QPs: ${JQS[r]}), 8 B p50 ${SL[r]} us"
 }
 mode_exclusive() {
@@ -231,9 +210,9 @@ mode_exclusive() {
 }
 mode_alt() {
   local r=$1
-  svc_up "$ALT"
+  bench_svc_up svc_fair "$ALT"
   bulk8 "alt.bulk8.$r"
-  svc_down
+  bench_svc_down
   JA[r]=$(printf '%s\n' "${G8[@]}" | jain)
   echo "round $r -A service bulk$NPROC $(printf '%s\n' "${G8[@]}" | sum) Gbit/s (each: ${G8[*]}), Jain ${JA[r]}"
 }

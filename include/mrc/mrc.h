@@ -249,6 +249,16 @@ int mrc_dealloc_pd(struct mrc_pd *pd);
 /* REMOTE_WRITE needs LOCAL_WRITE (EINVAL), as in verbs. */
 struct mrc_mr *mrc_reg_mr(struct mrc_pd *pd, void *addr, size_t length, int access);
 int mrc_dereg_mr(struct mrc_mr *mr);
+/* Memory that the host service places into with no copy and no remapping of
+ * the application's pages (Documentation/service.md, "Memory"): length bytes
+ * rounded up to whole pages, zeroed, read-write; register it with mrc_reg_mr
+ * in either mode. Needs no device. NULL with errno EINVAL (zero length, more
+ * than 1 TiB) or the mapping's error. */
+void *mrc_alloc_buf(size_t length);
+/* Frees what mrc_alloc_buf returned, with the same length. EINVAL for any
+ * other address or length (nothing is unmapped); EBUSY while a memory region
+ * of this process covers part of it: deregister it first. */
+int mrc_free_buf(void *buf, size_t length);
 
 /* ------------------------------------------------------------------------
  * Completion channels and completion queues

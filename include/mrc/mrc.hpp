@@ -94,6 +94,17 @@ const char* to_string(EngineSched s);
 // naming the modes otherwise.
 Result<EngineSched> parse_engine_sched(std::string_view name);
 
+// Memory for registration that the host service places into with no copy
+// and no remapping of the application's pages (service.md, "Memory"): `length`
+// bytes rounded up to whole pages, zeroed, read-write (a sealed memfd mapped
+// shared; in exclusive mode the engine uses it like any memory). Register it
+// with reg_mr in either mode. EINVAL for a zero length or more than 1 TiB.
+Result<void*> alloc_buf(size_t length);
+// Frees what alloc_buf returned, with the same length. EINVAL for any other
+// address or length (nothing is unmapped), EBUSY while a memory region of
+// this process still covers part of it (deregister first).
+Status free_buf(void* buf, size_t length);
+
 struct DeviceOptions {
   DeviceMode mode = DeviceMode::kAuto;
   // The service's socket; empty: $MRC_SERVICE_SOCKET, else /run/mrc/service.sock.

@@ -88,6 +88,7 @@
 
 #include "codec/packet.hpp"
 #include "fabric_util.hpp"
+#include "util/strings.hpp"
 
 namespace mrc::fabric {
 namespace {
@@ -104,14 +105,7 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, ','))
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
+std::vector<std::string> split(const std::string& s) { return mrc::util::split(s, ',', true); }
 
 const std::vector<std::string> kClasses = {
     "truncated", "bad_icrc",   "bad_bth",     "unknown_qpn", "ghost_sack", "ghost_nack",

@@ -177,6 +177,21 @@ Device g_dev;
 
 int errno_to_fi(int e) { return e ? -e : -FI_EOTHER; }
 
+// Releases what device_get opened, in reverse order, and leaves g_dev as
+// before the first device_get (its error path and the last device_put).
+void device_release() {
+  if (g_dev.chan) mrc_destroy_comp_channel(g_dev.chan);
+  if (g_dev.pd) mrc_dealloc_pd(g_dev.pd);
+  if (g_dev.ctx) mrc_destroy_context(g_dev.ctx);
+  if (g_dev.dev) mrc_close_device(g_dev.dev);
+  g_dev.dev = nullptr;
+  g_dev.ctx = nullptr;
+  g_dev.pd = nullptr;
+  g_dev.chan = nullptr;
+  g_dev.chan_fd = -1;
+  g_dev.refs = 0;
+}
+
 int device_get(const Config& c) {
   if (g_dev.refs++ > 0) return 0;
   std::vector<const char*> names;
@@ -203,15 +218,7 @@ int device_get(const Config& c) {
       mrc_get_comp_channel_fd(g_dev.chan, &g_dev.chan_fd)) {
     int e = errno;
     MRC_FI_WARN("mrc context/PD/channel: %s\n", mrc_last_error());
-    if (g_dev.pd) mrc_dealloc_pd(g_dev.pd);
-    if (g_dev.ctx) mrc_destroy_context(g_dev.ctx);
-    mrc_close_device(g_dev.dev);
-    g_dev.dev = nullptr;
-    g_dev.ctx = nullptr;
-    g_dev.pd = nullptr;
-    g_dev.chan = nullptr;
-    g_dev.chan_fd = -1;
-    g_dev.refs = 0;
+    device_release();
     return errno_to_fi(e);
   }
   fcntl(g_dev.chan_fd, F_SETFL, fcntl(g_dev.chan_fd, F_GETFL) | O_NONBLOCK);
@@ -232,16 +239,7 @@ int device_get(const Config& c) {
 
 void device_put() {
   if (--g_dev.refs > 0) return;
-  mrc_destroy_comp_channel(g_dev.chan);
-  mrc_dealloc_pd(g_dev.pd);
-  mrc_destroy_context(g_dev.ctx);
-  mrc_close_device(g_dev.dev);
-  g_dev.dev = nullptr;
-  g_dev.ctx = nullptr;
-  g_dev.pd = nullptr;
-  g_dev.chan = nullptr;
-  g_dev.chan_fd = -1;
-  g_dev.refs = 0;
+  device_release();
   std::lock_guard<std::mutex> ml(g_dev.mrs_mu);
   g_dev.mrs.clear();
 }

@@ -615,6 +615,17 @@ int mrc_dereg_mr(struct mrc_mr* mr) {
   return 0;
 }
 
+void* mrc_alloc_buf(size_t length) {
+  auto r = mrc::alloc_buf(length);
+  if (!r) return fail_null<void>(r.error());
+  return *r;
+}
+
+int mrc_free_buf(void* buf, size_t length) {
+  if (auto s = mrc::free_buf(buf, length); !s) return fail(s.error());
+  return 0;
+}
+
 // ---------------------------------------------------------------------------
 // Completion channels and CQs
 

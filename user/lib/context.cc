@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "lib/context_impl.hpp"
 #include "lib/neigh.hpp"
 #include "svc/client.hpp"
+#include "svc/remap.hpp"
 
 namespace mrc {
 
@@ -78,11 +80,99 @@ const char* to_string(TxBackend b) {
 }
 
 // ---------------------------------------------------------------------------
+// alloc_buf / free_buf, and the process's registered ranges they check
+// against: freeing memory a region still covers would leave the engine (in
+// exclusive mode) placing into unmapped pages.
+
+namespace {
+
+struct BufRegistry {
+  std::mutex mu;
+  std::map<uintptr_t, size_t> bufs;  // alloc_buf's address -> the length asked
+  struct Reg {
+    uintptr_t end;
+    const Context* owner;
+    uint32_t lkey;
+  };
+  std::multimap<uintptr_t, Reg> regs;  // registered [begin, end)
+};
+
+BufRegistry& buf_registry() {
+  static BufRegistry r;
+  return r;
+}
+
+void note_registered(const Context* owner, const MemoryRegion& mr) {
+  auto& r = buf_registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  const uintptr_t b = reinterpret_cast<uintptr_t>(mr.addr);
+  r.regs.emplace(b, BufRegistry::Reg{b + mr.length, owner, mr.lkey});
+}
+
+void note_deregistered(const Context* owner, uint32_t lkey) {
+  auto& r = buf_registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  for (auto it = r.regs.begin(); it != r.regs.end(); ++it)
+    if (it->second.owner == owner && it->second.lkey == lkey) {
+      r.regs.erase(it);
+      return;
+    }
+}
+
+void forget_context(const Context* owner) {
+  auto& r = buf_registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  for (auto it = r.regs.begin(); it != r.regs.end();)
+    it = it->second.owner == owner ? r.regs.erase(it) : std::next(it);
+}
+
+}  // namespace
+
+Result<void*> alloc_buf(size_t length) {
+  if (length == 0) return Error(EINVAL, "alloc_buf: zero length");
+  auto p = svc::alloc_shared(length);
+  if (!p) {
+    Error e = p.error();
+    return e.wrap("alloc_buf");
+  }
+  auto& r = buf_registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  r.bufs[reinterpret_cast<uintptr_t>(*p)] = length;
+  return *p;
+}
+
+Status free_buf(void* buf, size_t length) {
+  auto& r = buf_registry();
+  const uintptr_t b = reinterpret_cast<uintptr_t>(buf);
+  {
+    std::lock_guard<std::mutex> lk(r.mu);
+    auto it = r.bufs.find(b);
+    if (!buf || it == r.bufs.end())
+      return Error(EINVAL, "free_buf: " + std::string(buf ? "not" : "a null pointer is not") +
+                               " an address alloc_buf returned");
+    if (it->second != length)
+      return Error(EINVAL, "free_buf: length " + std::to_string(length) + ", but " +
+                               std::to_string(it->second) + " bytes were allocated there");
+    for (const auto& [rb, reg] : r.regs)
+      if (rb < b + length && reg.end > b)
+        return Error(EBUSY, "free_buf: memory region lkey " + std::to_string(reg.lkey) +
+                                " still covers part of it: deregister it first");
+    r.bufs.erase(it);
+  }
+  if (auto s = svc::free_shared(buf, length); !s) {
+    Error e = s.error();
+    return e.wrap("free_buf");
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------
 
 Context::Context() : impl_(std::make_unique<Impl>()) {}
 
 Context::~Context() {
   if (!impl_) return;
+  forget_context(this);
   if (impl_->svc) {
     impl_->svc.reset();
     return;
@@ -507,17 +597,25 @@ Status Context::dealloc_pd(uint32_t pd) {
 }
 
 Result<MemoryRegion> Context::reg_mr(uint32_t pd, void* addr, size_t length, uint32_t access) {
-  if (impl_->svc) return impl_->svc->reg_mr(pd, addr, length, access);
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  auto r = impl_->eng->reg_mr(pd, addr, length, access);
-  if (!r) return std::move(r).error();
-  return MemoryRegion{addr, length, r->lkey, r->rkey};
+  Result<MemoryRegion> m = [&]() -> Result<MemoryRegion> {
+    if (impl_->svc) return impl_->svc->reg_mr(pd, addr, length, access);
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    auto r = impl_->eng->reg_mr(pd, addr, length, access);
+    if (!r) return std::move(r).error();
+    return MemoryRegion{addr, length, r->lkey, r->rkey};
+  }();
+  if (m) note_registered(this, *m);
+  return m;
 }
 
 Status Context::dereg_mr(const MemoryRegion& mr) {
-  if (impl_->svc) return impl_->svc->dereg_mr(mr);
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->eng->dereg_mr(mr.lkey);
+  Status s = [&]() -> Status {
+    if (impl_->svc) return impl_->svc->dereg_mr(mr);
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    return impl_->eng->dereg_mr(mr.lkey);
+  }();
+  if (s) note_deregistered(this, mr.lkey);
+  return s;
 }
 
 Result<std::unique_ptr<CompChannel>> Context::create_comp_channel() {

@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -138,7 +139,7 @@ mrc::svc::ServerOptions parse(int argc, char** argv) {
       char* end = nullptr;
       errno = 0;
       const long n = std::strtol(v, &end, 10);
-      if (!*v || *end || errno || n < -20 || n > 19)
+      if (!*v || std::isspace(static_cast<unsigned char>(*v)) || *end || errno || n < -20 || n > 19)
         bad(std::string("--nice takes -20..19, not ") + v);
       o.dev.engine_nice = int(n);
     } else if (a == "--idle-spin-us") {

@@ -358,6 +358,8 @@ void parse_tx(Opts& o, const char* arg) {
     usage(2);
 }
 
+std::pair<std::string, std::string> parse_engine_kv(const std::string& kv);  // --engine, below
+
 // A long option without a short form (c: its LongOption) with its
 // argument; throws std::invalid_argument on a malformed value.
 void apply_long_option(Opts& o, int c, const char* arg) {
@@ -459,10 +461,7 @@ void apply_long_option(Opts& o, int c, const char* arg) {
         usage(2);
       break;
     case kEngine: {
-      std::string kv = arg;
-      auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--engine KEY=VALUE");
-      o.engine.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      o.engine.push_back(parse_engine_kv(arg));
       break;
     }
     default:
@@ -713,93 +712,111 @@ void add_mem(Json& sum, const Opts& o, const char* role, uint32_t nqps, const Si
   sum["mem_end"] = mem_json(role, nqps, s.mem_base, mem_snap());
 }
 
-// --engine KEY=VALUE: protocol tunables of core::EngineConfig (times in us).
+// --engine KEY=VALUE: protocol tunables of core::EngineConfig (times in us,
+// at most an hour; a count at most 2^32-1; a switch 0 or 1). A value is
+// checked when the option is parsed (an unknown key, a value that is not a
+// whole number or out of its range: exit 2 naming both) and applied when the
+// device opens.
+struct EngineKey {
+  const char* name;
+  uint64_t max;
+  void (*set)(core::EngineConfig&, uint64_t);
+};
+constexpr uint64_t kMaxUs = 3'600'000'000ull;
+constexpr uint64_t kMaxNs32Us = UINT32_MAX / 1000;  // kept in ns in 32 bits
+constexpr uint64_t kMaxU32 = UINT32_MAX;
+const EngineKey kEngineKeys[] = {
+    {"probe_initial_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_initial = n * 1000; }},
+    {"probe_max_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_max = n * 1000; }},
+    {"probe_relapse_max_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_relapse_max = n * 1000; }},
+    {"probe_timeout_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_timeout = n * 1000; }},
+    {"probe_inflight_max", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_inflight_max = uint32_t(n); }},
+    {"probe_successes", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_successes = uint32_t(n); }},
+    {"plane_suspect_losses", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_suspect_losses = uint32_t(n); }},
+    {"plane_quiet_max_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_quiet_max = n * 1000; }},
+    {"loss_needs_plane_evidence", 1,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.loss_needs_plane_evidence = n != 0; }},
+    {"plane_lossy_ppm", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_lossy_ppm = uint32_t(n); }},
+    {"plane_lossy_ratio", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_lossy_ratio = uint32_t(n); }},
+    {"plane_lossy_div", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_lossy_div = uint32_t(n); }},
+    {"plane_window", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_window = uint32_t(n); }},
+    {"plane_lossy_keep_evs", 1,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_lossy_keep_evs = n != 0; }},
+    {"ev_outlier_ratio", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.ev_outlier_ratio = uint32_t(n); }},
+    {"ev_outlier_min", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.ev_outlier_min = uint32_t(n); }},
+    {"min_reorder_us", kMaxUs, [](core::EngineConfig& e, uint64_t n) { e.min_reorder = n * 1000; }},
+    {"min_rto_us", kMaxUs, [](core::EngineConfig& e, uint64_t n) { e.min_rto = n * 1000; }},
+    {"sack_bytes", kMaxU32, [](core::EngineConfig& e, uint64_t n) { e.sack_bytes = uint32_t(n); }},
+    {"sack_delay_us", kMaxUs, [](core::EngineConfig& e, uint64_t n) { e.sack_delay = n * 1000; }},
+    {"tx_quantum", kMaxU32, [](core::EngineConfig& e, uint64_t n) { e.tx_quantum = uint32_t(n); }},
+    {"evs_per_port", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.auto_evs_per_port = uint32_t(n); }},
+    {"active_per_port", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.auto_active_per_port = uint32_t(n); }},
+    {"cc_target_delay_us", kMaxNs32Us,
+     [](core::EngineConfig& e, uint64_t n) {
+       e.default_cc.nscc.target_delay = uint32_t(n * 1000);
+     }},
+    {"cc_min_target_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.cc_min_target = n * 1000; }},
+    {"cc_max_cwnd", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.default_cc.nscc.max_cwnd = uint32_t(n); }},
+    {"cc_base_rtt_us", kMaxNs32Us,
+     [](core::EngineConfig& e, uint64_t n) { e.default_cc.nscc.base_rtt = uint32_t(n * 1000); }},
+    {"cc_init_window", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.cc_init_window = uint32_t(n); }},
+    {"cc_delay_md", 1, [](core::EngineConfig& e, uint64_t n) { e.cc_delay_md = n != 0; }},
+    {"cc_queue_target_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.cc_queue_target = n * 1000; }},
+    {"cc_qa", 1, [](core::EngineConfig& e, uint64_t n) { e.default_cc.nscc.disable_qa = n == 0; }},
+    {"report_all_ev_events", 1,
+     [](core::EngineConfig& e, uint64_t n) { e.report_all_ev_events = n != 0; }},
+    {"probe_rate", kMaxU32, [](core::EngineConfig& e, uint64_t n) { e.probe_rate = uint32_t(n); }},
+    {"probe_burst", kMaxU32,
+     [](core::EngineConfig& e, uint64_t n) { e.probe_burst = uint32_t(n); }},
+};
+
+const EngineKey* engine_key(const std::string& k) {
+  for (const auto& ek : kEngineKeys)
+    if (k == ek.name) return &ek;
+  return nullptr;
+}
+
+// KEY=VALUE of --engine: checked here, so a bad one stops mrc_perf before
+// it opens anything.
+std::pair<std::string, std::string> parse_engine_kv(const std::string& kv) {
+  auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--engine KEY=VALUE");
+  std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+  const EngineKey* ek = engine_key(k);
+  if (!ek) {
+    std::fprintf(stderr, "mrc_perf: unknown --engine key '%s' (mrc_perf --help lists them)\n",
+                 k.c_str());
+    std::exit(2);
+  }
+  num<uint64_t>(("--engine " + k).c_str(), v, 0, ek->max);
+  return {k, v};
+}
+
 void apply_engine(core::EngineConfig& e,
                   const std::vector<std::pair<std::string, std::string>>& kvs) {
   for (const auto& [k, v] : kvs) {
-    uint64_t n = 0;
-    try {
-      size_t used = 0;
-      n = std::stoull(v, &used);
-      if (used != v.size()) throw std::invalid_argument(v);
-    } catch (const std::exception&) {
-      std::fprintf(stderr, "mrc_perf: --engine %s: '%s' is not a number\n", k.c_str(), v.c_str());
-      std::exit(2);
-    }
-    const core::Time us = n * 1000;
-    if (k == "probe_initial_us")
-      e.paths.probe_initial = us;
-    else if (k == "probe_max_us")
-      e.paths.probe_max = us;
-    else if (k == "probe_relapse_max_us")
-      e.paths.probe_relapse_max = us;
-    else if (k == "probe_timeout_us")
-      e.paths.probe_timeout = us;
-    else if (k == "probe_inflight_max")
-      e.paths.probe_inflight_max = uint32_t(n);
-    else if (k == "probe_successes")
-      e.paths.probe_successes = uint32_t(n);
-    else if (k == "plane_suspect_losses")
-      e.paths.plane_suspect_losses = uint32_t(n);
-    else if (k == "plane_quiet_max_us")
-      e.paths.plane_quiet_max = us;
-    else if (k == "loss_needs_plane_evidence")
-      e.paths.loss_needs_plane_evidence = n != 0;
-    else if (k == "plane_lossy_ppm")
-      e.paths.plane_lossy_ppm = uint32_t(n);
-    else if (k == "plane_lossy_ratio")
-      e.paths.plane_lossy_ratio = uint32_t(n);
-    else if (k == "plane_lossy_div")
-      e.paths.plane_lossy_div = uint32_t(n);
-    else if (k == "plane_window")
-      e.paths.plane_window = uint32_t(n);
-    else if (k == "plane_lossy_keep_evs")
-      e.paths.plane_lossy_keep_evs = n != 0;
-    else if (k == "ev_outlier_ratio")
-      e.paths.ev_outlier_ratio = uint32_t(n);
-    else if (k == "ev_outlier_min")
-      e.paths.ev_outlier_min = uint32_t(n);
-    else if (k == "min_reorder_us")
-      e.min_reorder = us;
-    else if (k == "min_rto_us")
-      e.min_rto = us;
-    else if (k == "sack_bytes")
-      e.sack_bytes = uint32_t(n);
-    else if (k == "sack_delay_us")
-      e.sack_delay = us;
-    else if (k == "tx_quantum")
-      e.tx_quantum = uint32_t(n);
-    else if (k == "evs_per_port")
-      e.auto_evs_per_port = uint32_t(n);
-    else if (k == "active_per_port")
-      e.auto_active_per_port = uint32_t(n);
-    else if (k == "cc_target_delay_us")
-      e.default_cc.nscc.target_delay = uint32_t(us);
-    else if (k == "cc_min_target_us")
-      e.cc_min_target = us;
-    else if (k == "cc_max_cwnd")
-      e.default_cc.nscc.max_cwnd = uint32_t(n);
-    else if (k == "cc_base_rtt_us")
-      e.default_cc.nscc.base_rtt = uint32_t(us);
-    else if (k == "cc_init_window")
-      e.cc_init_window = uint32_t(n);
-    else if (k == "cc_delay_md")
-      e.cc_delay_md = n != 0;
-    else if (k == "cc_queue_target_us")
-      e.cc_queue_target = us;
-    else if (k == "cc_qa")
-      e.default_cc.nscc.disable_qa = n == 0;
-    else if (k == "report_all_ev_events")
-      e.report_all_ev_events = n != 0;
-    else if (k == "probe_rate")
-      e.probe_rate = uint32_t(n);
-    else if (k == "probe_burst")
-      e.probe_burst = uint32_t(n);
-    else {
-      std::fprintf(stderr, "mrc_perf: unknown --engine key '%s' (mrc_perf --help lists them)\n",
-                   k.c_str());
-      std::exit(2);
-    }
+    const EngineKey* ek = engine_key(k);
+    if (ek) ek->set(e, num<uint64_t>(("--engine " + k).c_str(), v, 0, ek->max));
   }
 }
 

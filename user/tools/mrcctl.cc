@@ -25,6 +25,7 @@
 
 #include "ctl/ops.hpp"
 #include "svc/proto.hpp"
+#include "util/strings.hpp"
 #include "util/unique_fd.hpp"
 
 namespace {
@@ -157,17 +158,7 @@ struct Parsed {
   std::map<std::string, bool> flags;
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> v;
-  size_t start = 0;
-  for (;;) {
-    size_t at = s.find(sep, start);
-    v.push_back(s.substr(start, at - start));
-    if (at == std::string::npos) break;
-    start = at + 1;
-  }
-  return v;
-}
+using mrc::util::split;
 
 bool to_num(const std::string& s, uint64_t* out) {
   if (s.empty() || s[0] == '-') return false;

@@ -336,10 +336,12 @@ def partial_figures(run, r, s, start, end):
     # first seconds of a transfer on this loaded host: "before" alone
     # understated it by up to a third).
     hi = run.end - 0.3
-    ctl_bins = bins(t, v, lo, start) + (bins(t, v, end + 0.5, hi) if end + 0.8 < hi else [])
-    control = median(ctl_bins)
-    wire = median(bins(run.wire_t, run.wire_v, lo, start) +
-                  (bins(run.wire_t, run.wire_v, end + 0.5, hi) if end + 0.8 < hi else []))
+
+    def control_span(fn, tt, vv):  # fn (bins or window) over both control spans
+        return fn(tt, vv, lo, start) + (fn(tt, vv, end + 0.5, hi) if end + 0.8 < hi else [])
+
+    control = median(control_span(bins, t, v))
+    wire = median(control_span(bins, run.wire_t, run.wire_v))
     per_wire = min(1.0, control / wire) if control and wire else None
     rate = s.get("plane_gbps", 1.0) / VM_RATE_DIV
     cap = s["usable_planes"] * rate * per_wire if per_wire else None
@@ -348,7 +350,7 @@ def partial_figures(run, r, s, start, end):
     rel = ratio(dur, remaining)
     # ... and this host's own empty 10 ms bins there (a descheduled mrc_perf
     # empties bins with nothing failing), per second, beside the fault's
-    ctl_w = window(t, v, lo, start) + (window(t, v, end + 0.5, hi) if end + 0.8 < hi else [])
+    ctl_w = control_span(window, t, v)
     ctl_zero = sum(1 for _, x in ctl_w if x <= 0)
     ctl_s = max(len(ctl_w) * 0.01, 0.01)
     r.fig.update({"control_zero_10ms_bins": ctl_zero, "control_s": rnd(ctl_s, 2),

@@ -68,6 +68,12 @@ F set p0 --flap 20ms/0ms "${MRC_ONLY[@]}" --reset >/dev/null
 out=$(t_xfer A B 0 ipv4 --count 200 --payload 256)
 t_eq "flap 20ms/0ms (never down): MRC frames received" "$(jq .parsed_ok <<<"$out")" 200
 t_check "flap: a down time longer than the period is refused" bash -c "! $B_FAULT --state $ST set p0 --flap 10ms/20ms 2>/dev/null"
+for bad in 500ns 10ms/ /5ms 10ms/-1ms abc 10xs 10ms/nan inf 2h; do
+	t_check "flap: '$bad' is refused with a reason" bash -c "$B_FAULT --state $ST set p0 --flap '$bad' 2>&1 | grep -q 'time\\|wants'"
+	t_check "flap: '$bad' exits non-zero" bash -c "! $B_FAULT --state $ST set p0 --flap '$bad' >/dev/null 2>&1"
+done
+t_eq "flap: a refused --flap leaves the configuration as it was (20ms/0ms)" \
+	"$(F --json show p0 | jq -r '.[0].faults.flap | "\(.period_ns) \(.down_ns)"')" "20000000 0"
 F clear p0 >/dev/null
 
 # --- a set of source ports (a quarter of MRC's EVs): --match-sport-mask ------

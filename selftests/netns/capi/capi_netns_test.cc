@@ -992,6 +992,65 @@ TEST_F(CApiNetns, PostSendChecksTheWholeListBeforePostingAny) {
   destroy(imm_peer);
 }
 
+// mrc_alloc_buf / mrc_free_buf (Documentation/api.md, "Memory"): page-rounded
+// zeroed memory that registers and carries a WRITE like any other; a free
+// is refused while a region covers it, for any address or length that
+// mrc_alloc_buf did not hand out, and twice.
+TEST_F(CApiNetns, AllocBufCarriesWritesAndIsFreedOnlyOnceDeregistered) {
+  EXPECT_NULL_ERRNO(mrc_alloc_buf(0), EINVAL);
+  EXPECT_NULL_ERRNO(mrc_alloc_buf(size_t(1) << 41), EINVAL);
+  EXPECT_ERRNO(mrc_free_buf(nullptr, 4096), EINVAL);
+  Host a = host(0), b = host(1);
+  connect(a, b);
+  const size_t len = (1 << 20) + 123;  // not a whole number of pages
+  auto* src = static_cast<uint8_t*>(mrc_alloc_buf(len));
+  auto* dst = static_cast<uint8_t*>(mrc_alloc_buf(len));
+  ASSERT_TRUE(src && dst) << err("mrc_alloc_buf");
+  EXPECT_EQ(uintptr_t(src) % 4096, 0u);
+  for (size_t i = 0; i < len + 4096 - 123; i++) ASSERT_EQ(dst[i], 0) << "not zeroed at " << i;
+  for (size_t i = 0; i < len; i++) src[i] = uint8_t(i * 13 + 5 + (i >> 12));
+  mrc_mr* ms = mrc_reg_mr(a.pd, src, len, MRC_ACCESS_LOCAL_WRITE);
+  mrc_mr* md = mrc_reg_mr(b.pd, dst, len, MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
+  ASSERT_TRUE(ms && md) << err("mrc_reg_mr");
+  mrc_sge sg{uint64_t(uintptr_t(src)), uint32_t(len), ms->lkey};
+  mrc_send_wr w{};
+  w.wr_id = 5;
+  w.sg_list = &sg;
+  w.num_sge = 1;
+  w.opcode = MRC_WR_RDMA_WRITE;
+  w.send_flags = MRC_SEND_SIGNALED;
+  w.wr.rdma.remote_addr = uint64_t(uintptr_t(dst));
+  w.wr.rdma.rkey = md->rkey;
+  mrc_send_wr* bad = nullptr;
+  ASSERT_EQ(mrc_post_send(a.qp, &w, &bad), 0) << err("post_send");
+  auto c = poll_n(a.cq, 1, std::chrono::seconds(30));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, MRC_WC_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(dst, src, len)) << "the WRITE into mrc_alloc_buf memory differs";
+
+  // Freeing what a region covers, another address or length, a malloc'd page.
+  EXPECT_ERRNO(mrc_free_buf(src, len), EBUSY);
+  EXPECT_NE(std::string(mrc_last_error()).find("deregister it first"), std::string::npos)
+      << mrc_last_error();
+  EXPECT_ERRNO(mrc_free_buf(src + 4096, len - 4096), EINVAL);
+  EXPECT_ERRNO(mrc_free_buf(src, len + 1), EINVAL);
+  void* heap = std::aligned_alloc(4096, 8192);
+  ASSERT_NE(heap, nullptr);
+  std::memset(heap, 0x5a, 8192);
+  EXPECT_ERRNO(mrc_free_buf(heap, 8192), EINVAL);
+  EXPECT_EQ(static_cast<uint8_t*>(heap)[8191], 0x5a) << "a refused free touched the memory";
+  std::free(heap);
+  EXPECT_EQ(src[len - 1], uint8_t((len - 1) * 13 + 5 + ((len - 1) >> 12)));  // still mapped
+
+  ASSERT_EQ(mrc_dereg_mr(ms), 0);
+  ASSERT_EQ(mrc_dereg_mr(md), 0);
+  EXPECT_EQ(mrc_free_buf(src, len), 0) << err("mrc_free_buf");
+  EXPECT_EQ(mrc_free_buf(dst, len), 0) << err("mrc_free_buf");
+  EXPECT_ERRNO(mrc_free_buf(src, len), EINVAL);  // twice
+  destroy(a);
+  destroy(b);
+}
+
 // ---------------------------------------------------------------------------
 // Async events and the waits of destroy
 

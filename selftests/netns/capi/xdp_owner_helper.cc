@@ -31,20 +31,11 @@
 #include "loader/attach.hpp"
 #include "loader/mrc_xdp.hpp"
 #include "mrc/mrc.hpp"
+#include "util/strings.hpp"
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
+std::vector<std::string> split(const std::string& s) { return mrc::util::split(s, ',', true); }
 
 int usage() {
   std::fprintf(stderr,

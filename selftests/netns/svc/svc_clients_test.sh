@@ -10,12 +10,8 @@
 . "$(dirname "$0")/svc_lib.sh"
 t_require timeout
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
-for b in "$B_PERF" "$SVCD"; do
-	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
-done
-t_up direct planes=4
-svc_start A || exit 1
-svc_start B || exit 1
+svc_need "$B_PERF" "$SVCD"
+svc_fabric_up
 PEER=$(t_port B 0 ipv4)
 PORT=$((19700 + RANDOM % 1000))
 

@@ -23,38 +23,15 @@
 #include <vector>
 
 #include "mrc/mrc.hpp"
+#include "svc_tool.hpp"
+#include "util/strings.hpp"
 
 namespace {
 
-int failures = 0;
-void check(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok" : "FAIL", what.c_str());
-  if (!ok) failures++;
-}
-template <class T>
-T must(mrc::Result<T> r, const char* what) {
-  if (!r) {
-    std::fprintf(stderr, "svc_death: %s: %s\n", what, r.error().message().c_str());
-    std::exit(2);
-  }
-  return std::move(*r);
-}
-void must(mrc::Status s, const char* what) {
-  if (!s) {
-    std::fprintf(stderr, "svc_death: %s: %s\n", what, s.error().message().c_str());
-    std::exit(2);
-  }
-}
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> v;
-  for (size_t a = 0; a <= s.size();) {
-    size_t c = s.find(',', a);
-    if (c == std::string::npos) c = s.size();
-    v.push_back(s.substr(a, c - a));
-    a = c + 1;
-  }
-  return v;
-}
+using svc_tool::check;
+using svc_tool::failures;
+using svc_tool::must;
+std::vector<std::string> split(const std::string& s) { return mrc::util::split(s, ','); }
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();

@@ -11,13 +11,9 @@ t_require
 SRV=$MRC_BUILD_DIR/examples/write_imm_server
 CLI=$MRC_BUILD_DIR/examples/write_imm_client
 CLI_CPP=$MRC_BUILD_DIR/examples/write_imm_client_cpp
-for b in "$SRV" "$CLI" "$CLI_CPP" "$SVCD"; do
-	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
-done
+svc_need "$SRV" "$CLI" "$CLI_CPP" "$SVCD"
 
-t_up direct planes=4
-svc_start A || exit 1
-svc_start B || exit 1
+svc_fabric_up
 PORT=$((20000 + RANDOM % 10000))
 
 # run NAME N SIZE [CLIENT]: one server/client pair; N messages of SIZE bytes

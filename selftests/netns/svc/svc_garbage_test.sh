@@ -12,12 +12,8 @@
 t_require timeout
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
 G=$MRC_BUILD_DIR/selftests/netns/svc/svc_garbage
-for b in "$B_PERF" "$SVCD" "$G"; do
-	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
-done
-t_up direct planes=4
-svc_start A || exit 1
-svc_start B || exit 1
+svc_need "$B_PERF" "$SVCD" "$G"
+svc_fabric_up
 PEER=$(t_port B 0 ipv4)
 PORT=$((22700 + RANDOM % 1000))
 

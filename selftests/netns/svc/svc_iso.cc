@@ -38,37 +38,16 @@
 #include "mrc/mrc.hpp"
 #include "svc/client.hpp"
 #include "svc/proto.hpp"
+#include "svc_tool.hpp"
+#include "util/strings.hpp"
 
 namespace {
 
-int failures = 0;
-void check(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok" : "FAIL", what.c_str());
-  std::fflush(stdout);
-  if (!ok) failures++;
-}
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "svc_iso: %s\n", what.c_str());
-  std::exit(2);
-}
-template <class T>
-T must(mrc::Result<T> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-  return std::move(*r);
-}
-void must(mrc::Status s, const char* what) {
-  if (!s) die(std::string(what) + ": " + s.error().message());
-}
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> v;
-  for (size_t a = 0; a <= s.size();) {
-    size_t c = s.find(',', a);
-    if (c == std::string::npos) c = s.size();
-    v.push_back(s.substr(a, c - a));
-    a = c + 1;
-  }
-  return v;
-}
+using svc_tool::check;
+using svc_tool::die;
+using svc_tool::failures;
+using svc_tool::must;
+std::vector<std::string> split(const std::string& s) { return mrc::util::split(s, ','); }
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kWait = std::chrono::seconds(20);

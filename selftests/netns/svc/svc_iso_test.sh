@@ -13,12 +13,8 @@
 t_require timeout jq
 ISO=$MRC_BUILD_DIR/selftests/netns/svc/svc_iso
 MRCCTL=$MRC_BUILD_DIR/user/tools/mrcctl
-for b in "$SVCD" "$ISO" "$MRCCTL"; do
-	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
-done
-t_up direct planes=4
-svc_start A || exit 1
-svc_start B || exit 1
+svc_need "$SVCD" "$ISO" "$MRCCTL"
+svc_fabric_up
 addrs() { # HOST: its plane addresses, in order
 	local p out=
 	for p in 0 1 2 3; do out+="${out:+,}$(t_port "$1" "$p" ipv4)"; done

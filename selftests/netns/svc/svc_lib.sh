@@ -48,3 +48,19 @@ svc_in() {
 	shift
 	ip netns exec "$(t_ns "$h")" env MRC_SERVICE_SOCKET="$T_TMP/$h.sock" "$@"
 }
+
+# svc_need BIN...: fails the test (exit 1) naming the first that is not built.
+svc_need() {
+	local b
+	for b in "$@"; do
+		[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
+	done
+}
+
+# svc_fabric_up [fabric.sh up parameters]: the 4-plane direct fabric (or the
+# one asked for) and a service on each host; exits the test if either fails.
+svc_fabric_up() {
+	t_up direct "${@:-planes=4}"
+	svc_start A || exit 1
+	svc_start B || exit 1
+}

@@ -11,12 +11,8 @@
 t_require timeout jq pgrep
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
 MRCCTL=$MRC_BUILD_DIR/user/tools/mrcctl
-for b in "$B_PERF" "$SVCD" "$MRCCTL"; do
-	[ -x "$b" ] || { echo "FAIL $T_NAME: $b is not built"; exit 1; }
-done
-t_up direct planes=4
-svc_start A || exit 1
-svc_start B || exit 1
+svc_need "$B_PERF" "$SVCD" "$MRCCTL"
+svc_fabric_up
 PEER=$(t_port B 0 ipv4)
 PORT=$((20700 + RANDOM % 1000))
 N=8

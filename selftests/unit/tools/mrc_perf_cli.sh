@@ -38,6 +38,15 @@ CASES=(
 	"--tx live/x|mrc_perf: --tx live/N: 'x' is not a number"
 	"--progress-idle-us 0|mrc_perf: --progress-idle-us: '0' is out of range (1..4294967295)"
 	"--sched rt|mrc_perf: --sched: engine scheduling mode 'rt' is not one of default, normal, nice, fifo, dedicated"
+	"--engine cc_init_window=-1|mrc_perf: --engine cc_init_window: '-1' is not a number"
+	"--engine 'cc_init_window= 5'|mrc_perf: --engine cc_init_window: ' 5' is not a number"
+	"--engine cc_queue_target_us=1e3|mrc_perf: --engine cc_queue_target_us: '1e3' is not a number"
+	"--engine cc_init_window=|mrc_perf: --engine cc_init_window: '' is not a number"
+	"--engine cc_delay_md=2|mrc_perf: --engine cc_delay_md: '2' is out of range (0..1)"
+	"--engine probe_max_us=3600000001|mrc_perf: --engine probe_max_us: '3600000001' is out of range (0..3600000000)"
+	"--engine cc_max_cwnd=4294967296|mrc_perf: --engine cc_max_cwnd: '4294967296' is out of range (0..4294967295)"
+	"--engine cc_target_delay_us=4294968|mrc_perf: --engine cc_target_delay_us: '4294968' is out of range (0..4294967)"
+	"--engine nosuch=1|mrc_perf: unknown --engine key 'nosuch' (mrc_perf --help lists them)"
 )
 for c in "${CASES[@]}"; do
 	args=${c%%|*}

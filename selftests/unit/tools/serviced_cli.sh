@@ -33,6 +33,33 @@ out=$(timeout 10 "$S" --socket "$sock" --area-mib 0 nosuchif0 2>&1)
 rc=$?
 [ $rc = 2 ] && echo "$out" | grep -qF -- "--area-mib must be at least 1"
 check "--area-mib 0: exit 2 ($out)" $?
+# The scheduling options (item 8): a mode that is not one of the five, and a
+# nice value outside -20..19 or not a whole number, are refused the same way.
+for v in bogus '' FIFO 'nice ' fifo,nice; do
+	out=$(timeout 10 "$S" --socket "$sock" --sched "$v" nosuchif0 2>&1)
+	rc=$?
+	[ $rc = 2 ] && echo "$out" | grep -qF -- "--sched: engine scheduling mode '$v' is not one of" && [ ! -e "$sock" ]
+	check "--sched '$v': exit 2 naming the modes (exit $rc: $out)" $?
+done
+for v in 20 -21 abc '' 5x ' 5' 1.5 99999999999999999999 -9223372036854775809; do
+	out=$(timeout 10 "$S" --socket "$sock" --nice "$v" nosuchif0 2>&1)
+	rc=$?
+	[ $rc = 2 ] && echo "$out" | grep -qF -- "--nice takes -20..19, not $v" && [ ! -e "$sock" ]
+	check "--nice '$v': exit 2 (exit $rc: $out)" $?
+done
+for v in xdp '' LIVE; do
+	out=$(timeout 10 "$S" --socket "$sock" --tx "$v" nosuchif0 2>&1)
+	rc=$?
+	[ $rc = 2 ] && echo "$out" | grep -qF -- "--tx takes xsk, live or auto" && [ ! -e "$sock" ]
+	check "--tx '$v': exit 2 (exit $rc: $out)" $?
+done
+for a in "--sched normal" "--sched nice --nice -20" "--sched fifo --nice 19" "--nice 0" "--tx live"; do
+	# shellcheck disable=SC2086 # two words each, on purpose
+	out=$(timeout 10 "$S" --socket "$sock" $a nosuchif0 2>&1)
+	rc=$?
+	[ $rc = 1 ] && ! echo "$out" | grep -q 'takes\|is not one of'
+	check "$a passes the parse (exit $rc: $out)" $?
+done
 out=$(timeout 10 "$S" --socket "$sock" --max-qps 7 --max-mr-mib 0x10 --socket-mode 0600 nosuchif0 2>&1)
 rc=$?
 [ $rc = 1 ] && ! echo "$out" | grep -q 'bad value'
