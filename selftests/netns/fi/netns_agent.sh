@@ -15,5 +15,15 @@ ifs=$(jq -r --arg h "$host" '[.hosts[$h].ports[].ifname] | join(",")' "$MRC_AGEN
 [ -n "$ns" ] && [ "$ns" != null ] || { echo "netns_agent: no host $host" >&2; exit 1; }
 svc=""
 [ -z "${MRC_AGENT_SVC_DIR:-}" ] || svc="MRC_MODE=service MRC_SERVICE_SOCKET=$MRC_AGENT_SVC_DIR/$host.sock"
+# Each host also gets its own UTS namespace named after the host (A, B, ...):
+# the namespaces share the machine's hostname and /tmp, and Open MPI names a
+# daemon's session directory after its hostname (ompi.HOST.UID/jf.JOBFAM), so
+# two daemons called "vm" shared one directory, and a daemon that starts
+# removes a session directory it finds for its job family as stale: one
+# daemon deleted the other's new directory, that one's orte_init failed after
+# it had daemonized (nothing printed, the agent had exited 0) and mpirun
+# waited for it without end (1 launch in 10-40; Documentation/libfabric.md,
+# "Open MPI launch hang").
 # shellcheck disable=SC2086
-exec ip netns exec "$ns" env FI_MRC_IFACES="$ifs" FI_TCP_IFACE="${ifs%%,*}" $svc ${MRC_AGENT_ENV:-} sh -c "$*"
+exec ip netns exec "$ns" unshare --uts env FI_MRC_IFACES="$ifs" FI_TCP_IFACE="${ifs%%,*}" $svc ${MRC_AGENT_ENV:-} \
+	sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
