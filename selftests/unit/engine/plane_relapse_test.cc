@@ -90,11 +90,11 @@ void print(const char* what, const FlapRun& r, const FlapRun& clean) {
       "ms; plane retirements %llu, plane relapses %llu (held %.1f ms), EVs readmitted %llu, "
       "rtx %llu, ACK timeouts %llu\n",
       what, r.took / 1e6, double(clean.took) / double(r.took),
-      r.all_pkts ? double(r.flap_pkts) / double(r.all_pkts) : 0.0,
-      (unsigned long long)r.bins_used, (unsigned long long)r.bins,
-      (unsigned long long)r.st.plane_suspects, (unsigned long long)r.st.plane_relapses,
-      r.st.plane_hold_ns / 1e6, (unsigned long long)r.st.ev_readmitted,
-      (unsigned long long)r.st.tx_rtx_pkts, (unsigned long long)r.st.timeouts);
+      r.all_pkts ? double(r.flap_pkts) / double(r.all_pkts) : 0.0, (unsigned long long)r.bins_used,
+      (unsigned long long)r.bins, (unsigned long long)r.st.plane_suspects,
+      (unsigned long long)r.st.plane_relapses, r.st.plane_hold_ns / 1e6,
+      (unsigned long long)r.st.ev_readmitted, (unsigned long long)r.st.tx_rtx_pkts,
+      (unsigned long long)r.st.timeouts);
 }
 
 PathParams off() {
