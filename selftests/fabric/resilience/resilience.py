@@ -24,7 +24,9 @@ Every run rebuilds OUT/resilience.json and OUT/resilience.md from all the
 results in OUT. A scenario may also state a target (what MRC should achieve,
 e.g. traffic leaving an ECN-marked spine): it is measured and reported as
 met or missed in the table, and fails the run only with --strict (or
-MRC_RESILIENCE_STRICT=1). Documentation/resilience.md describes the suite.
+MRC_RESILIENCE_STRICT=1). MRC_RESILIENCE_PERF_ARGS="..." appends options to
+every mrc_perf workload of the scenario (a copy in OUT/NAME), for A/B runs of
+one build. Documentation/resilience.md describes the suite.
 
 Exit codes: 0 pass, 1 fail, 77 skipped (not root, a tool or mrcd missing).
 """
