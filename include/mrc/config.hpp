@@ -78,6 +78,20 @@ struct PathParams {
   // measurement (plane_lossy_ppm > 0). 0 = off.
   uint32_t ev_outlier_ratio = 3;
   uint32_t ev_outlier_min = 4;
+  // Plane relapse back-off (issue 21). A plane retired as a whole (plane
+  // suspicion) again within plane_relapse_window of its readmission (the
+  // first of its EVs back by probes, or undone) has relapsed: a link that
+  // flaps faster than a probe round, a plane whose probes pass and whose data
+  // does not. Each relapse in a row holds the plane's EVs off their probes
+  // for plane_relapse_initial << (relapses - 1), up to plane_relapse_max
+  // (the EV relapse back-off's rule, PathSet::relapse_wait); a retirement
+  // more than plane_relapse_window after the readmission starts afresh (the
+  // plane was stable). A plane that heals for good is back within the hold
+  // then in force plus a probe round (design.md, "Plane relapse").
+  // plane_relapse_window = 0: off.
+  Time plane_relapse_window = 100'000'000;
+  Time plane_relapse_initial = 1'000'000;
+  Time plane_relapse_max = 500'000'000;
 };
 
 struct PortConfig {

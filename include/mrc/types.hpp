@@ -330,13 +330,14 @@ enum class EvEventReason : uint8_t {
   kController,  // DENY / allow
   kPortDown,
   kPortUp,
-  kRotation,    // SKIP expired at the end of a rotation
-  kPromoted,    // a backup EV entered the active set
-  kSuppressed,  // a demotion suppressed by ev_min_active
-  kSpurious,    // the loss that demoted it was reordering: undone
-  kPlaneLoss,   // its plane lost packets on many EVs with no delivery
-  kPlaneLossy,  // left the active set: its plane loses far more than the QP's others
-  kRelapse,     // lost data again right after probes readmitted it: probed less often
+  kRotation,      // SKIP expired at the end of a rotation
+  kPromoted,      // a backup EV entered the active set
+  kSuppressed,    // a demotion suppressed by ev_min_active
+  kSpurious,      // the loss that demoted it was reordering: undone
+  kPlaneLoss,     // its plane lost packets on many EVs with no delivery
+  kPlaneLossy,    // left the active set: its plane loses far more than the QP's others
+  kRelapse,       // lost data again right after probes readmitted it: probed less often
+  kPlaneRelapse,  // its plane was retired again right after it came back: held off longer
 };
 
 // One EV state change (mrc_ctl_ev_event plus the QP and the reason).
@@ -380,6 +381,11 @@ struct QpStats {
   // Retired on a lossy plane (PathParams::plane_lossy_keep_evs) for losing
   // far more than the plane (PathParams::ev_outlier_ratio).
   uint64_t ev_outliers = 0;
+  // Planes retired as a whole again within PathParams::plane_relapse_window
+  // of their readmission (a flapping plane, one that passes probes but loses
+  // data), and the hold those relapses imposed on the plane's probes,
+  // together (ns; each relapse in a row doubles it, up to plane_relapse_max).
+  uint64_t plane_relapses = 0, plane_hold_ns = 0;
   // Silent losses judged by time alone (the RACK timer, the cross-plane
   // rule; nothing sent later on the packet's plane delivered): resent, and
   // counted towards plane suspicion, but no EV retired for them
@@ -530,6 +536,8 @@ inline const char* to_string(EvEventReason r) {
       return "plane_lossy";
     case EvEventReason::kRelapse:
       return "relapse";
+    case EvEventReason::kPlaneRelapse:
+      return "plane_relapse";
   }
   return "?";
 }

@@ -273,6 +273,8 @@ Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
   s.srtt_ns = q->srtt;
   s.min_rtt_ns = q->min_rtt;
   s.plane_lossy = q->paths.plane_lossy_events();
+  s.plane_relapses = q->paths.plane_relapses();
+  s.plane_hold_ns = q->paths.plane_hold_ns();
   return s;
 }
 

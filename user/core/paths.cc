@@ -48,10 +48,12 @@ void PathSet::init(const std::vector<EvEntry>& evs, uint32_t active_per_plane,
     plane_[port] = PlaneLoss{};
   }
   lossy_events_ = 0;
+  plane_relapses_ = plane_hold_ns_ = 0;
   usable_ = 0;
   for (uint32_t i = 0; i < evs_.size(); i++) {
     Ev& v = evs_[i];
     if (v.state == EvState::kGood) usable_++;
+    if (v.state == EvState::kGood && v.port <= kMaxPorts) plane_[v.port].usable++;
     if (v.port > kMaxPorts || v.state == EvState::kDenied) continue;
     if (taken[v.port] < target_active_[v.port]) {
       v.active = true;
@@ -224,6 +226,7 @@ void PathSet::set_state(uint32_t i, EvState to, EvEventReason why) {
   bool is = to == EvState::kGood || to == EvState::kSkip;
   if (was && !is) usable_--;
   if (!was && is) usable_++;
+  if (e.port <= kMaxPorts) plane_[e.port].usable += int(is) - int(was);
   e.state = to;
   if (listener_) listener_(i, from, to, why);
 }
@@ -276,20 +279,29 @@ void PathSet::assume_bad(uint32_t i, EvEventReason why, Time now, bool outlier) 
   const bool relapse = e.readmitted && (outlier || uint16_t(e.stats.acked) == e.acked_at_readmit);
   e.readmitted = false;
   e.relapses = relapse ? uint8_t(std::min(e.relapses + 1, 30)) : 0;
-  set_state(i, EvState::kAssumedBad, relapse ? EvEventReason::kRelapse : why);
+  // The last usable EV of its plane: the plane goes dark, and may have
+  // relapsed (plane_dark; its event says so, one per plane relapse).
+  const Time plane_hold =
+      e.port <= kMaxPorts && plane_[e.port].usable == 1 ? plane_dark(e.port, now) : 0;
+  set_state(i, EvState::kAssumedBad,
+            plane_hold ? EvEventReason::kPlaneRelapse
+            : relapse  ? EvEventReason::kRelapse
+                       : why);
   e.probe_ok = 0;
   e.probing = false;
-  Time backoff = p_.probe_initial;
-  if (e.relapses)
-    backoff = std::min<Time>(p_.probe_initial << std::min<uint8_t>(e.relapses, 40),
-                             std::max(p_.probe_relapse_max, p_.probe_initial));
-  e.backoff = uint32_t(std::min<Time>(backoff, kMaxBackoff));
+  e.backoff = uint32_t(relapse_wait(p_.probe_initial, e.relapses, p_.probe_relapse_max));
   e.next_probe = now + e.backoff;
   bad_.push_back(i);
+  if (plane_hold) hold_plane(e.port, now, plane_hold);
   if (e.active) {
     e.active = false;
     promote_backup(e.port);
   }
+}
+
+Time PathSet::relapse_wait(Time base, uint32_t n, Time cap) {
+  const Time w = n ? std::min<Time>(base << std::min<uint32_t>(n, 40), std::max(cap, base)) : base;
+  return std::min<Time>(w, kMaxBackoff);
 }
 
 void PathSet::promote_backup(uint8_t port) {
@@ -315,10 +327,19 @@ void PathSet::probe_result(uint32_t i, bool ok, Time now) {
   Ev& e = evs_[i];
   if (e.state != EvState::kAssumedBad) return;
   e.probing = false;
+  const Time hold = plane_hold_until(e.port);
   if (ok) {
     e.stats.probes_ok++;
+    if (hold > now) {
+      // Sent before its plane relapsed: it readmits nothing while the plane
+      // is held.
+      e.probe_ok = 0;
+      e.next_probe = hold;
+      return;
+    }
     if (++e.probe_ok >= p_.probe_successes) {
       set_state(i, EvState::kGood, EvEventReason::kProbeOk);
+      plane_back(e.port, now);
       e.readmitted = true;
       e.acked_at_readmit = uint16_t(e.stats.acked);
       bad_.erase(std::find(bad_.begin(), bad_.end(), i));
@@ -332,16 +353,16 @@ void PathSet::probe_result(uint32_t i, bool ok, Time now) {
     e.probe_ok = 0;
     e.backoff = uint32_t(
         std::min<Time>({Time(e.backoff) * 2, std::max(p_.probe_max, probe_wait()), kMaxBackoff}));
-    e.next_probe = now + e.backoff;
+    e.next_probe = std::max(now + e.backoff, hold);
     if (listener_) listener_(i, e.state, e.state, EvEventReason::kProbeFail);
   }
 }
 
 void PathSet::undo_bad(uint32_t i, Time now) {
-  (void)now;
   Ev& e = evs_[i];
   if (e.state != EvState::kAssumedBad) return;
   set_state(i, EvState::kGood, EvEventReason::kSpurious);
+  plane_back(e.port, now);
   bad_.erase(std::find(bad_.begin(), bad_.end(), i));
   e.next_probe = kNever;
   e.probing = false;
@@ -366,11 +387,51 @@ void PathSet::deny(uint32_t i, bool denied) {
   }
 }
 
+void PathSet::plane_back(uint8_t port, Time now) {
+  if (port > kMaxPorts || !plane_[port].retired) return;
+  plane_[port].retired = false;
+  plane_[port].readmitted = now;
+}
+
 void PathSet::assume_plane_bad(uint8_t port, EvEventReason why, Time now) {
   for (uint32_t i = 0; i < evs_.size(); i++) {
     const Ev& e = evs_[i];
     if (e.port == port && (e.state == EvState::kGood || e.state == EvState::kSkip))
       assume_bad(i, why, now);
+  }
+}
+
+Time PathSet::plane_dark(uint8_t port, Time now) {
+  // Its last usable EV is being retired (plane suspicion retires them all;
+  // a flap that relapses each readmitted EV retires them one by one). Dark
+  // again soon after it came back: a relapse. Each in a row holds its EVs
+  // off their probes twice as long (relapse_wait, as an EV's own
+  // relapses), so a plane that flaps faster than a probe round, or passes
+  // probes and loses data, is not readmitted in every up phase to lose what
+  // it carries in the next down phase (issue 21). Dark again after a stable
+  // plane_relapse_window (or back by the controller): afresh.
+  if (!p_.plane_relapse_window || port > kMaxPorts) return 0;
+  PlaneLoss& pl = plane_[port];
+  const bool relapse =
+      !pl.retired && pl.readmitted && now - pl.readmitted <= p_.plane_relapse_window;
+  pl.relapses = relapse ? uint8_t(std::min(pl.relapses + 1, 40)) : 0;
+  pl.retired = true;
+  if (!relapse) return 0;
+  const Time hold = relapse_wait(p_.plane_relapse_initial, pl.relapses - 1u, p_.plane_relapse_max);
+  pl.hold_until = now + hold;
+  plane_relapses_++;
+  plane_hold_ns_ += hold;
+  return hold;
+}
+
+void PathSet::hold_plane(uint8_t port, Time now, Time hold) {
+  for (uint32_t i : bad_) {
+    Ev& e = evs_[i];
+    if (e.port != port || e.state != EvState::kAssumedBad) continue;
+    // A probe already out readmits nothing before the hold ends (probe_result).
+    e.probe_ok = 0;
+    e.backoff = uint32_t(std::max<Time>(e.backoff, hold));
+    e.next_probe = std::max(e.next_probe, now + hold);
   }
 }
 

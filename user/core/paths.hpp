@@ -124,6 +124,20 @@ class PathSet {
   bool plane_lossy(uint8_t port) const { return port <= kMaxPorts && plane_[port].lossy; }
   uint32_t plane_loss_ppm(uint8_t port) const { return port <= kMaxPorts ? plane_[port].ppm : 0; }
   uint64_t plane_lossy_events() const { return lossy_events_; }
+  // Plane relapses (PathParams::plane_relapse_window) and the hold they
+  // imposed (ns, summed).
+  uint64_t plane_relapses() const { return plane_relapses_; }
+  uint64_t plane_hold_ns() const { return plane_hold_ns_; }
+  // Until when `port`'s EVs are held off their probes (0: not held).
+  Time plane_hold_until(uint8_t port) const {
+    return port <= kMaxPorts ? plane_[port].hold_until : 0;
+  }
+  uint8_t plane_relapse_count(uint8_t port) const {
+    return port <= kMaxPorts ? plane_[port].relapses : 0;
+  }
+  // The relapse back-off, of an EV and of a plane alike: `base` << n, at
+  // most max(cap, base) (and what an Ev's 32-bit backoff holds).
+  static Time relapse_wait(Time base, uint32_t n, Time cap);
 
   // ASSUMED_BAD EVs due for a probe at `now` (calls fn(index)); marks them probing.
   // At most probe_inflight_max probes outstanding or queued.
@@ -212,9 +226,22 @@ class PathSet {
     uint8_t windows = 0;          // windows in ppm (up to kPlaneWarmWindows)
     uint8_t pkt_windows = 0;      // windows in pkt_ppm (up to 16: a mean until then)
     bool lossy = false;           // down-weighted
+    // Plane relapse back-off (PathParams::plane_relapse_window).
+    uint32_t usable = 0;   // its EVs GOOD or SKIP
+    bool retired = false;  // dark (no usable EV), not readmitted since
+    uint8_t relapses = 0;  // in a row, each within the window of its readmission
+    Time readmitted = 0;   // when its first EV came back after its last retirement
+    Time hold_until = 0;   // its EVs' probes wait until then
   };
   PlaneLoss plane_[kMaxPorts + 1];
   uint64_t lossy_events_ = 0;
+  uint64_t plane_relapses_ = 0, plane_hold_ns_ = 0;
+  // An EV of `port` came back (probes, undo): the plane is readmitted.
+  void plane_back(uint8_t port, Time now);
+  // `port`'s last usable EV is being retired: returns the hold of a plane
+  // relapse (0: none); hold_plane holds its retired EVs off their probes.
+  Time plane_dark(uint8_t port, Time now);
+  void hold_plane(uint8_t port, Time now, Time hold);
   uint32_t ports_down_ = 0;
   uint32_t mask_ = ~0u;
   uint32_t usable_ = 0;

@@ -191,17 +191,23 @@ void Daemon::tick(Time now) {
   __atomic_store_n(&d.heartbeat_ns, now, __ATOMIC_RELEASE);
   if (auto n = ctl_->ingest_reports(); !n)
     MRCD_WARN("reading EV reports: %s", n.error().message().c_str());
-  // Paths that pass probes but lose data (EV relapses): one warning per
-  // 10 s at most, with the count since the last one.
-  const uint64_t relapses =
-      ctl_->counters().reports_by_reason[size_t(core::EvEventReason::kRelapse)];
-  if (relapses > relapses_logged_ && now >= next_relapse_log_) {
+  // Paths that pass probes but lose data (EV relapses), planes retired again
+  // right after they came back (EVs retired by a plane relapse): one warning
+  // per 10 s at most, with the counts since the last one.
+  const auto& by_reason = ctl_->counters().reports_by_reason;
+  const uint64_t relapses = by_reason[size_t(core::EvEventReason::kRelapse)];
+  const uint64_t plane_relapses = by_reason[size_t(core::EvEventReason::kPlaneRelapse)];
+  if ((relapses > relapses_logged_ || plane_relapses > plane_relapses_logged_) &&
+      now >= next_relapse_log_) {
     MRCD_WARN(
-        "%llu EV relapse(s) reported: paths that pass probes but lose data (a lower MTU "
-        "inside a plane?); mrcctl monitor shows them, metric "
-        "mrc_ctl_ev_reports_by_reason_total{reason=\"relapse\"}",
-        (unsigned long long)(relapses - relapses_logged_));
+        "%llu EV relapse(s) and %llu EV(s) retired by plane relapses reported: paths that pass "
+        "probes but lose data (a lower MTU inside a plane?), planes that flap; mrcctl monitor "
+        "shows them, metric mrc_ctl_ev_reports_by_reason_total{reason=\"relapse\"} and "
+        "{reason=\"plane_relapse\"}",
+        (unsigned long long)(relapses - relapses_logged_),
+        (unsigned long long)(plane_relapses - plane_relapses_logged_));
     relapses_logged_ = relapses;
+    plane_relapses_logged_ = plane_relapses;
     next_relapse_log_ = now + 10'000'000'000ull;
   }
   dp_->refresh_links([this](uint8_t port, bool up) {

@@ -76,7 +76,8 @@ class Daemon {
   std::map<uint64_t, Round> rounds_;
   uint16_t next_internal_id_ = 0;
   ctl::Time next_tick_ = 0, next_reap_ = 0, next_policy_ = 0, next_probe_ = 0;
-  uint64_t relapses_logged_ = 0;  // EV relapses the log has reported
+  uint64_t relapses_logged_ = 0;        // EV relapses the log has reported
+  uint64_t plane_relapses_logged_ = 0;  // EVs retired by plane relapses, logged
   ctl::Time next_relapse_log_ = 0;
   uint64_t start_real_ = 0;
   std::map<uint8_t, uint32_t> last_rtt_;  // port -> last policy probe RTT

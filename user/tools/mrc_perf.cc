@@ -175,6 +175,10 @@ FILE* g_ev_log = nullptr;
       "                       plane_lossy_ratio, plane_lossy_div, plane_window,\n"
       "                       plane_lossy_keep_evs, ev_outlier_ratio (0: an EV losing\n"
       "                       far more than its lossy plane is kept), ev_outlier_min,\n"
+      "                       plane_relapse_window_us (0: no plane relapse back-off;\n"
+      "                       a plane retired again within it of its readmission is\n"
+      "                       held off plane_relapse_initial_us << (relapses - 1), up\n"
+      "                       to plane_relapse_max_us),\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       tx_quantum,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
@@ -730,6 +734,12 @@ const EngineKey kEngineKeys[] = {
      [](core::EngineConfig& e, uint64_t n) { e.paths.probe_initial = n * 1000; }},
     {"probe_max_us", kMaxUs,
      [](core::EngineConfig& e, uint64_t n) { e.paths.probe_max = n * 1000; }},
+    {"plane_relapse_window_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_relapse_window = n * 1000; }},
+    {"plane_relapse_initial_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_relapse_initial = n * 1000; }},
+    {"plane_relapse_max_us", kMaxUs,
+     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_relapse_max = n * 1000; }},
     {"probe_relapse_max_us", kMaxUs,
      [](core::EngineConfig& e, uint64_t n) { e.paths.probe_relapse_max = n * 1000; }},
     {"probe_timeout_us", kMaxUs,
@@ -953,17 +963,18 @@ void dump_counters(Side& s) {
   for (auto& q : s.qps) {
     auto st = q->stats();
     if (!st) continue;
-    std::fprintf(
-        stderr,
-        "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
-        " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
-        " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64 " undone %" PRIu64
-        " plane_suspects %" PRIu64 " srtt %" PRIu64 " ns cwnd %" PRIu64 " rx %" PRIu64
-        " dup %" PRIu64 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64 "\n",
-        q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack, st->rtx_timeout,
-        st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips, st->ev_assumed_bad,
-        st->ev_readmitted, st->ev_undone, st->plane_suspects, st->srtt_ns, st->cwnd_bytes,
-        st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks, st->rx_sacks, st->tx_probe_pkts);
+    std::fprintf(stderr,
+                 "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
+                 " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
+                 " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64
+                 " undone %" PRIu64 " plane_suspects %" PRIu64 " plane_relapses %" PRIu64
+                 " srtt %" PRIu64 " ns cwnd %" PRIu64 " rx %" PRIu64 " dup %" PRIu64
+                 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64 "\n",
+                 q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack,
+                 st->rtx_timeout, st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips,
+                 st->ev_assumed_bad, st->ev_readmitted, st->ev_undone, st->plane_suspects,
+                 st->plane_relapses, st->srtt_ns, st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts,
+                 st->tx_sacks, st->rx_sacks, st->tx_probe_pkts);
     if (st->imm_no_recv || st->imm_over_limit || st->rem_access_errors)
       std::fprintf(stderr,
                    "  qp %u: as responder: fatal WRITE-with-immediate without a receive %" PRIu64
@@ -1062,6 +1073,8 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, tlp_probes),
                   MRC_KV(*st, plane_suspects),
                   MRC_KV(*st, plane_lossy),
+                  MRC_KV(*st, plane_relapses),
+                  MRC_KV(*st, plane_hold_ns),
                   MRC_KV(*st, ev_skips),
                   MRC_KV(*st, ev_assumed_bad),
                   MRC_KV(*st, ev_readmitted),
@@ -1220,7 +1233,7 @@ uint64_t ev_changes(Side& s) {
 struct Totals {
   uint64_t bytes = 0, msgs = 0, rtx = 0, timeouts = 0, ev_changes = 0;
   uint64_t ev_skips = 0, assumed_bad = 0, readmitted = 0, undone = 0, plane_suspects = 0,
-           plane_lossy = 0, tlp = 0, spurious = 0, trims = 0;
+           plane_lossy = 0, plane_relapses = 0, plane_hold_ns = 0, tlp = 0, spurious = 0, trims = 0;
   std::vector<uint64_t> plane_bytes;
 };
 
@@ -1238,6 +1251,8 @@ Totals qp_totals(Side& s) {
     t.undone += st->ev_undone;
     t.plane_suspects += st->plane_suspects;
     t.plane_lossy += st->plane_lossy;
+    t.plane_relapses += st->plane_relapses;
+    t.plane_hold_ns += st->plane_hold_ns;
     t.tlp += st->tlp_probes;
     t.spurious += st->spurious_rtx;
     t.trims += st->rx_nacks;
@@ -2057,6 +2072,8 @@ void ClientRun::print_bw_summary(const Totals& t, const char* verify, const std:
              {"ev_undone", t.undone},
              {"plane_suspects", t.plane_suspects},
              {"plane_lossy", t.plane_lossy},
+             {"plane_relapses", t.plane_relapses},
+             {"plane_hold_ms", fixed(double(t.plane_hold_ns) / 1e6, 1)},
              {"tlp", t.tlp},
              {"spurious_rtx", t.spurious},
              {"nacks", t.trims},
@@ -2073,8 +2090,10 @@ void ClientRun::print_bw_summary(const Totals& t, const char* verify, const std:
     std::printf("EVs: %" PRIu64 " assumed bad (retired), %" PRIu64 " readmitted by probes, %" PRIu64
                 " returned at once (their loss proved spurious), %" PRIu64
                 " skipped (ECN/trim); plane suspicions %" PRIu64
-                ", lossy planes down-weighted %" PRIu64 "\n",
-                t.assumed_bad, t.readmitted, t.undone, t.ev_skips, t.plane_suspects, t.plane_lossy);
+                ", lossy planes down-weighted %" PRIu64 ", plane relapses %" PRIu64
+                " (held off %.1f ms)\n",
+                t.assumed_bad, t.readmitted, t.undone, t.ev_skips, t.plane_suspects, t.plane_lossy,
+                t.plane_relapses, double(t.plane_hold_ns) / 1e6);
     std::printf("per plane (MB):");
     for (size_t p = 0; p < t.plane_bytes.size(); p++)
       std::printf(" %s=%.1f", o.devs[p].c_str(), double(t.plane_bytes[p]) / 1e6);

@@ -24,7 +24,9 @@ Every run rebuilds OUT/resilience.json and OUT/resilience.md from all the
 results in OUT. A scenario may also state a target (what MRC should achieve,
 e.g. traffic leaving an ECN-marked spine): it is measured and reported as
 met or missed in the table, and fails the run only with --strict (or
-MRC_RESILIENCE_STRICT=1). Documentation/resilience.md describes the suite.
+MRC_RESILIENCE_STRICT=1). MRC_RESILIENCE_PERF_ARGS="..." appends options to
+every mrc_perf workload of the scenario (a copy in OUT/NAME), for A/B runs of
+one build. Documentation/resilience.md describes the suite.
 
 Exit codes: 0 pass, 1 fail, 77 skipped (not root, a tool or mrcd missing).
 """
@@ -662,6 +664,18 @@ def run_one(name, build, out, strict):
         env["MRC_SCENARIO_RATE_DIV"] = str(VM_RATE_DIV)
         print(f"  MRC_IN_VM=1: the scenario's rates are divided by {VM_RATE_DIV} (1gbit planes run at "
               f"{1000 / VM_RATE_DIV:g} Mbit/s), the transfers last {VM_DURATION_MUL}x its duration", flush=True)
+    perf_args = os.environ.get("MRC_RESILIENCE_PERF_ARGS", "").strip()
+    if perf_args:
+        # A/B runs of one build (e.g. "--engine plane_relapse_window_us=0"):
+        # a copy of the scenario whose mrc_perf workloads get these options.
+        with open(scn) as f:
+            lines = f.read().split("\n")
+        lines = [ln + " " + perf_args if re.match(r"workload\s+\w+\s*:\s*mrc_perf\s", ln) else ln
+                 for ln in lines]
+        scn = os.path.join(d, name + ".scn")
+        with open(scn, "w") as f:
+            f.write("\n".join(lines))
+        print(f"  MRC_RESILIENCE_PERF_ARGS: mrc_perf {perf_args}", flush=True)
     p = subprocess.run([sys.executable, RUNNER, "--build", build, "--out", d, scn],
                        capture_output=True, text=True, timeout=600 * VM_SLOW, env=env)
     with open(os.path.join(d, "runner.log"), "w") as f:

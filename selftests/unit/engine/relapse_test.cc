@@ -19,9 +19,13 @@ struct BlackholeRun {
 
 // 32 MiB over 4 planes of 0.25 Gbit/s (about 0.3 s); plane 2 drops every data packet (both
 // ways nothing else is touched: probes and SACKs pass) when `hole`.
-BlackholeRun run_blackhole(bool hole, Time relapse_max = PathParams{}.probe_relapse_max) {
+// `plane_window`: PathParams::plane_relapse_window (0: the plane relapse
+// back-off off, so the EVs' own back-off is what is measured).
+BlackholeRun run_blackhole(bool hole, Time relapse_max = PathParams{}.probe_relapse_max,
+                           Time plane_window = 0) {
   PairOptions o;
   o.cfg.paths.probe_relapse_max = relapse_max;
+  o.cfg.paths.plane_relapse_window = plane_window;
   o.gbps = 0.25;
   o.mtu = 4096;
   Fixture f(32 << 20, o);
@@ -66,6 +70,20 @@ TEST(Relapse, PathThatPassesProbesButNotDataIsRetiredForLonger) {
               (unsigned long long)flat.st.ev_readmitted, (unsigned long long)flat.st.tx_rtx_pkts);
   EXPECT_GT(double(flat.st.ev_readmitted), 1.5 * double(hole.st.ev_readmitted));
   EXPECT_EQ(hole.st.timeouts, 0u);
+  // With the plane relapse back-off too (the default): the plane goes dark
+  // each time its readmitted EVs have relapsed, and is held off longer each
+  // time (plane_relapse_test.cc).
+  const BlackholeRun both =
+      run_blackhole(true, PathParams{}.probe_relapse_max, PathParams{}.plane_relapse_window);
+  ASSERT_TRUE(both.ok);
+  std::printf(
+      "with the plane relapse back-off: %.2f ms, readmitted %llu, plane relapses %llu, "
+      "rtx %llu\n",
+      both.took / 1e6, (unsigned long long)both.st.ev_readmitted,
+      (unsigned long long)both.st.plane_relapses, (unsigned long long)both.st.tx_rtx_pkts);
+  EXPECT_GT(both.st.plane_relapses, 0u);
+  EXPECT_LT(both.st.ev_readmitted, hole.st.ev_readmitted);
+  EXPECT_LT(double(both.took), 1.5 * 4.0 / 3.0 * double(clean.took));
 }
 
 }  // namespace
