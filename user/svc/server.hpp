@@ -43,6 +43,10 @@ struct ServerOptions {
   uint32_t max_qps = 1024, max_cqs = 1024, max_mrs = 4096, max_wr = 8192, max_cqe = 1 << 20;
   uint64_t max_mr_bytes = 0;         // registered bytes per process, 0: no limit
   uint32_t max_clients_per_uid = 0;  // 0: no limit
+  // A departed client's QPs stay this long as tombstones that refuse their
+  // peers' requests (service.md section 5); 0: destroyed at once. Their
+  // number is bounded by dev.engine.max_tombstones.
+  uint32_t tomb_linger_ms = 5000;
 };
 
 struct ServerCounters {

@@ -39,6 +39,11 @@ void usage(FILE* f) {
       "  --max-mrs N        memory regions per process (default 4096)\n"
       "  --max-mr-mib N     registered MiB per process (default 0: no limit)\n"
       "  --max-clients-per-uid N  processes of one uid served at once (default 0: no limit)\n"
+      "  --tomb-linger-ms N a departed process's QPs stay N ms as tombstones that refuse\n"
+      "                     their peers' requests, so the peers fail at once (default 5000,\n"
+      "                     0: destroyed at once)\n"
+      "  --max-tombstones N tombstones at once, all processes; beyond, the oldest goes\n"
+      "                     early (default 1024)\n"
       "  --cpu N            pin the engine thread to CPU N\n"
       "  --sched MODE       engine thread scheduling (Documentation/service.md section 6):\n"
       "                     nice (default: SCHED_OTHER at nice -10, for hosts whose\n"
@@ -124,6 +129,10 @@ mrc::svc::ServerOptions parse(int argc, char** argv) {
       o.max_mr_bytes = num("--max-mr-mib", val(), 1u << 24) << 20;
     } else if (a == "--max-clients-per-uid") {
       o.max_clients_per_uid = uint32_t(num("--max-clients-per-uid", val(), 100000));
+    } else if (a == "--tomb-linger-ms") {
+      o.tomb_linger_ms = uint32_t(num("--tomb-linger-ms", val(), 600000));
+    } else if (a == "--max-tombstones") {
+      o.dev.engine.max_tombstones = uint32_t(num("--max-tombstones", val(), 65536));
     } else if (a == "--area-mib") {
       o.area_bytes = num("--area-mib", val(), 4096) << 20;
       if (o.area_bytes < (1u << 20)) bad("--area-mib must be at least 1");
