@@ -21,7 +21,7 @@ t_up direct planes=4
 svc_start B || exit 1
 PEER=$(t_port A 0 ipv4)
 PORT=$((21700 + RANDOM % 1000))
-declare -A MS
+declare -A MS=([before]="" [after]="")
 
 one() { # MODE LINGER: one kill -9 with A's service at --tomb-linger-ms LINGER
 	local mode=$1 linger=$2 port=$((PORT++)) vs pc t0 i ms
@@ -30,6 +30,11 @@ one() { # MODE LINGER: one kill -9 with A's service at --tomb-linger-ms LINGER
 	ip netns exec "$(t_ns A)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/A.sock" "$B_PERF" server -d "$(ifs A)" -p "$port" --verify -j >"$T_TMP/v-server.log" 2>&1 &
 	vs=$!
 	T_PIDS+=("$vs")
+	for ((i = 0; i < 500; i++)); do # the server listens before the client connects
+		[ -n "$(ip netns exec "$(t_ns A)" ss -ltnH "sport = :$port" 2>/dev/null)" ] && break
+		sleep 0.01
+	done
+	rm -f "$T_TMP/p-client.log" # no grep below may find the last round's lines
 	svc_in B env MRC_MODE=service timeout -s INT 60 "$B_PERF" client "$PEER" -d "$(ifs B)" -p "$port" --verify -j -D 30 >"$T_TMP/p-client.log" 2>&1 &
 	pc=$!
 	T_PIDS+=("$pc")
@@ -37,6 +42,13 @@ one() { # MODE LINGER: one kill -9 with A's service at --tomb-linger-ms LINGER
 		grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/p-client.log" 2>/dev/null && break
 		sleep 0.01
 	done
+	if ! grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/p-client.log"; then
+		echo "$mode: no transfer, round left out: $(grep -v '^{"t_s"' "$T_TMP/p-client.log" | tail -1)"
+		kill -9 "$vs" "$pc" 2>/dev/null
+		wait "$pc"
+		svc_stop A
+		return
+	fi
 	kill -9 "$vs"
 	t0=$(date +%s%N)
 	for ((i = 0; i < 3000; i++)); do
@@ -47,12 +59,13 @@ one() { # MODE LINGER: one kill -9 with A's service at --tomb-linger-ms LINGER
 	wait "$pc"
 	echo "$mode (--tomb-linger-ms $linger): $ms ms from kill -9 of the receiver until the sender ended (exit $?): $(grep -v '^{"t_s"' "$T_TMP/p-client.log" | grep -m1 -i error)"
 	MS[$mode]+="$ms "
+	[ -n "${BENCH_KEEP:-}" ] && cp "$T_TMP/p-client.log" "$T_TMP/v-server.log" "$T_TMP/svc.A.log" "$BENCH_KEEP/"
 	svc_stop A
 }
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for ((r = 0; r < ROUNDS; r++)); do
-	one before 0
+	[ -z "${ONLY_AFTER:-}" ] && one before 0
 	one after 5000
 done
 for m in before after; do

@@ -112,6 +112,10 @@ ip netns exec "$(t_ns B)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/B.sock
 	>"$T_TMP/victim-server.log" 2>&1 &
 SPID[victim]=$!
 T_PIDS+=("${SPID[victim]}")
+for ((i = 0; i < 500; i++)); do # it listens before its peer connects
+	[ -n "$(ip netns exec "$(t_ns B)" ss -ltnH "sport = :$((PORT + 3))" 2>/dev/null)" ] && break
+	sleep 0.01
+done
 cli peer "$((PORT + 3))" -D 30
 for ((i = 0; i < 1000; i++)); do
 	grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/peer-client.log" 2>/dev/null && break
