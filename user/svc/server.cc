@@ -240,10 +240,10 @@ void Server::drop(ClientState& c, const char* why) {
   std::lock_guard<std::mutex> lk(im_->mu);
   if (c.hello)
     std::fprintf(stderr,
-                 "mrc-serviced: client %u (pid %d, uid %u) left (%s): freed %zu QPs (tombstones "
-                 "for %u ms), %zu CQs, %zu regions\n",
-                 c.id, int(c.pid), unsigned(c.uid), why, c.live_qps, unsigned(o_.tomb_linger_ms),
-                 c.live_cqs, c.mrs.size());
+                 "mrc-serviced: client %u (pid %d, uid %u) left (%s): freed %zu QPs, %zu CQs, "
+                 "%zu regions (its QPs stay as tombstones for %u ms)\n",
+                 c.id, int(c.pid), unsigned(c.uid), why, c.live_qps, c.live_cqs, c.mrs.size(),
+                 unsigned(o_.tomb_linger_ms));
   free_client_locked(c);
   cnt_.clients_now--;
   std::erase_if(clients_, [&](const auto& p) { return p.get() == &c; });
