@@ -113,6 +113,11 @@ struct EngineConfig {
   uint32_t max_qps = 4096;
   uint32_t max_cqs = 4096;
   uint32_t max_mrs = 65536;  // at most 65536: a key holds a 16-bit index
+  // QPs kept as tombstones at once (Engine::entomb_qp): beyond this, the
+  // oldest is freed early (0: none are kept, entomb_qp destroys). They also
+  // never cost a new QP its slot: create_qp frees the oldest when max_qps
+  // would refuse it.
+  uint32_t max_tombstones = 1024;
   // EV set the engine builds for AUTO profiles (and QPs without a profile).
   uint32_t auto_evs_per_port = 64;
   uint32_t auto_active_per_port = 32;

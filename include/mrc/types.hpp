@@ -435,6 +435,10 @@ struct EngineStats {
   // Endpoint responses that answer no request of ours; port status updates
   // that say the plane they arrived through is down (both dropped).
   uint64_t ep_unsolicited = 0, ep_bad_port_status = 0;
+  // Tombstones (Engine::entomb_qp): QPs made tombstones; of those, freed
+  // before their linger ended (EngineConfig::max_tombstones, or a slot a new
+  // QP needed); requests they answered (AETH NAK, remote operation error).
+  uint64_t tombstones = 0, tombstones_early = 0, tomb_naks = 0;
 };
 
 // ---------------------------------------------------------------------------

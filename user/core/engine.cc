@@ -16,6 +16,7 @@ namespace {
 // time a slot is reused; a memory key is random16 << 16 | permute(index).
 constexpr uint32_t kIdxBits = 16;
 constexpr uint32_t kIdxMask = (1u << kIdxBits) - 1;
+constexpr uint8_t kAethNakRemoteOp = 0x63;  // IBTA AETH NAK code: remote operational error
 
 uint32_t ev_api_state(EvState s) {
   switch (s) {
@@ -192,6 +193,11 @@ Engine::Qp* Engine::qp_by_num(uint32_t qpn) const {
   return q->qpn == qpn ? q : nullptr;
 }
 
+Engine::Qp* Engine::live_qp(uint32_t qpn) const {
+  Qp* q = qp_by_num(qpn);
+  return q && !q->tomb ? q : nullptr;
+}
+
 Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
   rescan_ = true;  // some QP's next deadline may now be sooner
   if (std::find(pds_.begin(), pds_.end(), init.pd) == pds_.end())
@@ -209,6 +215,12 @@ Result<uint32_t> Engine::create_qp(const QpInitAttr& init) {
     return Error(EINVAL, "create_qp: only WRITE and WRITE_WITH_IMM are supported");
   size_t idx = 0;
   while (idx < qps_.size() && qps_[idx]) idx++;
+  if ((idx >= cfg_.max_qps || idx > kIdxMask) && !tombs_.empty()) {
+    // Tombstones never cost a live QP its slot: the oldest goes early.
+    free_oldest_tomb();
+    idx = 0;
+    while (idx < qps_.size() && qps_[idx]) idx++;
+  }
   if (idx >= cfg_.max_qps || idx > kIdxMask) return Error(ENOMEM, "create_qp: too many QPs");
   if (idx == qps_.size()) {
     qps_.push_back(nullptr);
@@ -240,19 +252,98 @@ Status Engine::destroy_qp(uint32_t qpn) {
   rescan_ = true;  // some QP's next deadline may now be sooner
   Qp* q = qp_by_num(qpn);
   if (!q) return Error(EINVAL, "destroy_qp: unknown QP " + std::to_string(qpn));
+  if (q->tomb) {
+    auto it =
+        std::find_if(tombs_.begin(), tombs_.end(), [&](const auto& t) { return t.second == qpn; });
+    if (it != tombs_.end()) tombs_.erase(it);
+  }
+  free_qp(qpn);
+  return {};
+}
+
+void Engine::free_qp(uint32_t qpn) {
+  Qp* q = qp_by_num(qpn);
+  if (!q) return;
   if (Cq* c = cq_by_handle(q->send_cq)) c->refs--;
   if (Cq* c = cq_by_handle(q->recv_cq)) c->refs--;
   active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
   txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
   const uint32_t idx = qp_index(qpn);
   qps_[idx].reset();
-  return {};
 }
 
 std::vector<uint32_t> Engine::qp_list() const {
   std::vector<uint32_t> v;
   for (const auto& q : qps_)
-    if (q) v.push_back(q->qpn);
+    if (q && !q->tomb) v.push_back(q->qpn);
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Tombstones: the QPs of an owner that is gone (service.md section 5)
+
+Result<bool> Engine::entomb_qp(uint32_t qpn, Time until) {
+  rescan_ = true;
+  Qp* q = qp_by_num(qpn);
+  if (!q) return Error(EINVAL, "entomb_qp: unknown QP " + std::to_string(qpn));
+  if (q->tomb) return true;
+  const bool peer_may_send =
+      q->state == QpState::kRtr || q->state == QpState::kRts || q->state == QpState::kErr;
+  if (!peer_may_send || cfg_.max_tombstones == 0) {
+    free_qp(qpn);
+    return false;
+  }
+  if (tombs_.size() >= cfg_.max_tombstones) free_oldest_tomb();
+  // Nothing of the owner stays: its CQs (nobody reads them; the flush
+  // below writes to no CQ), its queues and windows, its protection domain.
+  if (Cq* c = cq_by_handle(q->send_cq)) c->refs--;
+  if (Cq* c = cq_by_handle(q->recv_cq)) c->refs--;
+  q->send_cq = q->recv_cq = 0;
+  in_modify_ = true;  // no QP-fatal event: there is no one to tell
+  to_error(*q, kWcWrFlushErr);
+  in_modify_ = false;
+  q->pd = 0;
+  q->tomb = true;
+  q->tomb_until = until;
+  q->sack_due = false;
+  std::vector<SendWqe>().swap(q->sq);
+  std::vector<Sge>().swap(q->sq_sge);
+  std::vector<uint64_t>().swap(q->rq);
+  std::vector<TxPkt>().swap(q->win);
+  std::vector<PendImm>().swap(q->imm);
+  std::vector<uint32_t>().swap(q->msg_len);
+  std::vector<uint32_t>().swap(q->probe_queue);
+  q->sq_head = q->sq_next = q->sq_tail = q->sq_count = 0;
+  q->rq_head = q->rq_count = 0;
+  active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
+  txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
+  q->in_txq = false;
+  auto at = std::upper_bound(tombs_.begin(), tombs_.end(), until,
+                             [](Time t, const auto& e) { return t < e.first; });
+  tombs_.insert(at, {until, qpn});
+  stats_.tombstones++;
+  return true;
+}
+
+void Engine::free_oldest_tomb() {
+  if (tombs_.empty()) return;
+  const uint32_t qpn = tombs_.front().second;
+  tombs_.pop_front();
+  stats_.tombstones_early++;
+  free_qp(qpn);
+  if (tombs_freed_.size() < 65536) tombs_freed_.push_back(qpn);
+}
+
+size_t Engine::poll_freed_tombstones(std::span<uint32_t> out) {
+  size_t n = std::min(out.size(), tombs_freed_.size());
+  std::copy(tombs_freed_.begin(), tombs_freed_.begin() + long(n), out.begin());
+  tombs_freed_.erase(tombs_freed_.begin(), tombs_freed_.begin() + long(n));
+  return n;
+}
+
+std::vector<uint32_t> Engine::tombstone_list() const {
+  std::vector<uint32_t> v;
+  for (const auto& t : tombs_) v.push_back(t.second);
   return v;
 }
 
@@ -340,7 +431,7 @@ Status Engine::check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uin
 
 Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t mrc) {
   rescan_ = true;  // some QP's next deadline may now be sooner
-  Qp* q = qp_by_num(qpn);
+  Qp* q = live_qp(qpn);
   if (!q) return Error(EINVAL, "modify_qp: unknown QP " + std::to_string(qpn));
   MRC_TRY(check_transition(*q, a, ibv, mrc));
   const QpState to = (ibv & kQpState) ? a.qp_state : q->state;
@@ -625,7 +716,7 @@ void Engine::flush(Qp& q, WcStatus first) {
 Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
   // Only this QP's deadlines may move (arm() below), not every QP's: no
   // rescan per posted message.
-  Qp* q = qp_by_num(qpn);
+  Qp* q = live_qp(qpn);
   if (!q) return Error(EINVAL, "post_send: unknown QP " + std::to_string(qpn));
   if (q->state == QpState::kErr) {
     // Verbs: accepted and completed at once with a flush error.
@@ -680,7 +771,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
 }
 
 Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
-  Qp* q = qp_by_num(qpn);
+  Qp* q = live_qp(qpn);
   if (!q) return Error(EINVAL, "post_recv: unknown QP " + std::to_string(qpn));
   if (q->state == QpState::kReset) return Error(EINVAL, "post_recv: QP is in RESET");
   if (wr.num_sge > q->cap.max_recv_sge) return Error(EINVAL, "post_recv: too many SGEs");
@@ -745,13 +836,13 @@ Status Engine::remove_cc_profile(uint64_t id) {
 
 bool Engine::ev_profile_in_use(uint64_t id) const {
   for (const auto& q : qps_)
-    if (q && q->attr.ev_profile_id == id && q->state != QpState::kReset) return true;
+    if (q && !q->tomb && q->attr.ev_profile_id == id && q->state != QpState::kReset) return true;
   return false;
 }
 
 bool Engine::cc_profile_in_use(uint64_t id) const {
   for (const auto& q : qps_)
-    if (q && q->attr.cc_profile_id == id && q->state != QpState::kReset) return true;
+    if (q && !q->tomb && q->attr.cc_profile_id == id && q->state != QpState::kReset) return true;
   return false;
 }
 
@@ -765,7 +856,7 @@ Status Engine::set_ev_denied(uint64_t profile, uint32_t ev, uint8_t port, bool d
     if (e.ev == ev && e.port == port) e.denied = denied, found = true;
   if (!found) return Error(ENOENT, "EV not in profile " + std::to_string(profile));
   for (const auto& q : qps_) {
-    if (!q || q->attr.ev_profile_id != profile || q->state == QpState::kReset ||
+    if (!q || q->tomb || q->attr.ev_profile_id != profile || q->state == QpState::kReset ||
         q->paths.size() == 0)
       continue;
     for (uint32_t i = 0; i < q->paths.size(); i++) {
@@ -848,7 +939,7 @@ void Engine::set_port_state(uint8_t port, bool up, Time now) {
     if (port_up(pc.port)) status |= 1u << (pc.port - 1);
   std::vector<codec::IpAddr> told;
   for (const auto& qp : qps_) {
-    if (!qp || qp->paths.size() == 0) continue;
+    if (!qp || qp->tomb || qp->paths.size() == 0) continue;
     Qp& q = *qp;
     q.paths.port_state(port, up);
     if (!up && q.win_ready()) {
@@ -967,7 +1058,15 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
         // Failed by a WriteIMM without a receive: every request hears why
         // (the requester fails only on a refusal of a PSN it resent).
         q->stats.fail_renacks++;
+        if (q->tomb) stats_.tomb_naks++;
         queue_nack(*q, q->fail_psn, MRC_NACK_UNEXP_EVENT, 0, 0, f.port);
+        continue;
+      }
+      if (q->tomb) {
+        // Its owner is gone: the request is refused (nothing is placed),
+        // and its resend refused again fails the peer's QP (REM_OP_ERR).
+        stats_.tomb_naks++;
+        queue_aeth_nak(*q, p.bth.psn, kAethNakRemoteOp, f.port);
         continue;
       }
       if (q->state != QpState::kRtr && q->state != QpState::kRts) {
@@ -1281,6 +1380,14 @@ void Engine::run_timers(Qp& q, Time now) {
 size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
   now_ = now;
   size_t sent = 0;
+  // Tombstones whose linger is over go (their answers already queued are
+  // dropped: the QP is gone).
+  while (!tombs_.empty() && tombs_.front().first <= now) {
+    const uint32_t qpn = tombs_.front().second;
+    tombs_.pop_front();
+    free_qp(qpn);
+    if (tombs_freed_.size() < 65536) tombs_freed_.push_back(qpn);
+  }
   // Timers first: they may queue control frames and retransmissions. Only
   // the QPs whose deadline came run theirs (the heap), so with many QPs a
   // timer costs O(log QPs), not a walk over all of them.
@@ -1375,7 +1482,8 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
 Time Engine::next_deadline() const {
   if (!ctrl_->empty() || rescan_) return 0;  // tx() has work now
   // The earliest entry; if stale, tx() finds nothing due and waits again.
-  return timer_heap_.empty() ? kNever : timer_heap_.front().first;
+  const Time t = timer_heap_.empty() ? kNever : timer_heap_.front().first;
+  return tombs_.empty() ? t : std::min(t, tombs_.front().first);
 }
 
 }  // namespace mrc::core

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <span>
@@ -115,7 +116,29 @@ class Engine {
   Result<QpStats> qp_stats(uint32_t qpn) const;
   Status post_send(uint32_t qpn, const SendWr& wr);
   Status post_recv(uint32_t qpn, const RecvWr& wr);
+  // Live QPs (tombstones are not listed).
   std::vector<uint32_t> qp_list() const;
+  // A QP whose owner is gone (service.md section 5, "The peers"): if its
+  // peer may still send (RTR, RTS, ERR) it stays as a tombstone until
+  // `until`, in ERR: its work is flushed to no one (its CQs are detached,
+  // so they can be destroyed at once), its queues and windows are freed, it
+  // belongs to no protection domain and places nothing; every request
+  // that reaches it is answered with an AETH NAK (remote operation error),
+  // so the peer's QP fails after one confirming resend instead of by retry
+  // exhaustion (or with the UNEXP_EVENT NACK of a QP already failed by a
+  // WriteIMM without a receive). Its QPN (and slot) stays taken until tx()
+  // frees it at `until`; at most EngineConfig::max_tombstones exist, and
+  // the oldest one is freed early to make room for a new tombstone or for a
+  // create_qp that would otherwise fail. Returns true if the QP became a
+  // tombstone, false if it was destroyed at once (RESET or INIT, or
+  // max_tombstones 0): then, as after destroy_qp, the caller drops its
+  // steering. destroy_qp of a tombstone frees it at once.
+  Result<bool> entomb_qp(uint32_t qpn, Time until);
+  // QPNs of tombstones the engine freed (linger over, or early) since the
+  // last call: the driver drops their steering (at most 65536 are kept).
+  size_t poll_freed_tombstones(std::span<uint32_t> out);
+  std::vector<uint32_t> tombstone_list() const;
+  size_t tombstone_count() const { return tombs_.size(); }
 
   // --- profiles and controller ---------------------------------------------
   Status install_ev_profile(uint64_t id, EvProfile p);
@@ -160,6 +183,10 @@ class Engine {
   struct CtrlQueue;
 
   Qp* qp_by_num(uint32_t qpn) const;
+  // A live QP (not a tombstone): the API calls that act on a QP's work.
+  Qp* live_qp(uint32_t qpn) const;
+  void free_qp(uint32_t qpn);
+  void free_oldest_tomb();
   uint32_t qp_index(uint32_t qpn) const;
   Cq* cq_by_handle(uint32_t h) const;
   const Mr* mr_by_key(uint32_t key) const;
@@ -262,6 +289,10 @@ class Engine {
   uint32_t ev_dropped_ = 0;
   std::vector<EpResponse> ep_rsp_;
   std::vector<uint32_t> qp_errors_;
+  // Tombstones by the time they are freed (earliest first), and the freed
+  // ones not yet polled.
+  std::deque<std::pair<Time, uint32_t>> tombs_;
+  std::vector<uint32_t> tombs_freed_;
   bool in_modify_ = false;
   struct EpPending {
     uint16_t req_id;

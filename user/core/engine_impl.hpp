@@ -208,6 +208,10 @@ struct Engine::Qp {
   // failed QP (the requester fails only on a refusal of a resent PSN).
   bool fail_nack = false;
   uint32_t fail_psn = 0;
+  // Its owner is gone (Engine::entomb_qp): it only answers requests, and is
+  // freed at tomb_until.
+  bool tomb = false;
+  Time tomb_until = kNever;
 
   bool win_ready() const { return !win.empty(); }
   // Anything for tx() to send: a probe, a retransmission or unsent data.

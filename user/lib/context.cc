@@ -185,6 +185,8 @@ Context::~Context() {
   if (impl_->maps) {
     for (const auto& q : impl_->qps)
       if (q) (void)impl_->maps->del_qp(q->qpn);
+    if (impl_->eng)
+      for (uint32_t qpn : impl_->eng->tombstone_list()) (void)impl_->maps->del_qp(qpn);
     for (size_t i = 0; i < impl_->ports.size(); i++)
       for (const auto& s : impl_->dev.sockets())
         if (s.port() == i) (void)impl_->maps->del_xsk(impl_->ports[i].port, s.queue());
@@ -454,6 +456,13 @@ Status Context::Impl::open_tx_backend() {
 Status Context::Impl::destroy_qp_locked(uint32_t qpn) {
   MRC_TRY(eng->destroy_qp(qpn));
   (void)maps->del_qp(qpn);
+  return {};
+}
+
+Status Context::Impl::entomb_qp_locked(uint32_t qpn, core::Time until) {
+  auto kept = eng->entomb_qp(qpn, until);
+  if (!kept) return kept.error();
+  if (!*kept && maps) (void)maps->del_qp(qpn);
   return {};
 }
 

@@ -215,6 +215,10 @@ struct Context::Impl {
   Status modify_qp_locked(uint32_t qpn, const QpAttr& attr, uint32_t ibv_mask, uint32_t mrc_mask);
   // destroy_qp's: the engine, then the XDP maps.
   Status destroy_qp_locked(uint32_t qpn);
+  // The host service's end of a QP whose client is gone: a tombstone until
+  // `until` (core::Engine::entomb_qp; its XDP map entry stays until the
+  // engine frees it, see engine_loop.cc), or destroyed now.
+  Status entomb_qp_locked(uint32_t qpn, core::Time until);
 
   // ---- the engine thread's scheduling (engine_sched.cc) ----------------
   // sched_want from the options and $MRC_ENGINE_SCHED (EINVAL: a bad name

@@ -266,6 +266,10 @@ bool Context::Impl::iteration(bool may_defer_tx) {
   while ((ne = eng->poll_qp_errors(errs)) > 0)
     for (size_t i = 0; i < ne; i++)
       if (!hook || !hook->qp_error(errs[i])) push_async({AsyncEventType::kQpFatal, errs[i], 0, 0});
+  // Tombstones the engine freed (the host service's): their steering goes.
+  while ((ne = eng->poll_freed_tombstones(errs)) > 0)
+    for (size_t i = 0; i < ne; i++)
+      if (maps) (void)maps->del_qp(errs[i]);
   return work;
 }
 

@@ -126,6 +126,7 @@ Status Client::hello(Context::Impl& im) {
   im.tx_note = cstr(r.tx_note, sizeof r.tx_note);
   im.idx.fill(-1);
   im.ports.clear();
+  port_nums_.clear();
   for (uint8_t i = 0; i < std::min<uint8_t>(r.nports, kMaxPorts); i++) {
     const WirePort& w = r.ports[i];
     PortInfo pi;
@@ -144,6 +145,7 @@ Status Client::hello(Context::Impl& im) {
     if (pi.port == 0 || pi.port > kMaxPorts || im.idx[pi.port] >= 0)
       return make_error(EPROTO, "mrc-serviced: bad port number in HELLO");
     im.idx[pi.port] = int(im.ports.size());
+    port_nums_.push_back(pi.port);
     im.ports.push_back(std::move(pi));
   }
   return {};
@@ -216,6 +218,7 @@ void Client::flush_dead() {
     }
     dead_events_.push_back({AsyncEventType::kQpFatal, q->qpn, 0, 0});
   }
+  for (uint8_t port : port_nums_) dead_events_.push_back({AsyncEventType::kPortError, 0, port, 0});
   dead_events_.push_back({AsyncEventType::kDeviceFatal, 0, 0, 0});
 }
 

@@ -156,6 +156,7 @@ class Client {
   std::vector<std::unique_ptr<ClientCq>> cqs_;
   std::vector<std::unique_ptr<ClientChannel>> channels_;
   std::vector<AsyncEvent> dead_events_;  // written by flush_dead, under obj_mu_
+  std::vector<uint8_t> port_nums_;       // the device's ports (HELLO): PORT_ERR each on death
   std::thread monitor_;
 };
 

@@ -73,6 +73,8 @@ Status load_config(const std::string& path, ServerOptions* o) {
     MRC_TRY(r.str("group", &g, &has_group));
     if (has_group) MRC_TRY(parse_group(g, &o->socket_group, r.at(*t->get("group"))));
     MRC_TRY(r.str("metrics", &o->metrics));
+    MRC_TRY(r.integer("tomb_linger_ms", &o->tomb_linger_ms, 0, 600000));
+    MRC_TRY(r.integer("max_tombstones", &o->dev.engine.max_tombstones, 0, 65536));
     r.known("interfaces");
     if (const toml::node* n = t->get("interfaces")) {
       const toml::array* a = n->as_array();
@@ -188,7 +190,12 @@ std::string usage() {
          "                     after 1 ms of work without a sleep), dedicated (needs --cpu:\n"
          "                     pinned, never sleeps); default: $MRC_ENGINE_SCHED, else nice\n"
          "  --nice N           the engine thread's nice value in nice, fifo, dedicated (-10)\n"
-         "  --idle-spin-us N   engine thread: keep polling N us before sleeping\n";
+         "  --idle-spin-us N   engine thread: keep polling N us before sleeping\n"
+         "  --tomb-linger-ms N a departed process's QPs stay N ms as tombstones that refuse\n"
+         "                     their peers' requests, so the peers fail at once (default 5000,\n"
+         "                     0: destroyed at once)\n"
+         "  --max-tombstones N tombstones at once, all processes; beyond, the oldest goes\n"
+         "                     early (default 1024)\n";
 }
 
 Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
@@ -326,6 +333,10 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
       o.dev.engine_nice = int(n);
     } else if (a == "--idle-spin-us") {
       SVC_NUM(o.dev.idle_spin_us, 1000000, uint32_t);
+    } else if (a == "--tomb-linger-ms") {
+      SVC_NUM(o.tomb_linger_ms, 600000, uint32_t);
+    } else if (a == "--max-tombstones") {
+      SVC_NUM(o.dev.engine.max_tombstones, 65536, uint32_t);
     } else if (!a.empty() && a[0] == '-') {
       return Error(EINVAL, "unknown option " + a);
     } else if (ifs.empty()) {

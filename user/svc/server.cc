@@ -20,6 +20,7 @@
 #include <new>
 #include <set>
 
+#include "util/clock.hpp"
 #include "util/mmap_area.hpp"
 
 namespace mrc::svc {
@@ -240,21 +241,30 @@ void Server::drop(ClientState& c, const char* why) {
   if (c.hello)
     std::fprintf(stderr,
                  "mrc-serviced: client %u (pid %d, uid %u) left (%s): freed %zu QPs, %zu CQs, "
-                 "%zu regions\n",
-                 c.id, int(c.pid), unsigned(c.uid), why, c.live_qps, c.live_cqs, c.mrs.size());
+                 "%zu regions (its QPs stay as tombstones for %u ms)\n",
+                 c.id, int(c.pid), unsigned(c.uid), why, c.live_qps, c.live_cqs, c.mrs.size(),
+                 unsigned(o_.tomb_linger_ms));
   free_client_locked(c);
   cnt_.clients_now--;
   std::erase_if(clients_, [&](const auto& p) { return p.get() == &c; });
 }
 
 // Everything of a client goes: its QPs first (the engine flushes their
-// work), then CQs, regions (the service's view unmapped), PDs.
+// work; those a peer may still send to stay as tombstones for
+// tomb_linger_ms, holding nothing of the client), then CQs, regions (the
+// service's view unmapped), PDs.
 void Server::free_client_locked(ClientState& c) {
+  const core::Time until = mono_ns() + core::Time(o_.tomb_linger_ms) * 1'000'000;
   for (auto& q : c.qps) {
     if (!q) continue;
-    (void)im_->destroy_qp_locked(q->qpn);
+    if (o_.tomb_linger_ms)
+      (void)im_->entomb_qp_locked(q->qpn, until);
+    else
+      (void)im_->destroy_qp_locked(q->qpn);
     by_qpn_.erase(q->qpn);
   }
+  // The engine thread sleeps until its next deadline: a tombstone's end is one.
+  if (o_.tomb_linger_ms && !c.qps.empty()) lib::wake(im_->wake_fd.get());
   c.qp_of.clear();
   c.qps.clear();
   for (auto& q : c.cqs)

@@ -51,6 +51,10 @@ struct ServerOptions {
     std::string mr_bytes = "--max-mr-mib", wr = "--max-wr", cqe = "--max-cqe";
   } limit_names;
   std::string metrics;  // Prometheus endpoint host:port; "" = none
+  // A departed client's QPs stay this long as tombstones that refuse their
+  // peers' requests (service.md section 5); 0: destroyed at once. Their
+  // number is bounded by dev.engine.max_tombstones.
+  uint32_t tomb_linger_ms = 5000;
 };
 
 struct ServerCounters {

@@ -1035,13 +1035,14 @@ void write_counters_json(Side& s, const Opts& o) {
   j["engine_sched"] = to_string(s.ctx->engine_sched());
   j["engine_sched_reason"] = s.ctx->engine_sched_reason();
   const auto es = s.ctx->engine_stats();
-  json e =
-      json{MRC_KV(es, rx_frames),         MRC_KV(es, rx_bytes),        MRC_KV(es, tx_frames),
-           MRC_KV(es, tx_bytes),          MRC_KV(es, rx_not_mrc),      MRC_KV(es, rx_unknown_qp),
-           MRC_KV(es, rx_bad_state),      MRC_KV(es, rx_unexpected),   MRC_KV(es, ep_requests),
-           MRC_KV(es, ep_responses_tx),   MRC_KV(es, ep_responses_rx), MRC_KV(es, cq_overflows),
-           MRC_KV(es, ev_events_dropped), MRC_KV(es, tx_no_frame),     MRC_KV(es, ep_unsolicited),
-           MRC_KV(es, ep_bad_port_status)};
+  json e = json{
+      MRC_KV(es, rx_frames),          MRC_KV(es, rx_bytes),        MRC_KV(es, tx_frames),
+      MRC_KV(es, tx_bytes),           MRC_KV(es, rx_not_mrc),      MRC_KV(es, rx_unknown_qp),
+      MRC_KV(es, rx_bad_state),       MRC_KV(es, rx_unexpected),   MRC_KV(es, ep_requests),
+      MRC_KV(es, ep_responses_tx),    MRC_KV(es, ep_responses_rx), MRC_KV(es, cq_overflows),
+      MRC_KV(es, ev_events_dropped),  MRC_KV(es, tx_no_frame),     MRC_KV(es, ep_unsolicited),
+      MRC_KV(es, ep_bad_port_status), MRC_KV(es, tombstones),      MRC_KV(es, tombstones_early),
+      MRC_KV(es, tomb_naks)};
   // By kind name (parse_error_name; kind 0, "ok", left out).
   json pe = json::object();
   for (size_t i = 1; i < std::size(es.rx_parse_errors); i++)

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -185,8 +186,9 @@ int main(int argc, char** argv) {
                     std::to_string(kRecvs) + ")");
   check(flushed > 0, "sends flushed: " + std::to_string(flushed));
 
-  // Async events: QP_FATAL for the QP and DEVICE_FATAL.
+  // Async events: QP_FATAL for the QP, PORT_ERR for each port, DEVICE_FATAL.
   bool qp_fatal = false, dev_fatal = false;
+  std::set<uint8_t> port_err;
   for (int k = 0; k < 10 && !(qp_fatal && dev_fatal); k++) {
     pollfd p{ctx->async_fd(), POLLIN, 0};
     (void)::poll(&p, 1, 100);
@@ -194,9 +196,14 @@ int main(int argc, char** argv) {
     while (ctx->get_async_event(ev)) {
       if (ev.type == mrc::AsyncEventType::kQpFatal && ev.qpn == qp->qpn()) qp_fatal = true;
       if (ev.type == mrc::AsyncEventType::kDeviceFatal) dev_fatal = true;
+      if (ev.type == mrc::AsyncEventType::kPortError) port_err.insert(ev.port);
     }
   }
   check(qp_fatal, "async event QP_FATAL for the QP");
+  bool every_port = !ctx->ports().empty();
+  for (const auto& p : ctx->ports()) every_port &= port_err.count(p.port) == 1;
+  check(every_port, "async event PORT_ERR for each of the " + std::to_string(ctx->ports().size()) +
+                        " ports (" + std::to_string(port_err.size()) + ")");
   check(dev_fatal, "async event DEVICE_FATAL");
 
   mrc::RecvWr w;

@@ -7,7 +7,8 @@
 # once with a flush, in order, get_event return EIO, QP_FATAL and
 # DEVICE_FATAL, EIO from later calls, and destroys every object without an
 # error; mrc_perf fails naming the dead service. A restarted service serves
-# a new verified pair.
+# a new verified pair. Then kill -9 of a client: its peer gets its error
+# completion within 1 s (tombstones).
 . "$(dirname "$0")/svc_lib.sh"
 t_require timeout
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
@@ -98,6 +99,49 @@ if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$cv" = ok ] && [ "$sv" = ok ]; then
 else
 	t_fail "after the restart: client exit $crc (verify ${cv:-none}), server exit $src (verify ${sv:-none})"
 fi
+
+# 3. kill -9 of a client (service.md section 5, "The peers"): the receiver
+# on B, through B's service, dies mid-transfer; its QP stays as a tombstone
+# that refuses the sender's requests, so the sender on A gets its error
+# completion (REM_OP_ERR) within 1 s, not by retry exhaustion (4.4 s with
+# mrc_perf's defaults, which is what this check sees without tombstones).
+# No timeout(1) or function around the victim: kill -9 must reach mrc_perf
+# itself (ip netns exec and env exec it, so $! is its pid). It ends with its
+# peer (-D 30) or in the trap.
+ip netns exec "$(t_ns B)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/B.sock" "$B_PERF" server -d "$(ifs B)" -p "$((PORT + 3))" --verify -j \
+	>"$T_TMP/victim-server.log" 2>&1 &
+SPID[victim]=$!
+T_PIDS+=("${SPID[victim]}")
+for ((i = 0; i < 500; i++)); do # it listens before its peer connects
+	[ -n "$(ip netns exec "$(t_ns B)" ss -ltnH "sport = :$((PORT + 3))" 2>/dev/null)" ] && break
+	sleep 0.01
+done
+cli peer "$((PORT + 3))" -D 30
+for ((i = 0; i < 1000; i++)); do
+	grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/peer-client.log" 2>/dev/null && break
+	kill -0 "${CPID[peer]}" 2>/dev/null || break
+	sleep 0.01
+done
+t_check "the victim's peer transfers" grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/peer-client.log"
+kill -9 "${SPID[victim]}"
+t0=$(date +%s%N)
+wait "${SPID[victim]}" 2>/dev/null
+pend=
+for ((i = 0; i < 1000; i++)); do
+	kill -0 "${CPID[peer]}" 2>/dev/null || { pend=$((($(date +%s%N) - t0) / 1000000)); break; }
+	sleep 0.005
+done
+kill -0 "${CPID[peer]}" 2>/dev/null && kill -9 "${CPID[peer]}"
+wait "${CPID[peer]}"
+prc=$?
+echo "ms from kill -9 of a client until its peer ended: ${pend:-more than 5000}"
+grep -v '^{"t_s"' "$T_TMP/peer-client.log" | head -3
+t_range "ms from kill -9 of a client until its peer ended" "${pend:-99999}" 0 1000
+t_check "the peer failed (exit $prc)" test "$prc" != 0
+t_check "the peer's error: remote operation error (the tombstone's refusal)" \
+	grep -q "remote operation error" "$T_TMP/peer-client.log"
+t_check "service B kept the client's QPs as tombstones" grep -q "tombstones for 5000 ms" "$T_TMP/svc.B.log"
+
 for h in A B; do
 	svc_stop "$h"
 	t_eq "service $h: exit status" "$?" 0
