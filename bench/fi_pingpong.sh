@@ -18,22 +18,23 @@
 # the provider differs. -I BW,LAT: round trips at 1 MiB and at 8 B.
 #
 #   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a] [-B DIR [-B DIR]]
-#                        [-I BW,LAT]
+#                        [-I BW,LAT] [-m MTU]
 #
 # Defaults: 3 rounds, both endpoint types, 100 round trips at 1 MiB and 500
-# at 8 B. Needs root, libfabric-bin; builds nothing (default BUILD ./build).
+# at 8 B, planes of MTU 1500 (-m MTU: e.g. 9000, jumbo frames). Needs root,
+# libfabric-bin; builds nothing (default BUILD ./build).
 # Documentation/performance.md, "libfabric: fi_pingpong".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
-BASE_DIR= BASE2_DIR= APP= BW_IT=100 LAT_IT=500
-while getopts b:r:o:e:aB:I:h o; do
+BASE_DIR= BASE2_DIR= APP= BW_IT=100 LAT_IT=500 MTU=1500
+while getopts b:r:o:e:aB:I:m:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
-    a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;;
+    a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;; m) MTU=$OPTARG ;;
     B) if [ -z "$BASE_DIR" ]; then BASE_DIR=$(cd "$OPTARG" && pwd); else BASE2_DIR=$(cd "$OPTARG" && pwd); fi ;;
-    *) sed -n '2,23p' "$0"; exit 2 ;;
+    *) sed -n '2,24p' "$0"; exit 2 ;;
   esac
 done
 VARIANTS="mrc${APP:+ mrc-app}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
@@ -44,7 +45,7 @@ command -v fi_pingpong >/dev/null || { echo "fi_pingpong: install libfabric-bin 
 PROV_DIR=$BUILD/lib/libfabric
 . "$ROOT/bench/bench_lib.sh"
 bench_setup fi_pingpong "$PROV_DIR/libmrc-fi.so"
-bench_fabric_up planes=4
+bench_fabric_up planes=4 mtu="$MTU"
 
 # side HOSTNS DEVS PROVIDER EP SIZE ITERS [SERVER]: one fi_pingpong side
 # (PROGRESS: FI_MRC_PROGRESS; PDIR: the provider directory).
