@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # libfabric's fi_pingpong (Debian libfabric-bin) over the mrc provider against
 # the same program over libfabric's own tcp provider, on the same 4-plane veth
-# fabric, interleaved (mrc, then tcp, in every round; -a adds mrc with
-# application progress, FI_MRC_PROGRESS=app, between them):
+# fabric, interleaved (mrc, then tcp, in every round; "mrc" runs with
+# FI_MRC_PROGRESS=thread, the engine thread; -a adds "mrc-app" between them,
+# FI_MRC_PROGRESS=app, the provider's default since 2026-12-02):
 #
 #   rdm: "mrc;ofi_rxm" against "tcp;ofi_rxm" (FI_EP_RDM, what MPI uses; rxm's
 #        default rendezvous by RMA read for both: its write rendezvous loses
@@ -34,7 +35,7 @@ while getopts b:r:o:e:aB:I:m:h o; do
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
     a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;; m) MTU=$OPTARG ;;
     B) if [ -z "$BASE_DIR" ]; then BASE_DIR=$(cd "$OPTARG" && pwd); else BASE2_DIR=$(cd "$OPTARG" && pwd); fi ;;
-    *) sed -n '2,24p' "$0"; exit 2 ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
   esac
 done
 VARIANTS="mrc${APP:+ mrc-app}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
