@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # libfabric's fi_pingpong (Debian libfabric-bin) over the mrc provider against
 # the same program over libfabric's own tcp provider, on the same 4-plane veth
-# fabric, interleaved (mrc, then tcp, in every round; -a adds mrc with
-# application progress, FI_MRC_PROGRESS=app, between them):
+# fabric, interleaved (mrc, then tcp, in every round; "mrc" runs with
+# FI_MRC_PROGRESS=thread, the engine thread; -a adds "mrc-app" between them,
+# FI_MRC_PROGRESS=app, the provider's default since 2026-12-02):
 #
 #   rdm: "mrc;ofi_rxm" against "tcp;ofi_rxm" (FI_EP_RDM, what MPI uses; rxm's
 #        default rendezvous by RMA read for both: its write rendezvous loses
@@ -15,26 +16,26 @@
 # -B DIR adds the provider DIR/libmrc-fi.so (another build, e.g. the one
 # before a change) as variant "base" between mrc and tcp in every round (a
 # second -B as "base2"); it runs on BUILD's libmrc (LD_LIBRARY_PATH), so only
-# the provider differs. -I BW,LAT: round trips at 1 MiB and at 8 B. -m MTU:
-# the planes' MTU (default 1500; 9000 for a jumbo-frame fabric), for both.
+# the provider differs. -I BW,LAT: round trips at 1 MiB and at 8 B.
 #
 #   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a] [-B DIR [-B DIR]]
 #                        [-I BW,LAT] [-m MTU]
 #
 # Defaults: 3 rounds, both endpoint types, 100 round trips at 1 MiB and 500
-# at 8 B. Needs root, libfabric-bin; builds nothing (default BUILD ./build).
+# at 8 B, planes of MTU 1500 (-m MTU: e.g. 9000, jumbo frames). Needs root,
+# libfabric-bin; builds nothing (default BUILD ./build).
 # Documentation/performance.md, "libfabric: fi_pingpong".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
-BASE_DIR= BASE2_DIR= APP= BW_IT=100 LAT_IT=500 MTU=
+BASE_DIR= BASE2_DIR= APP= BW_IT=100 LAT_IT=500 MTU=1500
 while getopts b:r:o:e:aB:I:m:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
     a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;; m) MTU=$OPTARG ;;
     B) if [ -z "$BASE_DIR" ]; then BASE_DIR=$(cd "$OPTARG" && pwd); else BASE2_DIR=$(cd "$OPTARG" && pwd); fi ;;
-    *) sed -n '2,24p' "$0"; exit 2 ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
   esac
 done
 VARIANTS="mrc${APP:+ mrc-app}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
@@ -45,7 +46,7 @@ command -v fi_pingpong >/dev/null || { echo "fi_pingpong: install libfabric-bin 
 PROV_DIR=$BUILD/lib/libfabric
 . "$ROOT/bench/bench_lib.sh"
 bench_setup fi_pingpong "$PROV_DIR/libmrc-fi.so"
-bench_fabric_up planes=4 ${MTU:+mtu=$MTU}
+bench_fabric_up planes=4 mtu="$MTU"
 
 # side HOSTNS DEVS PROVIDER EP SIZE ITERS [SERVER]: one fi_pingpong side
 # (PROGRESS: FI_MRC_PROGRESS; PDIR: the provider directory).

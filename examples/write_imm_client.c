@@ -100,17 +100,15 @@ int main(int argc, char **argv)
 
 	/* 3. Swap endpoints: ours has no buffer to offer, the server's does. */
 	struct mrc_endpoint me = {
-	    .psn = mrc_random_psn(), .max_wimm_dest = MAX_WIMM, .mpr_dest = MPR, .mtu = 4096};
+	    .psn = mrc_random_psn(), .max_wimm_dest = MAX_WIMM, .mpr_dest = MPR, .mtu = 0};
 	mrc_get_qpn(qp, &me.qpn);
 	me.num_gids = (uint32_t)mrc_num_ports(dev);
-	for (uint8_t p = 1; p <= me.num_gids; p++) {
-		struct mrc_port_attr pa;
-		if (mrc_query_port(dev, p, &pa) || mrc_query_gid(dev, p, 0, &me.gid[p - 1]))
-			die("port/GID");		 /* GID 0 is the port's IPv4 address */
-		uint32_t fit = (pa.mtu - 128) / 64 * 64; /* MRC headers take at most 92 bytes */
-		if (fit < me.mtu)
-			me.mtu = fit;
-	}
+	for (uint8_t p = 1; p <= me.num_gids; p++)
+		if (mrc_query_gid(dev, p, 0, &me.gid[p - 1]))
+			die("GID"); /* GID 0 is the port's IPv4 address */
+	/* The largest payload per packet every plane and the device carry. */
+	if (mrc_query_path_mtu(dev, 4, &me.mtu))
+		die("path MTU");
 	int fd = mrc_exchange_connect(server, port, 30000);
 	struct mrc_endpoint peer;
 	if (fd < 0 || mrc_exchange_endpoints(fd, &me, 1, &peer, 1, 10000) != 1)

@@ -112,17 +112,15 @@ int main(int argc, char **argv)
 				  .rkey = mr->rkey,
 				  .max_wimm_dest = MAX_WIMM,
 				  .mpr_dest = MPR,
-				  .mtu = 4096};
+				  .mtu = 0};
 	mrc_get_qpn(qp, &me.qpn);
 	me.num_gids = (uint32_t)mrc_num_ports(dev);
-	for (uint8_t p = 1; p <= me.num_gids; p++) {
-		struct mrc_port_attr pa;
-		if (mrc_query_port(dev, p, &pa) || mrc_query_gid(dev, p, 0, &me.gid[p - 1]))
-			die("port/GID");		 /* GID 0 is the port's IPv4 address */
-		uint32_t fit = (pa.mtu - 128) / 64 * 64; /* MRC headers take at most 92 bytes */
-		if (fit < me.mtu)
-			me.mtu = fit;
-	}
+	for (uint8_t p = 1; p <= me.num_gids; p++)
+		if (mrc_query_gid(dev, p, 0, &me.gid[p - 1]))
+			die("GID"); /* GID 0 is the port's IPv4 address */
+	/* The largest payload per packet every plane and the device carry. */
+	if (mrc_query_path_mtu(dev, 4, &me.mtu))
+		die("path MTU");
 	printf("server: QP %u listening on TCP port %u\n", me.qpn, port);
 	fflush(stdout);
 	int lfd = mrc_exchange_listen(NULL, port);

@@ -205,6 +205,15 @@ int mrc_query_port(struct mrc_device *device, uint8_t port_num, struct mrc_port_
 /* The port's addresses: IPv4 first, then IPv6 (link-local excluded).
  * ENOENT when index >= gid_tbl_len. */
 int mrc_query_gid(struct mrc_device *device, uint8_t port_num, int index, union mrc_gid *gid);
+/* The largest path MTU (payload bytes, a multiple of 64) a QP of this device
+ * can use toward peers of IP version ip_version (4 or 6): the smallest plane
+ * interface MTU less the IP, UDP and MRC headers (72 bytes IPv4, 92 IPv6),
+ * and at most what the device sends and receives in one packet (3392 for
+ * single-buffer AF_XDP, whatever the planes' MTU; more with
+ * mrc_device_opts.frame_chunks). What to put in mrc_endpoint.mtu and to take
+ * the smaller of with the peer's. EINVAL for another ip_version, EMSGSIZE
+ * when a plane's MTU leaves less than 256. Symbol version MRC_2. */
+int mrc_query_path_mtu(struct mrc_device *device, int ip_version, uint32_t *path_mtu);
 
 /* ------------------------------------------------------------------------
  * Contexts

@@ -80,8 +80,13 @@ struct Config {
   std::string domain;
   uint32_t slots = 64;
   uint32_t slot_size = 65536;
-  bool app_progress = false;
-  bool yield = true;  // sched_yield on an empty CQ read (engine-thread progress only)
+  // Application progress (the polling thread runs libmrc's engine) unless
+  // FI_MRC_PROGRESS=thread; the service does not serve it, so through
+  // mrc-serviced the engine thread runs it anyway (g_dev.app_progress says
+  // which). progress_set: FI_MRC_PROGRESS was given (a fallback warns).
+  bool app_progress = true;
+  bool progress_set = false;
+  bool yield = true;  // sched_yield on an empty CQ read (either progress)
   std::string why;    // empty when usable
 };
 
@@ -115,13 +120,13 @@ Config load_config() {
     c.slot_size = uint32_t(v);
   }
   std::string prog = param_str("progress");
-  if (prog == "app")
-    c.app_progress = true;
-  else if (!prog.empty() && prog != "thread")
+  c.progress_set = !prog.empty();
+  if (prog == "thread")
+    c.app_progress = false;
+  else if (!prog.empty() && prog != "app")
     c.why = "FI_MRC_PROGRESS must be thread or app";
   int y = 1;
   if (fi_param_get_bool(&g_prov, "yield", &y) == FI_SUCCESS) c.yield = y;
-  if (c.app_progress) c.yield = false;  // the polling thread is the engine
   return c;
 }
 
@@ -201,8 +206,13 @@ int device_get(const Config& c) {
   g_dev.dev = mrc_open_device(names.data(), int(names.size()), &opts);
   if (!g_dev.dev && c.app_progress && errno == EOPNOTSUPP) {
     // mrc-serviced runs the engine and does not serve application
-    // progress: its engine thread drives the protocol instead.
-    MRC_FI_WARN("FI_MRC_PROGRESS=app: %s; using the engine thread\n", mrc_last_error());
+    // progress: its engine thread drives the protocol instead (a warning
+    // when FI_MRC_PROGRESS=app asked for it; the default says so at
+    // FI_LOG_LEVEL=info).
+    if (c.progress_set)
+      MRC_FI_WARN("FI_MRC_PROGRESS=app: %s; using the engine thread\n", mrc_last_error());
+    else
+      FI_INFO(&g_prov, FI_LOG_CORE, "service mode: progress by the service's engine thread\n");
     opts.flags &= ~uint32_t(MRC_DEVICE_APP_PROGRESS);
     g_dev.dev = mrc_open_device(names.data(), int(names.size()), &opts);
   }
@@ -224,13 +234,18 @@ int device_get(const Config& c) {
   fcntl(g_dev.chan_fd, F_SETFL, fcntl(g_dev.chan_fd, F_GETFL) | O_NONBLOCK);
   g_dev.app_progress = (opts.flags & MRC_DEVICE_APP_PROGRESS) != 0;
   g_dev.num_ports = mrc_num_ports(g_dev.dev);
-  g_dev.mtu = 4096;
+  // The largest payload per packet every plane and the device carry (IPv4):
+  // 1408 on MTU 1500 planes; on jumbo planes what the device receives in one
+  // frame (3392 for single-buffer AF_XDP), not the planes' 8896: a larger
+  // path MTU there loses every full-size packet (the MTU-9000 hang: 1 MiB
+  // transfers stalled while 8 B ones passed).
+  if (mrc_query_path_mtu(g_dev.dev, 4, &g_dev.mtu)) {
+    int e = errno;
+    MRC_FI_WARN("mrc_query_path_mtu: %s\n", mrc_last_error());
+    device_release();
+    return errno_to_fi(e);
+  }
   for (int p = 1; p <= g_dev.num_ports; p++) {
-    struct mrc_port_attr pa;
-    if (mrc_query_port(g_dev.dev, uint8_t(p), &pa) == 0) {
-      uint32_t fit = (pa.mtu - 128) / 64 * 64;  // MRC headers take at most 92 bytes
-      g_dev.mtu = std::min(g_dev.mtu, fit);
-    }
     if (mrc_query_gid(g_dev.dev, uint8_t(p), 0, &g_dev.gid[p - 1]))
       std::memset(&g_dev.gid[p - 1], 0, sizeof g_dev.gid[p - 1]);
   }
@@ -1369,9 +1384,12 @@ ssize_t cq_read_impl(Cq* cq, void* buf, size_t count) {
   // credits a peer may be short of go out).
   progress_cq(cq, true);
   n = cq_take(cq, buf, count);
-  // Still empty with libmrc's engine thread doing the work: a consumer that
-  // spins on this call would hold the CPU that thread needs, so give it up
-  // (returns at once when nothing else is runnable). FI_MRC_YIELD=0: spin.
+  // Still empty: a consumer that spins on this call would hold the CPU that
+  // libmrc's engine thread needs (thread progress) or, with application
+  // progress (the poller has just run an engine pass), that the peer or the
+  // other ranks on a host with more busy threads than cores need to answer,
+  // so give it up (returns at once when nothing else is runnable).
+  // FI_MRC_YIELD=0: spin.
   if (n == -FI_EAGAIN && cq->dom->fab->cfg.yield) sched_yield();
   return n;
 }
@@ -2197,8 +2215,8 @@ void close_wait(Ep* ep) {
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   for (;;) {
     struct pollfd p = {ep->sock, POLLIN, 0};
-    if (poll(&p, 1, ep->dom->fab->cfg.app_progress ? 0 : 5) != 0) return;  // BYE, EOF or error
-    if (ep->dom->fab->cfg.app_progress) mrc_progress(g_dev.dev, 5);
+    if (poll(&p, 1, g_dev.app_progress ? 0 : 5) != 0) return;  // BYE, EOF or error
+    if (g_dev.app_progress) mrc_progress(g_dev.dev, 5);
     if (std::chrono::steady_clock::now() >= until) return;
   }
 }
@@ -2650,9 +2668,10 @@ extern "C" __attribute__((visibility("default"))) struct fi_provider* fi_prov_in
                   "Bytes per ring slot, header included (default 65536)");
   fi_param_define(
       &g_prov, "progress", FI_PARAM_STRING,
-      "thread (libmrc engine thread, default) or app (the polling thread runs the engine)");
+      "app (the polling thread runs libmrc's engine; default; the engine thread through "
+      "mrc-serviced) or thread (libmrc's engine thread)");
   fi_param_define(&g_prov, "yield", FI_PARAM_BOOL,
-                  "Yield the CPU when a CQ read finds nothing, so libmrc's engine thread runs "
-                  "(default on; off with FI_MRC_PROGRESS=app)");
+                  "Yield the CPU when a CQ read finds nothing, so libmrc's engine thread (or "
+                  "the peer, on a busy host) runs (default on)");
   return &g_prov;
 }

@@ -503,6 +503,19 @@ int mrc_query_gid(struct mrc_device* d, uint8_t port, int index, union mrc_gid* 
   return 0;
 }
 
+int mrc_query_path_mtu(struct mrc_device* d, int ip_version, uint32_t* path_mtu) {
+  if (!d) return fail(EINVAL, "mrc_query_path_mtu: null device");
+  if (!path_mtu) return fail(EINVAL, "mrc_query_path_mtu: null path_mtu");
+  if (ip_version != 4 && ip_version != 6)
+    return fail(EINVAL,
+                "mrc_query_path_mtu: ip_version " + std::to_string(ip_version) + " (4 or 6)");
+  auto lim = d->ctx->path_mtu_limit(ip_version == 6 ? mrc::codec::IpVersion::kV6
+                                                    : mrc::codec::IpVersion::kV4);
+  if (!lim) return fail(std::move(lim).error().wrap("mrc_query_path_mtu"));
+  *path_mtu = *lim;
+  return 0;
+}
+
 // ---------------------------------------------------------------------------
 // Contexts
 
@@ -1058,6 +1071,20 @@ int mrc_modify_qp(struct mrc_qp* qp, struct mrc_ibv_qp_attr* v, int vattr_mask,
                                 std::to_string(over) + " header bytes exceeds the MTU " +
                                 std::to_string(pi.mtu) + " of " + pi.ifname);
     }
+    // What one packet of the device carries: single-buffer AF_XDP receives
+    // a frame within one page and loses every larger one, whatever the
+    // interfaces' MTU (live frames and multi-buffer clamp path_mtu to their
+    // limit in Qp::modify instead). The device's limit binds when it is below
+    // what the planes alone carry.
+    const auto ver = v6 ? mrc::codec::IpVersion::kV6 : mrc::codec::IpVersion::kV4;
+    const auto lim = d->ctx->path_mtu_limit(ver);
+    const auto planes = d->ctx->plane_mtu_limit(ver);
+    if (!d->ports.empty() && d->ports[0].max_path_mtu == 0 && lim && planes && *lim < *planes &&
+        mtu > *lim)
+      return fail(EINVAL, who + ": path_mtu " + std::to_string(mtu) + " exceeds the " +
+                              std::to_string(*lim) +
+                              " a single-buffer AF_XDP device receives in one frame "
+                              "(mrc_query_path_mtu; mrc_device_opts.frame_chunks carries more)");
   }
   if (vm & MRC_IBV_QP_AV) {
     for (uint8_t p : av_ports) {

@@ -597,6 +597,17 @@ TEST_F(CApiNetns, DeviceContextAndObjectErrors) {
   EXPECT_STREQ(inet_ntop(AF_INET6, g.raw, s, sizeof s), topo_.pairs()[1].a_ip6.c_str());
   EXPECT_ERRNO(mrc_query_gid(d, 2, 2, &g), ENOENT);
   EXPECT_ERRNO(mrc_query_gid(d, 2, -1, &g), EINVAL);
+  // The path MTU: on MTU 9000 planes the planes carry 8896 (IPv4) but a
+  // single-buffer device receives at most 3392 in one frame (the provider
+  // used 4096 there and lost every full-size packet).
+  uint32_t pm = 0;
+  ASSERT_EQ(mrc_query_path_mtu(d, 4, &pm), 0);
+  EXPECT_EQ(pm, kMtu);
+  ASSERT_EQ(mrc_query_path_mtu(d, 6, &pm), 0);
+  EXPECT_EQ(pm, kMtu);
+  EXPECT_ERRNO(mrc_query_path_mtu(d, 5, &pm), EINVAL);
+  EXPECT_ERRNO(mrc_query_path_mtu(d, 4, nullptr), EINVAL);
+  EXPECT_ERRNO(mrc_query_path_mtu(nullptr, 4, &pm), EINVAL);
 
   // PDs and MRs.
   mrc_pd* pd = mrc_alloc_pd(d);
@@ -808,6 +819,8 @@ TEST_F(CApiNetns, DeviceContextAndObjectErrors) {
           EINVAL);
   rtr_bad([](mrc_ibv_qp_attr& a, mrc_qp_attr&) { a.path_mtu = 9000; },
           EINVAL);  // + headers > MTU 9000
+  rtr_bad([](mrc_ibv_qp_attr& a, mrc_qp_attr&) { a.path_mtu = kMtu + 64; },
+          EINVAL);  // fits the planes, not one single-buffer frame
   rtr_bad([](mrc_ibv_qp_attr& a, mrc_qp_attr&) { a.path_mtu = 100; }, EINVAL);
   rtr_bad([](mrc_ibv_qp_attr& a, mrc_qp_attr&) { a.path_mtu = 1000; },
           EINVAL);  // not a multiple of 64

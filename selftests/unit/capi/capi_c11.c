@@ -223,6 +223,7 @@ int capi_c_null_arguments(char *msg, size_t len)
 	EXPECT_INT(mrc_num_ports(NULL), EINVAL);
 	EXPECT_INT(mrc_query_port(NULL, 1, &pattr), EINVAL);
 	EXPECT_INT(mrc_query_gid(NULL, 1, 0, &gid), EINVAL);
+	EXPECT_INT(mrc_query_path_mtu(NULL, 4, &u32), EINVAL);
 	EXPECT_NULL(mrc_create_context(NULL, NULL), EINVAL);
 	EXPECT_INT(mrc_destroy_context(NULL), EINVAL);
 	EXPECT_NULL(mrc_alloc_pd(NULL), EINVAL);
