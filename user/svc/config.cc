@@ -198,6 +198,22 @@ std::string usage() {
          "                     early (default 1024)\n";
 }
 
+namespace {
+
+// --nice N: a whole number in -20..19, nothing around it.
+Status parse_nice(const std::string& v, int* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || std::isspace(static_cast<unsigned char>(v[0])) || *end || errno || n < -20 ||
+      n > 19)
+    return Error(EINVAL, "--nice takes -20..19, not " + v);
+  *out = int(n);
+  return {};
+}
+
+}  // namespace
+
 Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
                                 const std::string& default_config) {
   ServicedArgs r;
@@ -324,13 +340,7 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
       o.dev.engine_sched = *m;
     } else if (a == "--nice") {
       MRC_TRY(val());
-      char* end = nullptr;
-      errno = 0;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || std::isspace(static_cast<unsigned char>(v[0])) || *end || errno || n < -20 ||
-          n > 19)
-        return Error(EINVAL, "--nice takes -20..19, not " + v);
-      o.dev.engine_nice = int(n);
+      MRC_TRY(parse_nice(v, &o.dev.engine_nice));
     } else if (a == "--idle-spin-us") {
       SVC_NUM(o.dev.idle_spin_us, 1000000, uint32_t);
     } else if (a == "--tomb-linger-ms") {
