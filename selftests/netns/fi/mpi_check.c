@@ -10,16 +10,23 @@
  *     directions checked byte for byte; MPI_ANY_SOURCE/ANY_TAG matching;
  *   - MPI_Bcast and MPI_Barrier.
  *
- *   mpi_check [ROUNDS]   (default 1: the whole sequence ROUNDS times)
+ *   mpi_check [ROUNDS [STOPFILE]]
  *
- * Prints "mpi_check: rank R of N: C checks passed" and exits 0, or names the
- * first failed check and calls MPI_Abort.
+ * runs the whole sequence ROUNDS times (default 1); with STOPFILE, ROUNDS is
+ * a bound and the job ends after the first round at whose end STOPFILE
+ * exists (rank 0 looks, everyone follows), so that a test can keep a job
+ * running until its fault has been seen mid-run, without guessing a time.
+ *
+ * Prints "mpi_check: rank R of N: C checks passed" (and, with STOPFILE,
+ * "mpi_check: K rounds" from rank 0) and exits 0, or names the first failed
+ * check and calls MPI_Abort.
  */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, nranks;
 static long checks;
@@ -102,12 +109,27 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	int rounds = argc > 1 ? atoi(argv[1]) : 1;
-	for (int r = 0; r < rounds; r++) {
+	const char *stop = argc > 2 ? argv[2] : NULL;
+	if (rounds < 1 || argc > 3) {
+		if (rank == 0)
+			fprintf(stderr, "usage: mpi_check [ROUNDS>=1 [STOPFILE]]\n");
+		MPI_Finalize();
+		return 2;
+	}
+	int r = 0;
+	while (r < rounds) {
 		for (int n = 1; n <= 1 << 20; n *= 4)
 			allreduce(n);
 		for (size_t s = 1; s <= (size_t)4 << 20; s *= 2) {
 			pingpong(s);
 			pingpong(s + 3);
+		}
+		r++;
+		if (stop) {
+			int seen = rank == 0 && access(stop, F_OK) == 0;
+			MPI_Bcast(&seen, 1, MPI_INT, 0, MPI_COMM_WORLD);
+			if (seen)
+				break;
 		}
 	}
 	long v = rank == 0 ? 0x5eed : 0;
@@ -117,6 +139,8 @@ int main(int argc, char **argv)
 	checks++;
 	MPI_Barrier(MPI_COMM_WORLD);
 	printf("mpi_check: rank %d of %d: %ld checks passed\n", rank, nranks, checks);
+	if (stop && rank == 0)
+		printf("mpi_check: %d rounds\n", r);
 	MPI_Finalize();
 	return 0;
 }
