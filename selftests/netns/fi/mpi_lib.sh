@@ -1,4 +1,58 @@
-# Shared by mpi_test.sh and mpi_multi_test.sh (sourced after lib.sh and t_up).
+# shellcheck shell=bash
+# Shared by mpi_test.sh and mpi_multi_test.sh (sourced after lib.sh, before
+# t_up): Open MPI jobs launched from host A into both host namespaces.
+CHECK=$MRC_BUILD_DIR/selftests/netns/fi/mpi_check
+PROV_DIR=$MRC_BUILD_DIR/lib/libfabric
+AGENT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netns_agent.sh
+[ -x "$CHECK" ] || { echo "FAIL $T_NAME: $CHECK is not built"; exit 1; }
+[ -f "$PROV_DIR/libmrc-fi.so" ] || { echo "FAIL $T_NAME: libmrc-fi.so is not built"; exit 1; }
+
+# mpi_launch NAME TIMEOUT_S [mpirun options] PROGRAM [ARGS]: mpirun in host A,
+# its daemons started in both hosts by netns_agent.sh (through the services
+# in SVC_DIR when that is set), the provider found in PROV_DIR. Each job has
+# its own Open MPI session tree in T_TMP (orte_tmpdir_base);
+# orte_leave_session_attached keeps each orted attached to its agent, so a
+# daemon that fails to start fails the job at once with its message (by
+# default it has daemonized first: nothing is printed and mpirun waits for
+# it; Documentation/libfabric.md, "Open MPI launch hang").
+mpi_launch() {
+	local name=$1 t=$2
+	shift 2
+	mkdir -p "$T_TMP/ompi.$name"
+	ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" MRC_AGENT_SVC_DIR="${SVC_DIR:-}" \
+		MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
+		timeout "$t" mpirun --allow-run-as-root --mca orte_tmpdir_base "$T_TMP/ompi.$name" \
+		--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 --mca orte_leave_session_attached 1 \
+		--mca oob_tcp_if_include 198.18.0.0/24 "$@"
+}
+
+# mpi_job NAME PROVIDER ROUNDS RPH [mpirun options]: mpi_check ROUNDS on RPH
+# ranks on each of hosts A and B (placed round-robin: A gets ranks 0, 2, ...),
+# pml cm + mtl ofi restricted to PROVIDER, output in T_TMP/NAME.out; checks
+# the exit status and every rank's number of checks. With STOP=FILE in the
+# environment ROUNDS is a bound: mpi_check ends after the round in which FILE
+# appeared, and the checks are counted for the rounds it ran.
+mpi_job() {
+	local name=$1 prov=$2 rounds=$3 np=$(($4 * 2)) rph=$4 args=("$3") r want
+	shift 4
+	[ -n "${STOP:-}" ] && args+=("$STOP")
+	mpi_launch "$name" 600 -np "$np" --host "A:$rph,B:$rph" --map-by node \
+		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" "$@" \
+		"$CHECK" "${args[@]}" >"$T_TMP/$name.out" 2>&1
+	t_eq "$name: mpirun exit status" "$?" 0
+	if [ -n "${STOP:-}" ]; then
+		t_range "$name: rounds (ended by $STOP, before the bound)" "$(rounds_of "$T_TMP/$name.out")" 1 $((rounds - 1))
+		rounds=$(rounds_of "$T_TMP/$name.out")
+	fi
+	# Rank 0 echoes with each of the others (46 sizes a round), every rank
+	# checks 22 allreduces a round, and the bcast once.
+	for ((r = 0; r < np; r++)); do
+		want=$((rounds * (22 + 46 * (r == 0 ? np - 1 : 1)) + 1))
+		t_eq "$name: rank $r" "$(grep -o "rank $r of $np: .*" "$T_TMP/$name.out")" \
+			"rank $r of $np: $want checks passed"
+	done
+	[ "$T_FAILS" = 0 ] || tail -n 30 "$T_TMP/$name.out"
+}
 
 # Bytes host B has received on the planes named: b_rx PLANE...
 b_rx() {

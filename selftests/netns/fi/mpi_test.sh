@@ -17,47 +17,12 @@
 #     without the hpcc package).
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
 t_require mpirun unshare hostname
-CHECK=$MRC_BUILD_DIR/selftests/netns/fi/mpi_check
-PROV_DIR=$MRC_BUILD_DIR/lib/libfabric
-AGENT=$(cd "$(dirname "$0")" && pwd)/netns_agent.sh
 . "$(dirname "$0")/mpi_lib.sh"
-[ -x "$CHECK" ] || { echo "FAIL $T_NAME: $CHECK is not built"; exit 1; }
-[ -f "$PROV_DIR/libmrc-fi.so" ] || { echo "FAIL $T_NAME: libmrc-fi.so is not built"; exit 1; }
 
 t_up direct planes=4
-# job NAME PROVIDER ROUNDS [mpirun options]: mpi_check on hosts A and B;
-# with STOP=FILE in the environment ROUNDS is a bound (mpi_check's STOPFILE).
-# Each job has its own Open MPI session tree in T_TMP (orte_tmpdir_base);
-# orte_leave_session_attached keeps each orted attached to its agent, so a
-# daemon that fails to start fails the job at once with its message (by
-# default it has daemonized first: nothing is printed and mpirun waits for
-# it; Documentation/libfabric.md, "Open MPI launch hang").
-job() {
-	local name=$1 prov=$2 rounds=$3 args=("$3")
-	shift 3
-	[ -n "${STOP:-}" ] && args+=("$STOP")
-	mkdir -p "$T_TMP/ompi.$name"
-	ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" \
-		MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
-		timeout 600 mpirun --allow-run-as-root -np 2 --host A,B \
-		--mca orte_tmpdir_base "$T_TMP/ompi.$name" \
-		--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 --mca orte_leave_session_attached 1 \
-		--mca oob_tcp_if_include 198.18.0.0/24 \
-		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" "$@" \
-		"$CHECK" "${args[@]}" >"$T_TMP/$name.out" 2>&1
-	t_eq "$name: mpirun exit status" "$?" 0
-	if [ -n "${STOP:-}" ]; then
-		t_range "$name: rounds (ended by $STOP, before the bound)" "$(rounds_of "$T_TMP/$name.out")" 1 $((rounds - 1))
-		rounds=$(rounds_of "$T_TMP/$name.out")
-	fi
-	t_eq "$name: rank 0" "$(grep -o 'rank 0 of 2: .*' "$T_TMP/$name.out")" "rank 0 of 2: $((68 * rounds + 1)) checks passed"
-	t_eq "$name: rank 1" "$(grep -o 'rank 1 of 2: .*' "$T_TMP/$name.out")" "rank 1 of 2: $((68 * rounds + 1)) checks passed"
-	[ "$T_FAILS" = 0 ] || tail -n 30 "$T_TMP/$name.out"
-}
-
 rx0=()
 for p in 0 1 2 3; do rx0[p]=$(t_cnt "$(t_ns B)" "$(t_port B "$p" ifname)" rx_bytes); done
-job mrc "mrc;ofi_rxm" 1 --mca mtl_base_verbose 10
+mpi_job mrc "mrc;ofi_rxm" 1 1 --mca mtl_base_verbose 10
 ifsA=$(jq -r '[.hosts.A.ports[].ifname] | join("+")' "$ST")
 ifsB=$(jq -r '[.hosts.B.ports[].ifname] | join("+")' "$ST")
 t_check "mrc: a rank on host A's planes ($ifsA)" grep -q "mtl:ofi:provider: $ifsA\$" "$T_TMP/mrc.out"
@@ -67,7 +32,7 @@ for p in 0 1 2 3; do
 	t_range "mrc: bytes B received on plane $p" "$((rx - rx0[p]))" 5000000 100000000000
 done
 
-job tcp "tcp;ofi_rxm" 1
+mpi_job tcp "tcp;ofi_rxm" 1 1
 t_eq "the same results over tcp" "$(grep -o 'rank . of 2: .*' "$T_TMP/tcp.out" | sort)" \
 	"$(grep -o 'rank . of 2: .*' "$T_TMP/mrc.out" | sort)"
 
@@ -75,7 +40,7 @@ t_eq "the same results over tcp" "$(grep -o 'rank . of 2: .*' "$T_TMP/tcp.out" |
 # goes on until the other planes carried 40 MB after it (mpi_lib.sh).
 blackhole_midway "$T_TMP/stop" &
 T_PIDS+=("$!")
-STOP=$T_TMP/stop job blackhole "mrc;ofi_rxm" 100
+STOP=$T_TMP/stop mpi_job blackhole "mrc;ofi_rxm" 100 1
 t_check "blackhole: plane 1 was blackholed" test -e "$T_TMP/stop.blackholed"
 
 if command -v hpcc >/dev/null && [ -f /usr/share/doc/hpcc/examples/_hpccinf.txt ]; then
@@ -84,13 +49,7 @@ if command -v hpcc >/dev/null && [ -f /usr/share/doc/hpcc/examples/_hpccinf.txt 
 	sed -e 's/^1000         Ns/500          Ns/' -e 's/^2            Ps/1            Ps/' \
 		/usr/share/doc/hpcc/examples/_hpccinf.txt >"$T_TMP/hpcc/hpccinf.txt"
 	O=$T_TMP/hpcc/hpccoutf.txt
-	mkdir -p "$T_TMP/ompi.hpcc"
-	ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" \
-		MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
-		timeout 900 mpirun --allow-run-as-root -np 2 --host A,B --wdir "$T_TMP/hpcc" \
-		--mca orte_tmpdir_base "$T_TMP/ompi.hpcc" \
-		--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 --mca orte_leave_session_attached 1 \
-		--mca oob_tcp_if_include 198.18.0.0/24 \
+	mpi_launch hpcc 900 -np 2 --host A,B --wdir "$T_TMP/hpcc" \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "mrc;ofi_rxm" \
 		hpcc >"$T_TMP/hpcc/run.out" 2>&1
 	rc=$?
