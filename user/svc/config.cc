@@ -362,4 +362,29 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
   return r;
 }
 
+std::vector<std::string> restart_only_changes(const ServerOptions& was, const ServerOptions& now) {
+  const DeviceOptions &a = was.dev, &b = now.dev;
+  const std::pair<const char*, bool> diff[] = {
+      {"service.socket", was.socket_path != now.socket_path},
+      {"service.socket_mode", was.socket_mode != now.socket_mode},
+      {"service.group", was.socket_group != now.socket_group},
+      {"service.metrics", was.metrics != now.metrics},
+      {"service.interfaces", a.interfaces != b.interfaces},
+      {"service.max_tombstones", a.engine.max_tombstones != b.engine.max_tombstones},
+      {"device.use_mrcd", a.use_mrcd != b.use_mrcd},
+      {"device.pin_dir", a.pin_dir != b.pin_dir},
+      {"device.generic", a.force_generic != b.force_generic},
+      {"device.queues", a.queues != b.queues},
+      {"device.tx", a.tx != b.tx},
+      {"device.udp_port", a.udp_port != b.udp_port},
+      {"engine.cpu", a.engine_cpu != b.engine_cpu},
+      {"engine.sched", a.engine_sched != b.engine_sched},
+      {"engine.nice", a.engine_nice != b.engine_nice},
+      {"engine.idle_spin_us", a.idle_spin_us != b.idle_spin_us}};
+  std::vector<std::string> out;
+  for (const auto& [name, changed] : diff)
+    if (changed) out.push_back(name);
+  return out;
+}
+
 }  // namespace mrc::svc

@@ -35,4 +35,9 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
                                 const std::string& default_config = kDefaultConfig);
 std::string usage();
 
+// The settings that differ between `was` and `now` and take effect only at a
+// restart (a reload keeps the running ones): the file's key names, e.g.
+// "service.socket", "engine.sched" (service.md, "Configuration", reload).
+std::vector<std::string> restart_only_changes(const ServerOptions& was, const ServerOptions& now);
+
 }  // namespace mrc::svc

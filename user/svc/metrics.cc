@@ -13,7 +13,7 @@ namespace {
 using L = std::vector<std::pair<std::string, std::string>>;
 }  // namespace
 
-std::string render_metrics(Server& s, const ServerOptions& o, double start_time) {
+std::string render_metrics(Server& s, double start_time) {
   prom::Expo e;
   e.family("mrc_service_up", "gauge", "mrc-serviced is running");
   e.sample("mrc_service_up", L{}, uint64_t(1));
@@ -34,6 +34,7 @@ std::string render_metrics(Server& s, const ServerOptions& o, double start_time)
   // The limits and where each was set (an option or the file's key).
   e.family("mrc_service_limit", "gauge",
            "a per-process limit (0: none for mr_bytes, clients_per_uid)");
+  const ServerOptions o = s.options();  // a reload may have changed them
   const ServerOptions::LimitNames& n = o.limit_names;
   const std::pair<const char*, std::pair<uint64_t, const std::string*>> lim[] = {
       {"clients", {o.max_clients, &n.clients}},
@@ -122,8 +123,7 @@ Result<std::unique_ptr<MetricsThread>> MetricsThread::start(Server& s, const Ser
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count()) /
                          1e9;
-  auto ep =
-      prom::Metrics::listen(o.metrics, [&s, &o, started] { return render_metrics(s, o, started); });
+  auto ep = prom::Metrics::listen(o.metrics, [&s, started] { return render_metrics(s, started); });
   if (!ep) return std::move(ep).error();
   t->ep_ = std::move(*ep);
   t->stop_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

@@ -18,7 +18,7 @@
 namespace mrc::svc {
 
 // The text of one scrape.
-std::string render_metrics(Server& s, const ServerOptions& o, double start_time);
+std::string render_metrics(Server& s, double start_time);
 
 // The endpoint on its own thread until destroyed.
 class MetricsThread {

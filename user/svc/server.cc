@@ -70,6 +70,9 @@ struct Server::ClientState {
   std::map<uint32_t, MappedRegion> mrs;      // lkey -> the service's view
   std::unordered_map<uint32_t, SQp*> qp_of;  // engine QPN -> QP (retirement)
   size_t live_qps = 0, live_cqs = 0;
+  // The QP and CQ limits this process connected under: its ready ring holds
+  // that many; a reload that raises them applies to later processes.
+  uint32_t qp_cap = 0, cq_cap = 0;
   // Visibility (OBSERVE): the command at connect, and what destroyed QPs
   // had moved and their errors (live QPs are read from the engine).
   char comm[16] = {};
@@ -170,7 +173,7 @@ Status Server::listen_socket() {
 // ---------------------------------------------------------------------------
 // The control loop
 
-Status Server::run(int stop_fd) {
+Status Server::run(int stop_fd, const std::function<bool()>& on_stop_fd) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = ~0ull;
@@ -183,7 +186,10 @@ Status Server::run(int stop_fd) {
     if (n < 0) return errno_error(errno, "epoll_wait");
     for (int i = 0; i < n; i++) {
       const uint64_t id = evs[size_t(i)].data.u64;
-      if (id == ~0ull) return {};
+      if (id == ~0ull) {
+        if (!on_stop_fd || on_stop_fd()) return {};
+        continue;
+      }
       if (id == 0) {
         accept_client();
         continue;
@@ -199,6 +205,26 @@ Status Server::run(int stop_fd) {
       }
     }
   }
+}
+
+void Server::reload(const ServerOptions& n) {
+  std::lock_guard<std::mutex> lk(opt_mu_);
+  o_.max_clients = n.max_clients;
+  o_.max_clients_per_uid = n.max_clients_per_uid;
+  o_.area_bytes = n.area_bytes;
+  o_.max_qps = n.max_qps;
+  o_.max_cqs = n.max_cqs;
+  o_.max_mrs = n.max_mrs;
+  o_.max_mr_bytes = n.max_mr_bytes;
+  o_.max_wr = n.max_wr;
+  o_.max_cqe = n.max_cqe;
+  o_.limit_names = n.limit_names;
+  o_.tomb_linger_ms = n.tomb_linger_ms;
+}
+
+ServerOptions Server::options() const {
+  std::lock_guard<std::mutex> lk(opt_mu_);
+  return o_;
 }
 
 void Server::accept_client() {
@@ -460,6 +486,8 @@ Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
     c.area_map = std::move(*map);
     c.area = area;
     c.area_size = o_.area_bytes;
+    c.qp_cap = o_.max_qps;
+    c.cq_cap = o_.max_cqs;
     c.hdr = hdr;
     c.area_fd = std::move(fd);
     c.doorbell = std::move(bell);
@@ -523,9 +551,11 @@ Result<Server::Reply> Server::op_create_cq(ClientState& c, const Msg& m) {
   if (rq.cqe > o_.max_cqe)
     return err(EINVAL, "create_cq: at most " + std::to_string(o_.max_cqe) + " entries (" +
                            o_.limit_names.cqe + ")");
-  if (c.live_cqs >= o_.max_cqs)
-    return err(ENOMEM, "create_cq: service limit: " + std::to_string(o_.max_cqs) +
-                           " CQs per process (" + o_.limit_names.cqs + ")");
+  if (const uint32_t cap = std::min(o_.max_cqs, c.cq_cap); c.live_cqs >= cap)
+    return err(ENOMEM, "create_cq: service limit: " + std::to_string(cap) + " CQs per process (" +
+                           o_.limit_names.cqs +
+                           (cap < o_.max_cqs ? "; the limit this process connected under" : "") +
+                           ")");
   const uint32_t cqe = std::max<uint32_t>(rq.cqe, lib::kBurst);
   const uint64_t n = pow2_at_least(cqe);
   auto cq = std::make_unique<SCq>();
@@ -536,7 +566,7 @@ Result<Server::Reply> Server::op_create_cq(ClientState& c, const Msg& m) {
     c.alloc.free(cq->lay.ctl_off, cq->lay.ctl_off ? sizeof(CqCtl) : 0);
     c.alloc.free(cq->lay.ring_off, cq->lay.ring_off ? ring_bytes<Wc>(n) : 0);
     return err(ENOMEM, "create_cq: service limit: the shared area (" +
-                           std::to_string(o_.area_bytes >> 20) + " MiB per process, " +
+                           std::to_string(c.area_size >> 20) + " MiB per process, " +
                            o_.limit_names.area + ") is full");
   }
   auto e = im_->eng->create_cq(cqe);
@@ -570,9 +600,11 @@ Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
   if (init.cap.max_send_wr > o_.max_wr || init.cap.max_recv_wr > o_.max_wr)
     return err(EINVAL, "create_qp: at most " + std::to_string(o_.max_wr) + " work requests (" +
                            o_.limit_names.wr + ")");
-  if (c.live_qps >= o_.max_qps)
-    return err(ENOMEM, "create_qp: service limit: " + std::to_string(o_.max_qps) +
-                           " QPs per process (" + o_.limit_names.qps + ")");
+  if (const uint32_t cap = std::min(o_.max_qps, c.qp_cap); c.live_qps >= cap)
+    return err(ENOMEM, "create_qp: service limit: " + std::to_string(cap) + " QPs per process (" +
+                           o_.limit_names.qps +
+                           (cap < o_.max_qps ? "; the limit this process connected under" : "") +
+                           ")");
   const uint32_t scq_h = init.send_cq, rcq_h = init.recv_cq;
   init.pd = *c.pds[init.pd];
   init.send_cq = c.cqs[scq_h]->ecq;
@@ -591,7 +623,7 @@ Result<Server::Reply> Server::op_create_qp(ClientState& c, const Msg& m) {
   if (!q->lay.ctl_off || !q->lay.sq_off || !q->lay.rq_off) {
     give_back();
     return err(ENOMEM, "create_qp: service limit: the shared area (" +
-                           std::to_string(o_.area_bytes >> 20) + " MiB per process, " +
+                           std::to_string(c.area_size >> 20) + " MiB per process, " +
                            o_.limit_names.area + ") is full");
   }
   auto qpn = im_->eng->create_qp(init);

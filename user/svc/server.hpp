@@ -17,8 +17,10 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -67,8 +69,20 @@ class Server : public lib::LoopHook {
   static Result<std::unique_ptr<Server>> create(const ServerOptions& o);
   ~Server() override;
   // The control loop, until stop_fd becomes readable (a signalfd or an
-  // eventfd of the caller).
-  Status run(int stop_fd);
+  // eventfd of the caller) and on_stop_fd, when given, returns true; when it
+  // returns false (a SIGHUP it handled by reload()) the loop goes on.
+  Status run(int stop_fd, const std::function<bool()>& on_stop_fd = {});
+  // Takes the reloadable settings of n (service.md, "Configuration",
+  // reload): every limit and its source, and tomb_linger_ms. The limits on
+  // clients, regions, bytes, WRs and CQEs apply at once, to every client;
+  // area_mib to processes that connect afterwards; raised QP and CQ limits
+  // to processes that connect afterwards (a connected one's ready ring was
+  // sized for the limits it connected under), lowered ones to everyone.
+  // Everything else needs a restart (restart_only_changes, config.hpp).
+  // Control thread.
+  void reload(const ServerOptions& n);
+  // The settings in force (a copy: the metrics thread reads it).
+  ServerOptions options() const;
   const ServerCounters& counters() const { return cnt_; }
   // Every client past HELLO, as OBSERVE and the metrics report them.
   std::vector<ObserveClient> observe();
@@ -117,7 +131,8 @@ class Server : public lib::LoopHook {
   void sq_track(SQp& q, uint8_t kind);
   void retire(ClientState& c, const Wc* wc, size_t n);
 
-  ServerOptions o_;
+  ServerOptions o_;            // written by the control thread only, under opt_mu_
+  mutable std::mutex opt_mu_;  // for options() from other threads
   std::unique_ptr<Context> ctx_;
   Context::Impl* im_ = nullptr;
   UniqueFd listen_, epoll_;

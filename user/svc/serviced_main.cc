@@ -18,6 +18,36 @@
 #include "svc/metrics.hpp"
 #include "svc/server.hpp"
 
+namespace {
+
+// SIGHUP: the configuration read again as at the start; the reloadable part
+// goes into the running service, the rest is named as waiting for a restart.
+void reload(mrc::svc::Server& s, const std::vector<std::string>& argl) {
+  auto n = mrc::svc::parse_args(argl);
+  if (!n) {
+    std::fprintf(stderr, "mrc-serviced: reload refused, the running configuration stays: %s\n",
+                 n.error().context.c_str());
+    return;
+  }
+  const mrc::svc::ServerOptions was = s.options();
+  s.reload(n->opts);
+  const mrc::svc::ServerOptions& o = n->opts;
+  std::fprintf(stderr,
+               "mrc-serviced: reloaded %s: limits clients %u, clients_per_uid %u, area_mib %llu, "
+               "qps %u, cqs %u, mrs %u, mr_mib %llu, wr %u, cqe %u; tomb_linger_ms %u\n",
+               n->config.empty() ? "(no file)" : n->config.c_str(), o.max_clients,
+               o.max_clients_per_uid, (unsigned long long)(o.area_bytes >> 20), o.max_qps,
+               o.max_cqs, o.max_mrs, (unsigned long long)(o.max_mr_bytes >> 20), o.max_wr,
+               o.max_cqe, o.tomb_linger_ms);
+  std::string later;
+  for (const std::string& k : mrc::svc::restart_only_changes(was, o))
+    later += (later.empty() ? "" : ", ") + k;
+  if (!later.empty())
+    std::fprintf(stderr, "mrc-serviced: changed, but kept until a restart: %s\n", later.c_str());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // The configuration: the file, then the options over it; anything wrong is
   // refused here, exit 2, before anything starts.
@@ -72,7 +102,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mrc-serviced: metrics at %s (port %u)\n", o.metrics.c_str(),
                  unsigned(metrics->port()));
   }
-  auto r = (*s)->run(sfd.get());
+  // SIGHUP reloads (the same file and options, read again); SIGINT and
+  // SIGTERM stop. A file that no longer parses changes nothing.
+  const std::vector<std::string> argl(argv + 1, argv + argc);
+  auto on_signal = [&]() -> bool {
+    signalfd_siginfo si{};
+    if (read(sfd.get(), &si, sizeof si) != ssize_t(sizeof si)) return false;
+    if (si.ssi_signo != SIGHUP) return true;
+    reload(**s, argl);
+    return false;
+  };
+  auto r = (*s)->run(sfd.get(), on_signal);
   metrics.reset();
   const auto& c = (*s)->counters();
   std::fprintf(stderr,

@@ -9,7 +9,12 @@
 #     transfer: the client's pid, uid and comm, tx bytes > 0 and bracketed by
 #     `mrcctl -j service clients` between two scrapes, QPs equal; the engine
 #     thread's scheduling in the metrics equals mrcctl's; on B (metrics from
-#     the option) the server's rx bytes bracketed the same way.
+#     the option) the server's rx bytes bracketed the same way;
+#  4. SIGHUP reloads the file into the running service: [limits] qps = 4
+#     lets mrc_perf -q 3 through where qps = 2 refused it, the metrics show
+#     the new limit, a changed [engine] key is named as waiting for a
+#     restart; a file that no longer parses is refused with FILE:LINE and
+#     the running limits stay (-q 3 still passes, -q 5 refused by 4).
 . "$(dirname "$0")/svc_lib.sh"
 t_require timeout jq
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
@@ -47,16 +52,16 @@ EOT
 # B's service serves metrics from the option (its server's received bytes).
 SVC_OPTS=(--metrics 127.0.0.1:0)
 svc_start B || exit 1
-# run NAME QPS: a pair through the services, the client's exit status.
+# run NAME QPS: a verified pair through the services, the client's exit status.
 run() {
 	local name=$1 q=$2 port=$((PORT + n))
 	n=$((n + 1))
 	ip netns exec "$(t_ns B)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/B.sock" timeout -s INT 20 "$B_PERF" server -d "$(ifs B)" -p "$port" \
-		-q "$q" >"$T_TMP/$name-server.log" 2>&1 &
+		-q "$q" --verify >"$T_TMP/$name-server.log" 2>&1 &
 	local spid=$!
 	T_PIDS+=("$spid")
 	svc_in A env MRC_MODE=service timeout -s INT 20 "$B_PERF" client "$PEER" -d "$(ifs A)" -p "$port" \
-		-D 1 -q "$q" >"$T_TMP/$name-client.log" 2>&1
+		-D 1 -q "$q" --verify >"$T_TMP/$name-client.log" 2>&1
 	local rc=$?
 	kill -INT "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
@@ -172,6 +177,40 @@ if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$cv" = ok ]; then t_ok "metrics: the t
 	t_fail "metrics: client exit $crc (verify ${cv:-none}), server exit $src"
 	tail -n 3 "$T_TMP/m-client.log" "$T_TMP/m-server.log"
 fi
+
+# 4. Reload by SIGHUP. hup PATTERN: SIGHUP to A's service, then wait
+# (bounded, 10 s) for its log to gain a line matching PATTERN.
+hup() {
+	local n0 i
+	n0=$(grep -c -- "$1" "$T_TMP/svc.A.log")
+	kill -HUP "${SVC_PID[A]}"
+	for ((i = 0; i < 1000; i++)); do
+		[ "$(grep -c -- "$1" "$T_TMP/svc.A.log")" -gt "$n0" ] && return 0
+		sleep 0.01
+	done
+	return 1
+}
+sed -i 's/^qps = 2$/qps = 4/' "$CONF"
+printf '[engine]\nnice = -5\n' >>"$CONF"
+t_check "reload: the service logged it" hup "reloaded $CONF: .* qps 4,"
+t_check "reload: the changed engine key waits for a restart" \
+	grep -q "changed, but kept until a restart: engine.nice$" "$T_TMP/svc.A.log"
+run reload 3
+t_eq "reload: mrc_perf -q 3 after qps = 4" "$?" 0
+scrape "$T_TMP/m3.txt"
+t_check "reload: the metrics show the new limit" grep -qF \
+	"mrc_service_limit{limit=\"qps\",source=\"$CONF [limits] qps\"} 4" "$T_TMP/m3.txt"
+printf 'qps = \n' >>"$CONF"
+bad_line=$(wc -l <"$CONF")
+t_check "reload of a bad file: refused" hup "reload refused"
+t_check "reload of a bad file: the refusal names $CONF:$bad_line" \
+	grep -q "reload refused, the running configuration stays: $CONF:$bad_line: " "$T_TMP/svc.A.log"
+run kept 3
+t_eq "reload of a bad file: mrc_perf -q 3 still passes" "$?" 0
+run kept5 5
+t_check "reload of a bad file: mrc_perf -q 5 refused by the kept limit" grep -qF \
+	"service limit: 4 QPs per process ($CONF [limits] qps)" "$T_TMP/kept5-client.log"
+[ "$T_FAILS" = 0 ] || tail -n 5 "$T_TMP/svc.A.log"
 svc_stop A
 t_eq "service A: exit status" "$?" 0
 svc_stop B

@@ -182,6 +182,52 @@ TEST_F(SvcConfigTest, BadOptions) {
   EXPECT_FALSE(parse_args({"a,,b"}, "").ok());
 }
 
+// A reload (SIGHUP) takes the limits and tomb_linger_ms; every other key of
+// the file changed is named as waiting for a restart, each by its own name.
+TEST_F(SvcConfigTest, ReloadNamesEverySettingThatWaitsForARestart) {
+  const std::string base = "[service]\ninterfaces = [\"p1\"]\n[limits]\nqps = 3\n";
+  auto was = parse_args({"--config", write(base)}, "");
+  ASSERT_TRUE(was.ok()) << was.error().message();
+  const std::pair<const char*, const char*> one[] = {
+      {"[service]\nsocket = \"/run/other.sock\"\n", "service.socket"},
+      {"[service]\nsocket_mode = 0o600\n", "service.socket_mode"},
+      {"[service]\ngroup = \"daemon\"\n", "service.group"},
+      {"[service]\nmetrics = \"127.0.0.1:9\"\n", "service.metrics"},
+      {"[service]\ninterfaces = [\"p1\", \"p2\"]\n", "service.interfaces"},
+      {"[service]\nmax_tombstones = 7\n", "service.max_tombstones"},
+      {"[device]\nuse_mrcd = false\n", "device.use_mrcd"},
+      {"[device]\npin_dir = \"/sys/fs/bpf/z\"\n", "device.pin_dir"},
+      {"[device]\ngeneric = true\n", "device.generic"},
+      {"[device]\nqueues = 2\n", "device.queues"},
+      {"[device]\ntx = \"live\"\n", "device.tx"},
+      {"[device]\nudp_port = 4792\n", "device.udp_port"},
+      {"[engine]\ncpu = 1\n", "engine.cpu"},
+      {"[engine]\nsched = \"fifo\"\n", "engine.sched"},
+      {"[engine]\nnice = -3\n", "engine.nice"},
+      {"[engine]\nidle_spin_us = 9\n", "engine.idle_spin_us"}};
+  for (const auto& [text, name] : one) {
+    // The base with the one key (a second [service] table would be a
+    // duplicate: the base's keys go into the key's own section).
+    std::string t = text;
+    if (t.rfind("[service]", 0) != 0) t = "[service]\n" + t;
+    if (t.find("interfaces") == std::string::npos)
+      t.insert(t.find('\n') + 1, "interfaces = [\"p1\"]\n");
+    t += "[limits]\nqps = 3\n";
+    auto now = parse_args({"--config", write(t)}, "");
+    ASSERT_TRUE(now.ok()) << t << now.error().message();
+    EXPECT_EQ(mrc::svc::restart_only_changes(was->opts, now->opts), std::vector<std::string>{name})
+        << t;
+  }
+  // Limits and the tombstones' linger: nothing waits.
+  auto now = parse_args({"--config", write("[service]\ninterfaces = [\"p1\"]\ntomb_linger_ms = 9\n"
+                                           "[limits]\nqps = 5\nclients = 2\narea_mib = 8\n"
+                                           "cqs = 6\nmrs = 7\nmr_mib = 9\nwr = 64\ncqe = 128\n")},
+                        "");
+  ASSERT_TRUE(now.ok()) << now.error().message();
+  EXPECT_TRUE(mrc::svc::restart_only_changes(was->opts, now->opts).empty());
+  EXPECT_EQ(now->opts.max_qps, 5u);
+}
+
 TEST_F(SvcConfigTest, ShippedFilesAreValid) {
   for (const char* f : {MRC_SOURCE_DIR "/user/svc/mrc-serviced.toml.sample",
                         MRC_SOURCE_DIR "/user/svc/mrc-serviced.toml"}) {
