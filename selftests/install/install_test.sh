@@ -265,7 +265,15 @@ step "systemd unit"
 U=$ROOT$UNIT
 t_eq "ExecStartPre" "$(sed -n 's/^ExecStartPre=//p' "$U")" "$MRC_SBINDIR/mrcd --config $CONF --check"
 t_eq "ExecStart" "$(sed -n 's/^ExecStart=//p' "$U")" "$MRC_SBINDIR/mrcd --config $CONF"
-for d in $(sed -n 's/^Documentation=//p' "$U"); do # man:NAME(SEC)
+SUNIT=$MRC_PREFIX/lib/systemd/system/mrc-serviced.service
+SU=$ROOT$SUNIT
+# mrc-serviced's: its planes from the file or /etc/default (optional), no
+# restart after a refused configuration, SIGHUP for reload.
+t_eq "mrc-serviced: ExecStart" "$(sed -n 's/^ExecStart=//p' "$SU")" "$MRC_SBINDIR/mrc-serviced \$MRC_SERVICED_ARGS"
+t_eq "mrc-serviced: ExecReload" "$(sed -n 's/^ExecReload=//p' "$SU")" "/bin/kill -HUP \$MAINPID"
+t_eq "mrc-serviced: EnvironmentFile" "$(sed -n 's/^EnvironmentFile=//p' "$SU")" "-/etc/default/mrc-serviced"
+t_eq "mrc-serviced: RestartPreventExitStatus" "$(sed -n 's/^RestartPreventExitStatus=//p' "$SU")" 2
+for d in $(sed -n 's/^Documentation=//p' "$U" "$SU"); do # man:NAME(SEC)
 	n=${d#man:}
 	t_check "Documentation=$d is installed" test -f "$MAN/man${n//[^0-9]/}/${n%(*}.${n//[^0-9]/}"
 done
@@ -275,7 +283,9 @@ done
 # have installed them there.
 mkdir -p "$ROOT/usr/lib/systemd/system"
 cp -an /usr/lib/systemd/system/. "$ROOT/usr/lib/systemd/system/"
-if SYSTEMD_LOG_LEVEL=notice MANPATH=$MAN systemd-analyze verify --root="$ROOT" "$UNIT" \
+# ExecReload's /bin/kill: procps's, on a real host.
+install -D -m 0755 /bin/kill "$ROOT/bin/kill"
+if SYSTEMD_LOG_LEVEL=notice MANPATH=$MAN systemd-analyze verify --root="$ROOT" "$UNIT" "$SUNIT" \
 	>"$T_TMP/verify.log" 2>&1 && ! grep -q . "$T_TMP/verify.log"; then
 	t_ok "systemd-analyze verify --root (no findings)"
 else
