@@ -76,6 +76,15 @@ std::string render_metrics(Server& s, double start_time) {
            "frames the service's engine sent and received");
   e.sample("mrc_service_engine_frames_total", L{{"dir", "tx"}}, es.tx_frames);
   e.sample("mrc_service_engine_frames_total", L{{"dir", "rx"}}, es.rx_frames);
+  // Tombstones (service.md section 5, "The peers"): a departed process's QPs
+  // kept to refuse their peers' requests.
+  e.family("mrc_service_tombstones_total", "counter",
+           "QPs of departed processes kept as tombstones; early: freed before their linger ended");
+  e.sample("mrc_service_tombstones_total", L{{"end", "any"}}, es.tombstones);
+  e.sample("mrc_service_tombstones_total", L{{"end", "early"}}, es.tombstones_early);
+  e.family("mrc_service_tombstone_refusals_total", "counter",
+           "peers' requests a tombstone answered with a NAK (remote operation error)");
+  e.sample("mrc_service_tombstone_refusals_total", L{}, es.tomb_naks);
 
   // Per process (OBSERVE's figures).
   const std::vector<ObserveClient> all = s.observe();

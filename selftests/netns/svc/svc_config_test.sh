@@ -93,18 +93,11 @@ svc_stop A
 # 3. Metrics during a verified transfer.
 SVC_OPTS=(--config "$CONF")
 svc_start A || exit 1
-# mport HOST: the metrics port HOST's service logged last.
-mport() { grep -o 'metrics at .* (port [0-9]*)' "$T_TMP/svc.$1.log" | tail -n 1 | grep -o '[0-9]*)$' | tr -d ')'; }
-MPORT=$(mport A)
-BPORT=$(mport B)
+MPORT=$(svc_metrics_port A)
+BPORT=$(svc_metrics_port B)
 t_check "metrics: the services name their ports (${MPORT:-none}, ${BPORT:-none})" test -n "$MPORT" -a -n "$BPORT"
-ip netns exec "$(t_ns A)" ip link set lo up
-ip netns exec "$(t_ns B)" ip link set lo up
-# scrape FILE [HOST PORT]: GET /metrics of A's service (or HOST's at PORT).
-scrape() {
-	ip netns exec "$(t_ns "${2:-A}")" timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/${3:-$MPORT} &&
-		printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3 && cat <&3" >"$1"
-}
+# scrape FILE [HOST]: GET /metrics of A's service (or HOST's).
+scrape() { svc_scrape "${2:-A}" "$1"; }
 port=$((PORT + 10))
 ip netns exec "$(t_ns B)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/B.sock" timeout -s INT 30 "$B_PERF" server -d "$(ifs B)" -p "$port" \
 	-q 2 --verify -j >"$T_TMP/m-server.log" 2>&1 &
@@ -123,11 +116,11 @@ done
 ppid=$(pgrep -P "$cpid" -x mrc_perf | head -n 1)
 ppid=${ppid:-$(pgrep -P "$(pgrep -P "$cpid" | head -n 1)" -x mrc_perf | head -n 1)}
 scrape "$T_TMP/m1.txt"
-scrape "$T_TMP/b1.txt" B "$BPORT"
+scrape "$T_TMP/b1.txt" B
 svc_in A "$B_CTL" -j service clients >"$T_TMP/ctl.json"
 svc_in B "$B_CTL" -j service clients >"$T_TMP/ctlb.json"
 scrape "$T_TMP/m2.txt"
-scrape "$T_TMP/b2.txt" B "$BPORT"
+scrape "$T_TMP/b2.txt" B
 t_check "metrics: HTTP 200" grep -q '^HTTP/1.1 200' "$T_TMP/m1.txt"
 cpid_ctl=$(jq -r '.clients[] | select(.comm == "mrc_perf") | .pid' "$T_TMP/ctl.json" | head -n 1)
 t_eq "mrcctl: the client's pid" "${cpid_ctl:-none}" "${ppid:-no mrc_perf}"

@@ -18,7 +18,9 @@ for b in "$B_PERF" "$SVCD" "$B_DEATH"; do
 done
 t_up direct planes=4
 svc_start A || exit 1
+SVC_OPTS=(--metrics 127.0.0.1:0) # part 3 reads B's tombstone counters
 svc_start B || exit 1
+SVC_OPTS=()
 PEER=$(t_port B 0 ipv4)
 PORT=$((20700 + RANDOM % 1000))
 BADDRS=$(jq -r '[.hosts.B.ports[].ipv4] | join(",")' "$ST")
@@ -141,6 +143,10 @@ t_check "the peer failed (exit $prc)" test "$prc" != 0
 t_check "the peer's error: remote operation error (the tombstone's refusal)" \
 	grep -q "remote operation error" "$T_TMP/peer-client.log"
 t_check "service B kept the client's QPs as tombstones" grep -q "tombstones for 5000 ms" "$T_TMP/svc.B.log"
+svc_scrape B "$T_TMP/b-metrics.txt"
+tv() { grep "^$1" "$T_TMP/b-metrics.txt" | awk '{print $2}'; }
+t_range "service B's metrics: tombstones" "$(tv 'mrc_service_tombstones_total{end="any"}')" 1 1024
+t_range "service B's metrics: requests tombstones refused" "$(tv 'mrc_service_tombstone_refusals_total ')" 1 1e12
 
 for h in A B; do
 	svc_stop "$h"

@@ -52,6 +52,20 @@ svc_in() {
 	ip netns exec "$(t_ns "$h")" env MRC_SERVICE_SOCKET="$T_TMP/$h.sock" "$@"
 }
 
+# svc_metrics_port HOST: the metrics port HOST's service logged last (it
+# was started with --metrics 127.0.0.1:0 or a file's metrics key).
+svc_metrics_port() {
+	grep -o 'metrics at .* (port [0-9]*)' "$T_TMP/svc.$1.log" | tail -n 1 | grep -o '[0-9]*)$' | tr -d ')'
+}
+
+# svc_scrape HOST FILE: GET /metrics of HOST's service into FILE (headers
+# included); brings the namespace's lo up first.
+svc_scrape() {
+	ip netns exec "$(t_ns "$1")" ip link set lo up
+	ip netns exec "$(t_ns "$1")" timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$(svc_metrics_port "$1") &&
+		printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3 && cat <&3" >"$2"
+}
+
 # svc_need BIN...: fails the test (exit 1) naming the first that is not built.
 svc_need() {
 	local b
