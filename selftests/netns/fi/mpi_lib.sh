@@ -3,28 +3,13 @@
 # t_up): Open MPI jobs launched from host A into both host namespaces.
 CHECK=$MRC_BUILD_DIR/selftests/netns/fi/mpi_check
 PROV_DIR=$MRC_BUILD_DIR/lib/libfabric
-AGENT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netns_agent.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ompi_launch.sh"
 [ -x "$CHECK" ] || { echo "FAIL $T_NAME: $CHECK is not built"; exit 1; }
 [ -f "$PROV_DIR/libmrc-fi.so" ] || { echo "FAIL $T_NAME: libmrc-fi.so is not built"; exit 1; }
 
-# mpi_launch NAME TIMEOUT_S [mpirun options] PROGRAM [ARGS]: mpirun in host A,
-# its daemons started in both hosts by netns_agent.sh (through the services
-# in SVC_DIR when that is set), the provider found in PROV_DIR. Each job has
-# its own Open MPI session tree in T_TMP (orte_tmpdir_base);
-# orte_leave_session_attached keeps each orted attached to its agent, so a
-# daemon that fails to start fails the job at once with its message (by
-# default it has daemonized first: nothing is printed and mpirun waits for
-# it; Documentation/libfabric.md, "Open MPI launch hang").
-mpi_launch() {
-	local name=$1 t=$2
-	shift 2
-	mkdir -p "$T_TMP/ompi.$name"
-	ip netns exec "$(t_ns A)" env MRC_AGENT_STATE="$ST" MRC_AGENT_SVC_DIR="${SVC_DIR:-}" \
-		MRC_AGENT_ENV="FI_PROVIDER_PATH=$PROV_DIR FI_OFI_RXM_USE_RNDV_WRITE=1" \
-		timeout "$t" mpirun --allow-run-as-root --mca orte_tmpdir_base "$T_TMP/ompi.$name" \
-		--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 --mca orte_leave_session_attached 1 \
-		--mca oob_tcp_if_include 198.18.0.0/24 "$@"
-}
+# mpi_launch NAME TIMEOUT_S [mpirun options] PROGRAM [ARGS]: ompi_launch
+# (ompi_launch.sh) from this test's host A, session trees in T_TMP.
+mpi_launch() { ompi_launch "$(t_ns A)" "$ST" "$T_TMP" "$@"; }
 
 # mpi_job NAME PROVIDER ROUNDS RPH [mpirun options]: mpi_check ROUNDS on RPH
 # ranks on each of hosts A and B (placed round-robin: A gets ranks 0, 2, ...),
