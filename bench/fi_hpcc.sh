@@ -18,18 +18,21 @@
 # Success=1 and no FAILED residual check, else the script says so and exits 1.
 #
 #   bench/fi_hpcc.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-n N] [-s RANKS_PER_HOST]
+#                    [-E "VAR=VALUE ..."]
+#
+# -E: settings for the ranks of the mrc variants (e.g. FI_MRC_YIELD=0).
 #
 # Needs root, hpcc, openmpi-bin (scripts/deps.sh); builds nothing (default
 # BUILD ./build). Documentation/performance.md, "libfabric: hpcc".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build ROUNDS=3 OUT= HPCC_N=500 RPH=
-while getopts b:r:o:n:s:h o; do
+BUILD=$ROOT/build ROUNDS=3 OUT= HPCC_N=500 RPH= MRC_ENV=
+while getopts b:r:o:n:s:E:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;;
-    n) HPCC_N=$OPTARG ;; s) RPH=$OPTARG ;;
-    *) sed -n '2,23p' "$0"; exit 2 ;;
+    n) HPCC_N=$OPTARG ;; s) RPH=$OPTARG ;; E) MRC_ENV=$OPTARG ;;
+    *) sed -n '2,26p' "$0"; exit 2 ;;
   esac
 done
 for v in "$ROUNDS" "$HPCC_N" ${RPH:+"$RPH"}; do
@@ -55,9 +58,9 @@ COLS=(HPL_Gflops PTRANS_GB/s RA_GUPs pp_lat_us pp_bw_GB/s ring_lat_us ring_bw_GB
 # job VARIANT ROUND: one hpcc run, its figures as "wall key=value ..." in
 # OUT/VARIANT.ROUND.fig.
 job() {
-  local v=$1 r=$2 rph=1 prov="mrc;ofi_rxm" dir=$OUT/$1.$2 t0 t1 rc
+  local v=$1 r=$2 rph=1 prov="mrc;ofi_rxm" dir=$OUT/$1.$2 t0 t1 rc env=$MRC_ENV
   case $v in
-    tcp*) prov="tcp;ofi_rxm" ;;
+    tcp*) prov="tcp;ofi_rxm" env= ;;
   esac
   case $v in
     mrc-svc | tcp-*) rph=$RPH ;;
@@ -67,7 +70,7 @@ job() {
     -e "s/^2            Qs/$(printf '%-13s' $((2 * rph)))Qs/" "$INF" >"$dir/hpccinf.txt"
   t0=$(date +%s%N)
   set +e
-  SVC_DIR=$([ "$v" = mrc-svc ] && echo "$OUT") ompi_launch "$NSA" "$STATE" "$OUT" "$v.$r" 900 \
+  OMPI_ENV=$env SVC_DIR=$([ "$v" = mrc-svc ] && echo "$OUT") ompi_launch "$NSA" "$STATE" "$OUT" "$v.$r" 900 \
     -np $((2 * rph)) --host "A:$rph,B:$rph" --map-by node --wdir "$dir" \
     --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" hpcc >"$dir/run.out" 2>&1
   rc=$?
