@@ -17,9 +17,17 @@
 # before a change) as variant "base" between mrc and tcp in every round (a
 # second -B as "base2"); it runs on BUILD's libmrc (LD_LIBRARY_PATH), so only
 # the provider differs. -I BW,LAT: round trips at 1 MiB and at 8 B.
+# -s: instead of timing, count system calls: every run under `strace -f -c`
+# (all threads: libmrc's engine thread too), each size twice (I and 2I round
+# trips), and prints per side the calls per round trip (the difference of
+# the two runs over I, so setup and teardown cancel out): in all, without
+# the calls that wait (sched_yield, poll, ppoll, epoll_wait, futex,
+# clock_nanosleep: their count is how long a side waited, and strace slows
+# every call, so they are higher than untraced and vary between runs), and
+# each syscall above 0.05 per round trip.
 #
 #   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a] [-B DIR [-B DIR]]
-#                        [-I BW,LAT] [-m MTU]
+#                        [-I BW,LAT] [-m MTU] [-s]
 #
 # Defaults: 3 rounds, both endpoint types, 100 round trips at 1 MiB and 500
 # at 8 B, planes of MTU 1500 (-m MTU: e.g. 9000, jumbo frames). Needs root,
@@ -29,13 +37,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
-BASE_DIR= BASE2_DIR= APP= BW_IT=100 LAT_IT=500 MTU=1500
-while getopts b:r:o:e:aB:I:m:h o; do
+BASE_DIR= BASE2_DIR= APP= BW_IT=100 LAT_IT=500 MTU=1500 STRACE=
+while getopts b:r:o:e:aB:I:m:sh o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
-    a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;; m) MTU=$OPTARG ;;
+    a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;; m) MTU=$OPTARG ;; s) STRACE=1 ;;
     B) if [ -z "$BASE_DIR" ]; then BASE_DIR=$(cd "$OPTARG" && pwd); else BASE2_DIR=$(cd "$OPTARG" && pwd); fi ;;
-    *) sed -n '2,27p' "$0"; exit 2 ;;
+    *) sed -n '2,33p' "$0"; exit 2 ;;
   esac
 done
 VARIANTS="mrc${APP:+ mrc-app}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
@@ -43,28 +51,34 @@ for d in $BASE_DIR $BASE2_DIR; do
   [ -f "$d/libmrc-fi.so" ] || { echo "-B: no $d/libmrc-fi.so" >&2; exit 2; }
 done
 command -v fi_pingpong >/dev/null || { echo "fi_pingpong: install libfabric-bin (scripts/deps.sh)" >&2; exit 77; }
+[ -z "$STRACE" ] || command -v strace >/dev/null || { echo "-s: install strace (scripts/deps.sh)" >&2; exit 77; }
 PROV_DIR=$BUILD/lib/libfabric
 . "$ROOT/bench/bench_lib.sh"
 bench_setup fi_pingpong "$PROV_DIR/libmrc-fi.so"
 bench_fabric_up planes=4 mtu="$MTU"
 
 # side HOSTNS DEVS PROVIDER EP SIZE ITERS [SERVER]: one fi_pingpong side
-# (PROGRESS: FI_MRC_PROGRESS; PDIR: the provider directory).
+# (PROGRESS: FI_MRC_PROGRESS; PDIR: the provider directory; WRAP: a command
+# fi_pingpong runs under, e.g. strace).
+WRAP=()
 side() {
   local ns=$1 devs=$2 prov=$3 ep=$4 size=$5 iters=$6
   shift 6
   ip netns exec "$ns" env FI_PROVIDER_PATH="$PDIR" LD_LIBRARY_PATH="$BUILD/lib" \
     FI_MRC_IFACES="$devs" FI_MRC_PROGRESS="$PROGRESS" \
     FI_TCP_IFACE="${devs%%,*}" \
-    timeout 300 fi_pingpong -p "$prov" -e "$ep" -S "$size" -I "$iters" "$@"
+    timeout 300 "${WRAP[@]}" fi_pingpong -p "$prov" -e "$ep" -S "$size" -I "$iters" "$@"
 }
-# one NAME PROVIDER EP SIZE ITERS: prints the client's last line.
+# one NAME PROVIDER EP SIZE ITERS: prints the client's last line (with -s
+# each side's strace summary in OUT/NAME.{srv,cli}.strace).
 one() {
   local name=$1 prov=$2 ep=$3 size=$4 iters=$5
+  [ -n "$STRACE" ] && WRAP=(strace -f -c -o "$OUT/$name.srv.strace")
   side "$NSB" "$DEVB" "$prov" "$ep" "$size" "$iters" >"$OUT/$name.srv" 2>&1 &
   SPID=$!
   sleep 0.5
   local rc=0
+  [ -n "$STRACE" ] && WRAP=(strace -f -c -o "$OUT/$name.cli.strace")
   side "$NSA" "$DEVA" "$prov" "$ep" "$size" "$iters" "$B0" >"$OUT/$name.cli" 2>&1 || rc=$?
   if [ "$rc" != 0 ]; then
     echo "$name: client exit $rc (see $OUT/$name.cli)" >&2; wait "$SPID" || true; SPID=; return 1
@@ -73,17 +87,62 @@ one() {
   SPID=
   tail -n 1 "$OUT/$name.cli"
 }
+# 'variant' sets t (provider), PROGRESS and PDIR for variant $v
+variant() {
+  t=${v%-app} PROGRESS=thread PDIR=$PROV_DIR
+  [ "$v" != "$t" ] && PROGRESS=app
+  [ "$t" = base ] && t=mrc PDIR=$BASE_DIR
+  [ "$t" = base2 ] && t=mrc PDIR=$BASE2_DIR
+  prov=$t
+  [ "$ep" = rdm ] && prov="$t;ofi_rxm"
+  return 0
+}
+# per_rt SMALL BIG N: calls per round trip from two strace -c summaries (runs
+# of I and I+N round trips): "ALL NOWAIT name=calls ..." (>= 0.05), most first.
+per_rt() {
+  awk -v n="$3" 'FNR == 1 { f++ }
+    $1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { c[$NF] += (f == 1 ? -$4 : $4) }
+    END { for (k in c) {
+            t += c[k]
+            if (k !~ /^(sched_yield|poll|ppoll|epoll_wait|epoll_pwait|futex|clock_nanosleep|nanosleep)$/) w += c[k]
+            if (c[k] / n >= 0.05) printf "%.2f %s\n", c[k] / n, k }
+          printf "%.2f ~ALL\n%.2f ~NOWAIT\n", t / n, w / n }' "$1" "$2" |
+    sort -rn | awk '$2 == "~ALL" { t = $1; next } $2 == "~NOWAIT" { w = $1; next }
+      { l = l sprintf(" %s=%s", $2, $1) } END { printf "%s %s%s\n", t, w, l }'
+}
+
+if [ -n "$STRACE" ]; then
+  printf '%-5s %-5s %-8s %-4s %-5s %9s %9s  %s\n' round ep variant side size calls/rt no-wait "per round trip" | tee "$OUT/table"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for ep in ${EPS//,/ }; do
+      for v in $VARIANTS; do
+        variant
+        for size in 8 1048576; do
+          n=$LAT_IT label=8B
+          [ "$size" = 1048576 ] && n=$BW_IT label=1MiB
+          ok=1
+          one "r$r-$ep-$v-$label-1x" "$prov" "$ep" "$size" "$n" >/dev/null || ok=
+          one "r$r-$ep-$v-$label-2x" "$prov" "$ep" "$size" $((2 * n)) >/dev/null || ok=
+          for s in cli srv; do
+            res="- -"
+            [ -n "$ok" ] && res=$(per_rt "$OUT/r$r-$ep-$v-$label-1x.$s.strace" "$OUT/r$r-$ep-$v-$label-2x.$s.strace" "$n")
+            read -r all nowait rest <<<"$res"
+            printf '%-5s %-5s %-8s %-4s %-5s %9s %9s %s\n' "$r" "$ep" "$v" "$s" "$label" "$all" "$nowait" "${rest:-}" | tee -a "$OUT/table"
+          done
+        done
+      done
+    done
+  done
+  WRAP=()
+  echo "outputs in $OUT"
+  exit 0
+fi
 
 printf '%-5s %-5s %-8s %-14s %14s %16s\n' round ep variant provider "1MiB MB/s" "8B usec/xfer" | tee "$OUT/table"
 for ((r = 1; r <= ROUNDS; r++)); do
   for ep in ${EPS//,/ }; do
     for v in $VARIANTS; do
-      t=${v%-app} PROGRESS=thread PDIR=$PROV_DIR
-      [ "$v" != "$t" ] && PROGRESS=app
-      [ "$t" = base ] && t=mrc PDIR=$BASE_DIR
-      [ "$t" = base2 ] && t=mrc PDIR=$BASE2_DIR
-      prov=$t
-      [ "$ep" = rdm ] && prov="$t;ofi_rxm"
+      variant
       # a failed run is "-" in the table (its outputs name the cause), not the end
       bw=$(one "r$r-$ep-$v-bw" "$prov" "$ep" 1048576 "$BW_IT" | awk '{print $6}') || bw=-
       lat=$(one "r$r-$ep-$v-lat" "$prov" "$ep" 8 "$LAT_IT" | awk '{print $7}') || lat=-

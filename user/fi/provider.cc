@@ -11,7 +11,7 @@
 //                EQs and connection management, the completion channel;
 //   Cq::eps_mu   a CQ's list of endpoints (shared while progressing them);
 //   Ep::mu       one endpoint's data path (its rings, queues and QP state);
-//   Cq::mu       a CQ's completion queues (a leaf).
+//   Cq::mu       a CQ's completion queues and wait state (a leaf).
 // Data operations take their endpoint's lock only; reading a CQ takes the
 // CQ's locks and those of its endpoints, never g_ctl unless a waiter armed
 // the completion channel. libmrc's post and poll calls are thread-safe.
@@ -371,6 +371,17 @@ struct Cq {
   std::deque<struct fi_cq_err_entry> errq;
   std::shared_mutex eps_mu;  // eps
   std::vector<Ep*> eps;
+  // The wait fd (FI_GETWAIT gives epfd: efd and the completion channel).
+  // efd is written only for a waiter (Documentation/libfabric.md, "Wait
+  // objects"); a consumer that polls never pays for it. Under mu:
+  //   armed     a waiter armed the CQ (fi_trywait returned FI_SUCCESS, or
+  //             fi_cq_sread is about to block): the next completion writes
+  //             efd once and disarms it;
+  //   signaled  efd holds a count (drained by the next arming, not by reads);
+  //   kicked    the completion channel named one of the CQ's endpoints while
+  //             it was not armed: an arming under way returns -FI_EAGAIN;
+  //   wakeup    fi_cq_signal: fi_cq_sread returns -FI_EAGAIN.
+  bool armed = false, signaled = false, kicked = false, wakeup = false;
   int efd = -1, epfd = -1;
   int refs = 0;  // under g_ctl
 };
@@ -511,14 +522,19 @@ struct Ep {
 // ---------------------------------------------------------------------------
 // Completion queues
 
+// Under cq->mu: writes the wait fd (once) if a waiter armed the CQ, and
+// disarms it. Otherwise nothing: no syscall per completion.
+void cq_wake_locked(Cq* cq) {
+  if (!cq->armed) return;
+  cq->armed = false;
+  if (!cq->signaled && cq->efd >= 0) signal_fd(cq->efd);
+  cq->signaled = true;
+}
+
 void cq_push(Cq* cq, const Completion& c) {
-  bool was_empty;
-  {
-    std::lock_guard<std::mutex> l(cq->mu);
-    was_empty = cq->q.empty() && cq->errq.empty();
-    cq->q.push_back(c);
-  }
-  if (was_empty && cq->efd >= 0) signal_fd(cq->efd);
+  std::lock_guard<std::mutex> l(cq->mu);
+  cq->q.push_back(c);
+  cq_wake_locked(cq);
 }
 
 void cq_push_err(Cq* cq, void* ctx, uint64_t flags, size_t len, int err, int prov_errno,
@@ -532,13 +548,9 @@ void cq_push_err(Cq* cq, void* ctx, uint64_t flags, size_t len, int err, int pro
   e.olen = olen;
   FI_INFO(&g_prov, FI_LOG_CQ, "error completion: ctx %p flags %#llx err %d (%s) prov %d\n", ctx,
           (unsigned long long)flags, err, fi_strerror(err), prov_errno);
-  bool was_empty;
-  {
-    std::lock_guard<std::mutex> l(cq->mu);
-    was_empty = cq->q.empty() && cq->errq.empty();
-    cq->errq.push_back(e);
-  }
-  if (was_empty && cq->efd >= 0) signal_fd(cq->efd);
+  std::lock_guard<std::mutex> l(cq->mu);
+  cq->errq.push_back(e);
+  cq_wake_locked(cq);
 }
 
 int wc_to_fi(enum mrc_wc_status s) {
@@ -1011,7 +1023,8 @@ void progress_ep(Ep* ep, bool idle = false) {
 // Drains the completion channel (its fd stays readable while events are
 // pending) and wakes the CQs of every endpoint that had one: the channel is
 // shared, so the thread that drains it may not be the one that sleeps on
-// that endpoint's CQ. Only after a waiter armed it (g_armed); under g_ctl,
+// that endpoint's CQ (an armed CQ gets its fd written, one being armed
+// fails its arming). Only after a waiter armed it (g_armed); under g_ctl,
 // which keeps the endpoints named by the events alive.
 void drain_channel() {
   if (!g_armed.load(std::memory_order_acquire)) return;
@@ -1024,14 +1037,21 @@ void drain_channel() {
     mrc_ack_cq_events(mcq, 1);
     Ep* ep = static_cast<Ep*>(cctx);
     EpLock el(ep->mu);
-    for (Cq* cq : {ep->txcq, ep->rxcq})
-      if (cq && cq->efd >= 0) signal_fd(cq->efd);
+    for (Cq* cq : {ep->txcq, ep->rxcq}) {
+      if (!cq) continue;
+      std::lock_guard<std::mutex> cl(cq->mu);
+      if (cq->armed)
+        cq_wake_locked(cq);
+      else
+        cq->kicked = true;
+    }
   }
 }
 
-// Runs the protocol of every endpoint of the CQ (nothing of the CQ's held).
-void progress_cq(Cq* cq, bool idle = false) {
-  drain_channel();
+// Runs the protocol of every endpoint of the CQ (nothing of the CQ's held);
+// `drain`: first the completion channel, if a waiter armed it.
+void progress_cq(Cq* cq, bool idle = false, bool drain = true) {
+  if (drain) drain_channel();
   std::shared_lock<std::shared_mutex> l(cq->eps_mu);
   for (Ep* ep : cq->eps) {
     EpLock el(ep->mu);
@@ -1368,13 +1388,7 @@ ssize_t cq_take(Cq* cq, void* buf, size_t count) {
     cq->q.pop_front();
     n++;
   }
-  if (cq->q.empty() && cq->errq.empty() && cq->efd >= 0) drain_fd(cq->efd);
   return ssize_t(n);
-}
-
-bool cq_empty(Cq* cq) {
-  std::lock_guard<std::mutex> l(cq->mu);
-  return cq->q.empty() && cq->errq.empty();
 }
 
 ssize_t cq_read_impl(Cq* cq, void* buf, size_t count) {
@@ -1416,18 +1430,20 @@ ssize_t cq_readerr(struct fid_cq* f, struct fi_cq_err_entry* buf, uint64_t flags
   buf->err_data = ud;
   buf->err_data_size = FI_VERSION_GE(cq->dom->fab->f.api_version, FI_VERSION(1, 5)) ? 0 : us;
   if (!(flags & FI_PEEK)) cq->errq.pop_front();
-  if (cq->q.empty() && cq->errq.empty() && cq->efd >= 0) drain_fd(cq->efd);
   return 1;
 }
 
-// Arms every libmrc CQ of the fi CQ; false if something is already there.
+// Arms the CQ for a waiter (fi_trywait, fi_cq_sread): its libmrc CQs (the
+// completion channel fires on their next completion: the engine thread's, or
+// the one a libmrc pass makes) and the CQ itself (the next completion the
+// provider writes into it writes efd). False, nothing armed for the caller
+// to rely on, if something is already there or arrived while arming.
 bool cq_arm(Cq* cq) {
   progress_cq(cq, true);
   {
     std::lock_guard<std::mutex> l(cq->mu);
     if (!cq->q.empty() || !cq->errq.empty()) return false;
-    // Empty: the next completion signals efd again (cq_push on an empty queue).
-    if (cq->efd >= 0) drain_fd(cq->efd);
+    cq->kicked = false;
   }
   g_armed.store(true, std::memory_order_release);
   {
@@ -1438,8 +1454,28 @@ bool cq_arm(Cq* cq) {
       if (ep->mcq) mrc_req_notify_cq(ep->mcq, 0);
     }
   }
-  progress_cq(cq);
-  return cq_empty(cq);
+  // Re-check after arming: what libmrc completed before its CQs were armed
+  // (an event that arming fired stays in the channel: the fd is readable,
+  // so the channel is not drained here).
+  progress_cq(cq, false, false);
+  std::lock_guard<std::mutex> l(cq->mu);
+  if (!cq->q.empty() || !cq->errq.empty() || cq->kicked) return false;
+  // Arm under the lock cq_push takes: a completion after this writes efd.
+  // A count left from an earlier wake goes first (fi_cq_signal's stays).
+  if (cq->signaled && !cq->wakeup && cq->efd >= 0) {
+    drain_fd(cq->efd);
+    cq->signaled = false;
+  }
+  cq->armed = true;
+  return true;
+}
+
+// fi_cq_signal was called: fi_cq_sread returns (once).
+bool cq_take_wakeup(Cq* cq) {
+  std::lock_guard<std::mutex> l(cq->mu);
+  bool w = cq->wakeup;
+  cq->wakeup = false;
+  return w;
 }
 
 ssize_t cq_sreadfrom(struct fid_cq* f, void* buf, size_t count, fi_addr_t* src, const void* cond,
@@ -1454,6 +1490,7 @@ ssize_t cq_sreadfrom(struct fid_cq* f, void* buf, size_t count, fi_addr_t* src, 
       for (ssize_t i = 0; src && i < n; i++) src[i] = FI_ADDR_NOTAVAIL;
       return n;
     }
+    if (cq_take_wakeup(cq)) return -FI_EAGAIN;
     if (!cq_arm(cq)) continue;
     int left = -1;
     if (timeout >= 0) {
@@ -1475,7 +1512,11 @@ ssize_t cq_sread(struct fid_cq* f, void* buf, size_t count, const void* cond, in
 
 int cq_signal(struct fid_cq* f) {
   Cq* cq = of<Cq>(f);
-  if (cq->efd >= 0) signal_fd(cq->efd);
+  std::lock_guard<std::mutex> l(cq->mu);
+  cq->wakeup = true;
+  cq->armed = false;
+  if (!cq->signaled && cq->efd >= 0) signal_fd(cq->efd);
+  cq->signaled = true;
   return 0;
 }
 
