@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the host service benches (bench/svc_fair.sh, bench/svc_q8.sh;
 # sourced after bench_lib.sh, once bench_fabric_up has run): mrc_perf pairs,
 # a server on host B and a client on host A, through the services
