@@ -54,7 +54,7 @@ PERF=$BUILD/user/tools/mrc_perf SVCD=$BUILD/user/svc/mrc-serviced
 bench_setup svc_fair "$PERF" "$SVCD"
 bench_fabric_up planes=4 >/dev/null
 BENCH=svc_fair
-. "$ROOT/bench/svc_lib.sh"
+. "$ROOT/bench/svc_bench_lib.sh"
 trap 'stop_all; bench_svc_down; bench_cleanup' EXIT INT TERM
 BULK=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
 LAT=(-l -s 8 --verify --json --no-mrcd)

@@ -11,10 +11,16 @@
 # lost more gets less). Prints every run and the medians.
 #
 #   bench/svc_q8.sh [-b BUILD] [-B BUILD2] [-r ROUNDS] [-t SECONDS] [-q QPS]
-#                   [-o DIR]
+#                   [-m MODES] [-x ARG]... [-o DIR]
+#
+# -m: the modes, comma-separated (default service,exclusive). -x: one more
+# mrc_perf argument for both sides (repeatable), e.g. -m exclusive -x --no-cc
+# (congestion control off: exclusive mode only, the service's QPs take
+# mrcd's or the default profile): then nothing but the engine's turns and
+# losses divide the wire between the QPs.
 #
 # -B: a second build directory (say, the one before a change): each round
-# also runs both modes with its mrc_perf and mrc-serviced, interleaved with
+# also runs each mode with its mrc_perf and mrc-serviced, interleaved with
 # BUILD's, and its medians are printed beside.
 #
 # Every run verifies its data (one that does not fails the script). Needs
@@ -23,12 +29,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build BUILD2= ROUNDS=3 SECS=4 QPS=8 OUT=
-while getopts b:B:r:t:q:o:h o; do
+BUILD=$ROOT/build BUILD2='' ROUNDS=3 SECS=4 QPS=8 OUT='' MODES=service,exclusive XARGS=()
+while getopts b:B:r:t:q:m:x:o:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; B) BUILD2=$(cd "$OPTARG" && pwd) ;;
     r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;; q) QPS=$OPTARG ;; o) OUT=$OPTARG ;;
-    *) sed -n '2,21p' "$0"; exit 2 ;;
+    m) MODES=$OPTARG ;; x) XARGS+=("$OPTARG") ;;
+    *) sed -n '2,29p' "$0"; exit 2 ;;
   esac
 done
 . "$ROOT/bench/bench_lib.sh"
@@ -39,7 +46,7 @@ BINS=("$(perf_of "$BUILD")" "$(svcd_of "$BUILD")")
 bench_setup svc_q8 "${BINS[@]}"
 bench_fabric_up planes=4 >/dev/null
 BENCH=svc_q8
-. "$ROOT/bench/svc_lib.sh"
+. "$ROOT/bench/svc_bench_lib.sh"
 trap 'stop_all; bench_svc_down; bench_cleanup' EXIT INT TERM
 
 declare -A JAIN  # "b|B mode" -> Jain's index of each round, space-separated
@@ -50,7 +57,7 @@ run() {
   name="$tag.$mode.$r"
   PERF=$(perf_of "$build")
   [ "$mode" = service ] && bench_svc_up svc_q8 "$(svcd_of "$build")"
-  qrun "$name" "$mode" "$QPS"
+  qrun "$name" "$mode" "$QPS" "${XARGS[@]}"
   [ "$mode" = service ] && bench_svc_down
   g=$(field "$name" gbps)
   j=$(qbytes "$name" | jain)
@@ -61,8 +68,11 @@ run() {
     "$(jq -r '[.qps[] | "\(.timeouts) (\(.tx_rtx_pkts))"] | join(" ")' "$OUT/$name.ccounters")"
 }
 for ((r = 1; r <= ROUNDS; r++)); do
-  runs=("b service" "b exclusive")
-  [ -n "$BUILD2" ] && runs=("b service" "B service" "b exclusive" "B exclusive")
+  runs=()
+  for mode in ${MODES//,/ }; do
+    runs+=("b $mode")
+    [ -n "$BUILD2" ] && runs+=("B $mode")
+  done
   if ((r % 2 == 0)); then
     # the other order: the last run of a round first
     for ((i = ${#runs[@]} - 1; i >= 0; i--)); do rev+=("${runs[i]}"); done

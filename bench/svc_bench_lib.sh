@@ -18,10 +18,11 @@
 #   one NAME MODE ARGS...        one pair of SECS, waited for
 #   field NAME KEY               a field of the client's JSON summary, after
 #                                checking that both sides verified (else exit 1)
-#   qrun NAME MODE QPS           one process with QPS QPS (64 KiB WRITEs, 16
+#   qrun NAME MODE QPS [ARGS...] one process with QPS QPS (64 KiB WRITEs, 16
 #                                in flight each, verified), SECS long, its
 #                                server's counters in OUT/NAME.counters, its
-#                                client's in OUT/NAME.ccounters
+#                                client's in OUT/NAME.ccounters; ARGS: more
+#                                mrc_perf arguments of both sides
 #   qbytes NAME                  the bytes the server of NAME placed per QP,
 #                                one line each (NAME.counters, written by
 #                                --counters-json: rx_data_bytes counts no
@@ -78,8 +79,10 @@ field() {
   grep '"summary"' "$OUT/$name.client" | cut -d' ' -f2- | jq -r ".summary.$key"
 }
 qrun() {
-  SRV_ARGS=(--counters-json "$OUT/$1.counters") CLI_ARGS=(--counters-json "$OUT/$1.ccounters")
-  one "$1" "$2" -s 65536 -q "$3" -t 16 --verify --json --no-mrcd
+  local name=$1 mode=$2 qps=$3
+  shift 3
+  SRV_ARGS=(--counters-json "$OUT/$name.counters") CLI_ARGS=(--counters-json "$OUT/$name.ccounters")
+  one "$name" "$mode" -s 65536 -q "$qps" -t 16 --verify --json --no-mrcd "$@"
   SRV_ARGS=() CLI_ARGS=()
 }
 qbytes() { jq -r '.qps[].rx_data_bytes' "$OUT/$1.counters"; }
