@@ -1498,7 +1498,6 @@ size_t Engine::tx_data(TxSink& sink, Time now, size_t budget) {
       // continues in the next.
       break;
     }
-    if (!any) idle++;
     txq_remove(q);
     if (q.state != QpState::kRts) continue;
     if (stopped && q.una != q.next_psn && !q.tlp_pending && q.probe_queue.empty() &&
@@ -1512,6 +1511,7 @@ size_t Engine::tx_data(TxSink& sink, Time now, size_t budget) {
       continue;
     }
     txq_push(q);  // its turn is over: to the back
+    if (!any) idle++;
   }
   return sent;
 }

@@ -195,6 +195,85 @@ TEST(QpScheduling, ATurnCutByTheBudgetContinuesInTheNextCall) {
   }
 }
 
+// A tx() call that sends less than its budget has left no QP able to send:
+// QPs found blocked by their windows leave the list, and the QPs behind
+// them still get their turn in that call. A network by hand, 5 us each
+// way, one tx() call of the requester per round trip: its frames go to the
+// responder, whose answers come back, except that the acknowledgements of all QPs but the last two
+// are held back a round on even rounds. With windows of 4 packets and 4 KiB turns a QP's turn fills
+// its window, so it is still listed, and found blocked at its next turn, when the last two QPs'
+// windows open again behind it. Whenever a call sends less than its budget, no QP may be left with
+// data to send and room in its window.
+TEST(QpScheduling, ACallThatEndsEarlyLeavesNoQpThatCouldSend) {
+  PairOptions o;
+  o.seed = 5;
+  o.cfg.tx_quantum = 4 << 10;
+  o.cfg.default_cc.nscc.max_cwnd = 4 << 10;
+  Pair p(o);
+  std::vector<std::pair<uint32_t, uint32_t>> qps;
+  std::map<uint32_t, size_t> index;  // requester QPN -> index
+  for (int i = 0; i < kQps; i++) {
+    qps.push_back(p.connect());
+    index[qps.back().first] = size_t(i);
+  }
+  Buffer src(p.e(0), p.h(0).pd, kQps * kBytes, 1, kAccessLocalWrite);
+  Buffer dst(p.e(1), p.h(1).pd, kQps * kBytes, 2, kAccessLocalWrite | kAccessRemoteWrite);
+  ASSERT_TRUE(post_writes(p, qps, src, dst, kBytes));
+  using Frames = std::vector<std::pair<uint8_t, std::vector<uint8_t>>>;  // (port, frame)
+  struct Capture : TxSink {
+    Frames frames;
+    std::vector<uint8_t> buf = std::vector<uint8_t>(9216);
+    uint8_t* alloc(uint8_t, uint32_t* cap) override {
+      *cap = uint32_t(buf.size());
+      return buf.data();
+    }
+    void commit(uint8_t port, uint32_t len) override {
+      if (len) frames.push_back({port, {buf.begin(), buf.begin() + len}});
+    }
+  };
+  auto deliver = [&](int to, const Frames& fr, Time now) {
+    for (const auto& [port, f] : fr) {
+      RxFrame r{f.data(), uint32_t(f.size()), port, now};
+      p.e(to).rx({&r, 1}, now);
+    }
+  };
+  constexpr size_t kBudget = 1000;
+  Frames held;
+  std::vector<Wc> wc;
+  size_t early = 0, waiting = 0;
+  Time now = 1'000'000;
+  for (int round = 0; round < 10000 && wc.size() < size_t(kQps); round++) {
+    Capture c0;
+    if (p.e(0).tx(c0, now, kBudget) < kBudget) {
+      early++;
+      for (auto& [q0, q1] : qps) {
+        auto st = p.e(0).qp_stats(q0);
+        if (st->tx_data_bytes < kBytes && st->inflight_bytes + 1024 <= st->cwnd_bytes) waiting++;
+      }
+    }
+    now += 5000;  // one way
+    deliver(1, c0.frames, now);
+    Capture c1;
+    while (p.e(1).tx(c1, now, kBudget)) {
+    }
+    now += 5000;
+    Frames back;
+    back.swap(held);
+    for (auto& f : c1.frames) {
+      auto it = index.find(parse_or_die(f.second).bth.dqpn);
+      const bool hold = round % 2 == 0 && it != index.end() && it->second < size_t(kQps - 2);
+      (hold ? held : back).push_back(std::move(f));
+    }
+    deliver(0, back, now);
+    p.poll(0, p.h(0).scq, wc);
+  }
+  ASSERT_EQ(wc.size(), size_t(kQps));
+  for (const Wc& w : wc) EXPECT_EQ(w.status, kWcSuccess);
+  EXPECT_EQ(std::memcmp(src.bytes.data(), dst.bytes.data(), kQps * kBytes), 0);
+  EXPECT_GE(early, size_t(10));
+  EXPECT_EQ(waiting, 0u) << "after " << early << " calls that sent less than their budget";
+}
+
 // A QP whose congestion window is full leaves the transmit list and comes
 // back with the acknowledgement that opens it: with windows of 4 packets,
 // 32 QPs each write 64 KiB, every write completes without a tail-loss
