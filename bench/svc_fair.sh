@@ -53,12 +53,51 @@ done
 PERF=$BUILD/user/tools/mrc_perf SVCD=$BUILD/user/svc/mrc-serviced
 bench_setup svc_fair "$PERF" "$SVCD"
 bench_fabric_up planes=4 >/dev/null
-BENCH=svc_fair
-. "$ROOT/bench/svc_bench_lib.sh"
+PIDS=()
+stop_all() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  PIDS=()
+}
 trap 'stop_all; bench_svc_down; bench_cleanup' EXIT INT TERM
+PORT=$((23000 + RANDOM % 1000))
 BULK=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
+SRV_ARGS=()  # extra arguments of the next start's server only
+NOVERIFY=    # set: field() does not ask for a verified run
 LAT=(-l -s 8 --verify --json --no-mrcd)
 
+# Each line of stdin with the wall clock it arrived at in front (mrc_perf
+# flushes every report).
+stamp() { while IFS= read -r l; do echo "$EPOCHREALTIME $l"; done; }
+# start NAME MODE SECONDS ARGS...: a server on B and a client on A, in the
+# background (pids in PIDS); the client's lines stamped with the wall clock.
+start() {
+  local name=$1 mode=$2 secs=$3
+  shift 3
+  PORT=$((PORT + 1))
+  ip netns exec "$NSB" env MRC_MODE="$mode" MRC_SERVICE_SOCKET="$OUT/B.sock" timeout -s INT 90 \
+    "$PERF" server -d "$DEVB" -p "$PORT" "$@" "${SRV_ARGS[@]}" >"$OUT/$name.server" 2>&1 &
+  PIDS+=("$!")
+  ip netns exec "$NSA" env MRC_MODE="$mode" MRC_SERVICE_SOCKET="$OUT/A.sock" timeout -s INT 90 \
+    "$PERF" client "$B0" -d "$DEVA" -p "$PORT" "$@" -D "$secs" 2>&1 | stamp >"$OUT/$name.client" &
+  PIDS+=("$!")
+}
+# field NAME KEY: a field of the client's summary, after checking both sides
+# verified.
+field() {
+  local name=$1 key=$2 cv sv
+  cv=$(grep '"summary"' "$OUT/$name.client" | cut -d' ' -f2- | jq -r .summary.verify 2>/dev/null || true)
+  sv=$(grep '"summary"' "$OUT/$name.server" | jq -r .summary.verify 2>/dev/null || true)
+  if [ -n "$NOVERIFY" ]; then
+    cv=ok sv=ok  # the one control run without --verify (bulk8nv)
+  fi
+  if [ "$cv" != ok ] || [ "$sv" != ok ]; then
+    echo "svc_fair: $name did not verify (client ${cv:-none}, server ${sv:-none})" >&2
+    tail -n 3 "$OUT/$name.client" "$OUT/$name.server" >&2
+    exit 1
+  fi
+  grep '"summary"' "$OUT/$name.client" | cut -d' ' -f2- | jq -r ".summary.$key"
+}
 # window FILE...: the per-process goodputs (Gbit/s, one per line) over the
 # wall-clock window in which all of them transferred: the clients start one
 # after the other (a second or more apart on a loaded machine), so their own
@@ -93,11 +132,30 @@ for iv in runs:
 print('window %.2f' % (w1 - w0), file=sys.stderr)
 PY
 }
-q8() { # NAME MODE: one process with NPROC QPs (16 in flight each), its QPs' Jain
-  qrun "$1" "$2" "$NPROC"
-  field "$1" gbps >/dev/null
-  qbytes "$1" | jain
+wait_all() {
+  local p
+  for p in "${PIDS[@]}"; do wait "$p" || true; done
+  PIDS=()
 }
+one() { # NAME MODE ARGS...: one pair of SECS, waited for
+  local name=$1 mode=$2
+  shift 2
+  start "$name" "$mode" "$SECS" "$@"
+  wait_all
+}
+# qjain NAME: Jain's index over the QPs of one process, from the bytes its
+# server placed per QP (--counters-json: rx_data_bytes counts no duplicate).
+qjain() { jq -r '.qps[].rx_data_bytes' "$OUT/$1.counters" | jain; }
+q8() { # NAME MODE: one process with NPROC QPs (16 in flight each), its QPs' Jain
+  SRV_ARGS=(--counters-json "$OUT/$1.counters")
+  one "$1" "$2" -s 65536 -q "$NPROC" -t 16 --verify --json --no-mrcd
+  SRV_ARGS=()
+  field "$1" gbps >/dev/null
+  qjain "$1"
+}
+jain() { awk '{ s += $1; q += $1 * $1; n++ } END { printf "%.4f", (s * s) / (n * q) }'; }
+sum() { awk '{ s += $1 } END { printf "%.3f", s }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # bulk8 NAME: NPROC pairs at once through the running services; their
 # goodputs over the common window into G8.
@@ -167,6 +225,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
   RL[r]=$(ratio "${SL[r]}" "${XL[r]}")
   echo "round $r ratios: bulk1 service/exclusive ${R1[r]}, bulk$NPROC/bulk1 ${R8[r]}, p50 service/exclusive ${RL[r]}"
 done
+med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "median bulk1: service $(med "${S1[@]}") Gbit/s, exclusive $(med "${X1[@]}") Gbit/s, ratio $(med "${R1[@]}") (target >= 0.9; per round: ${R1[*]})"
 echo "median bulk$NPROC: $(med "${S8[@]}") Gbit/s, ratio to bulk1 $(med "${R8[@]}") (target >= 1.0; per round: ${R8[*]})"
 echo "median Jain over $NPROC: $(med "${J[@]}") (target >= 0.95; per round: ${J[*]})"

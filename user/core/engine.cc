@@ -39,10 +39,8 @@ Engine::Engine(EngineConfig cfg)
       ctrl_(std::make_unique<CtrlQueue>()) {
   ev_events_.resize(std::max<uint32_t>(cfg_.ev_event_capacity, 1));
   sack_due_.reserve(256);
-  for (const PortConfig& p : cfg_.ports) {
+  for (const PortConfig& p : cfg_.ports)
     if (!p.up && p.port < 32) ports_down_ |= 1u << p.port;
-    if (p.port < 32) port_mask_all_ |= 1u << p.port;
-  }
 }
 
 Engine::~Engine() = default;
@@ -269,7 +267,7 @@ void Engine::free_qp(uint32_t qpn) {
   if (Cq* c = cq_by_handle(q->send_cq)) c->refs--;
   if (Cq* c = cq_by_handle(q->recv_cq)) c->refs--;
   active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
-  txq_remove(*q);
+  txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
   const uint32_t idx = qp_index(qpn);
   qps_[idx].reset();
 }
@@ -318,7 +316,8 @@ Result<bool> Engine::entomb_qp(uint32_t qpn, Time until) {
   q->sq_head = q->sq_next = q->sq_tail = q->sq_count = 0;
   q->rq_head = q->rq_count = 0;
   active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
-  txq_remove(*q);
+  txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
+  q->in_txq = false;
   auto at = std::upper_bound(tombs_.begin(), tombs_.end(), until,
                              [](Time t, const auto& e) { return t < e.first; });
   tombs_.insert(at, {until, qpn});
@@ -536,7 +535,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t ibv, uint32_t m
       keep->attr.cap = q->cap;
       const uint32_t idx = qp_index(qpn);
       active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
-      txq_remove(*q);
+      txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
       qps_[idx] = std::move(keep);
       break;
     }
@@ -579,28 +578,9 @@ void Engine::enter_rtr(Qp& q) {
 }
 
 void Engine::want_tx(Qp& q) {
-  if (!q.in_txq) txq_push(q);
-}
-
-// At the back of the transmit list, with a fresh turn.
-void Engine::txq_push(Qp& q) {
+  if (q.in_txq) return;
   q.in_txq = true;
-  q.turn_bytes = 0;
-  q.txq_next = nullptr;
-  q.txq_prev = txq_tail_;
-  (txq_tail_ ? txq_tail_->txq_next : txq_head_) = &q;
-  txq_tail_ = &q;
-  txq_len_++;
-}
-
-// Out of the transmit list (if listed); its neighbours close up.
-void Engine::txq_remove(Qp& q) {
-  if (!q.in_txq) return;
-  (q.txq_prev ? q.txq_prev->txq_next : txq_head_) = q.txq_next;
-  (q.txq_next ? q.txq_next->txq_prev : txq_tail_) = q.txq_prev;
-  q.txq_prev = q.txq_next = nullptr;
-  q.in_txq = false;
-  txq_len_--;
+  txq_.push_back(q.qpn);
 }
 
 void Engine::enter_rts(Qp& q) {
@@ -1448,70 +1428,53 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
     ctrl_->pop();
     sent++;
   }
-  if (sent < budget) sent += tx_data(sink, now, budget - sent);
-  return sent;
-}
-
-// Data: round robin over the QPs that may have something to send, first
-// in, first out: the QP at the front sends up to tx_quantum payload bytes
-// (one packet when 0) and goes to the back. A QP found with nothing to
-// send (no probe, retransmission or unsent packet: the common case with
-// many QPs waiting for acknowledgements), or blocked by its window with
-// packets in flight, leaves the list until want_tx() puts it back; the
-// others keep their places. A turn cut short by the budget, or by every
-// port being full, stays at the front and continues in the next call.
-size_t Engine::tx_data(TxSink& sink, Time now, size_t budget) {
-  size_t sent = 0;
+  // Data: round-robin over the QPs that may have something to send, up to
+  // tx_quantum payload bytes per QP per turn (one packet when 0). A QP found
+  // with nothing to send (no probe, retransmission or unsent packet: the
+  // common case with many QPs waiting for acknowledgements), or blocked by
+  // its window with packets in flight, leaves the list until want_tx() puts
+  // it back.
   uint32_t port_full = 0;
-  size_t idle = 0;  // turns in a row that sent nothing
-  while (sent < budget && txq_head_ && idle < txq_len_) {
-    Qp& q = *txq_head_;
-    if (q.state != QpState::kRts || !q.has_tx_work()) {
-      txq_remove(q);
+  size_t idle = 0;
+  while (sent < budget && !txq_.empty() && idle < txq_.size()) {
+    rr_ = (rr_ + 1) % txq_.size();
+    Qp* q = qp_by_num(txq_[rr_]);
+    if (!q || q->state != QpState::kRts || !q->has_tx_work()) {
+      if (q) q->in_txq = false;
+      txq_[rr_] = txq_.back();
+      txq_.pop_back();
+      rr_ = (rr_ + txq_.size() - 1) % std::max<size_t>(txq_.size(), 1);  // the moved entry is next
       continue;
     }
     // A QP that had nothing outstanding starts its ACK timeout and tail-loss
     // timer with this packet.
-    const bool was_idle = q.una == q.next_psn;
-    bool any = false, over = false, stopped = false;
-    while (sent < budget) {
-      const uint64_t before = q.stats.tx_data_bytes;
-      if (!emit_data(q, sink, now, port_full)) {
-        stopped = true;
-        break;
-      }
+    const bool was_idle = q->una == q->next_psn;
+    const uint64_t turn_start = q->stats.tx_data_bytes;
+    bool any = false;
+    while (sent < budget && emit_data(*q, sink, now, port_full)) {
       sent++;
       any = true;
-      q.turn_bytes += q.stats.tx_data_bytes - before;
-      if (q.turn_bytes >= cfg_.tx_quantum || q.state != QpState::kRts) {
-        over = true;
+      if (q->stats.tx_data_bytes - turn_start >= cfg_.tx_quantum || q->state != QpState::kRts)
         break;
-      }
     }
     if (any) {
       idle = 0;
-      if (was_idle) arm(q);
-    }
-    if (!over && !stopped) break;  // the budget: the turn continues in the next call
-    if (stopped && port_full && !(port_mask_all_ & ~ports_down_ & ~port_full)) {
-      // Every port is full: nobody can send in this call. The turn
-      // continues in the next.
-      break;
-    }
-    txq_remove(q);
-    if (q.state != QpState::kRts) continue;
-    if (stopped && q.una != q.next_psn && !q.tlp_pending && q.probe_queue.empty() &&
-        (q.inflight + q.attr.path_mtu > q.cc.cwnd() ||
-         uint32_t(codec::psn_diff(q.next_psn, q.una)) >= q.mpr_eff)) {
+      if (was_idle) arm(*q);
+    } else if (q->una != q->next_psn && !q->tlp_pending && q->probe_queue.empty() &&
+               (q->inflight + q->attr.path_mtu > q->cc.cwnd() ||
+                uint32_t(codec::psn_diff(q->next_psn, q->una)) >= q->mpr_eff)) {
       // Its congestion or MPR window is full: only an acknowledgement (rx())
       // or one of its timers (a loss frees the window: mark_lost; a
       // tail-loss probe) lets it send again, and those put it back. With
       // hundreds of QPs waiting for their windows, each call would otherwise
       // walk them all to find nothing to send.
-      continue;
+      q->in_txq = false;
+      txq_[rr_] = txq_.back();
+      txq_.pop_back();
+      rr_ = (rr_ + txq_.size() - 1) % std::max<size_t>(txq_.size(), 1);
+    } else {
+      idle++;
     }
-    txq_push(q);  // its turn is over: to the back
-    if (!any) idle++;
   }
   return sent;
 }

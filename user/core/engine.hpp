@@ -219,7 +219,6 @@ class Engine {
   void advance_cack(Qp& qp, uint32_t cack, Time now, uint64_t& newly);
   void complete_sends(Qp& qp);
   void requester_timers(Qp& qp, Time now);
-  size_t tx_data(TxSink& sink, Time now, size_t budget);
   bool emit_data(Qp& qp, TxSink& sink, Time now, uint32_t& port_full);
   bool emit_probe(Qp& qp, TxSink& sink, Time now, int ev_idx, uint32_t& port_full);
   bool send_data_pkt(Qp& qp, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now,
@@ -262,19 +261,12 @@ class Engine {
   std::unique_ptr<CtrlQueue> ctrl_;
   std::vector<uint32_t> active_;    // QPs with work or timers (qpn)
   std::vector<uint32_t> sack_due_;  // QPs owing a SACK at the end of this rx() burst
-  // QPs that may have a probe, retransmission or new data to send, first
-  // in, first out (an intrusive list: Qp::in_txq, txq_prev, txq_next; no
-  // allocation): tx() gives the one at the front a turn and puts it at the
-  // back, or drops it when found with nothing to send. want_tx() adds a QP
-  // at the back wherever work appears (post_send, mark_lost, timers'
-  // probes, entering RTS). A QP leaving or being dropped moves no other.
-  Qp* txq_head_ = nullptr;
-  Qp* txq_tail_ = nullptr;
-  size_t txq_len_ = 0;
-  void txq_push(Qp& q);
-  void txq_remove(Qp& q);
-  // Every configured port (bit = port): all of them full stops a tx() call.
-  uint32_t port_mask_all_ = 0;
+  size_t rr_ = 0;
+  // QPs that may have a probe, retransmission or new data to send (qpn;
+  // Qp::in_txq): tx() walks these, not every active QP, and drops the ones
+  // found with nothing to send. want_tx() adds a QP wherever work appears
+  // (post_send, mark_lost, timers' probes, entering RTS).
+  std::vector<uint32_t> txq_;
   std::vector<EvEvent> ev_events_;
   size_t ev_head_ = 0, ev_count_ = 0;
   // QP timers: a min-heap of (deadline, qpn) with at most one live entry

@@ -144,13 +144,7 @@ struct Engine::Qp {
   uint32_t mpr_eff = 0;   // PSNs allowed beyond the cumulative ack
   uint64_t inflight = 0;  // bytes sent and not sacked/acked/lost
   uint32_t lost = 0;      // packets queued for retransmission
-  // Engine's transmit list (a first-in, first-out ring through the QPs
-  // themselves): listed, the neighbours, and the payload bytes of the turn
-  // in progress (a turn the budget cut short continues in the next call).
-  bool in_txq = false;
-  Qp* txq_prev = nullptr;
-  Qp* txq_next = nullptr;
-  uint64_t turn_bytes = 0;
+  bool in_txq = false;    // listed in Engine::txq_
   uint16_t msn = 0, rqmsn = 0;
   uint32_t wimm_out = 0;
   Time last_progress = 0;

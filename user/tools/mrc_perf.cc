@@ -1783,8 +1783,7 @@ class ClientRun {
   // credits, none beyond the server's limit (read from the QP's credit cell).
   std::vector<uint64_t> limit;
   uint64_t outstanding = 0;
-  bool blocked = false;     // a QP waits for a grant
-  uint32_t pump_first = 0;  // the QP pump() starts posting on
+  bool blocked = false;  // a QP waits for a grant
   Clock::time_point last_grant;
   std::atomic<bool> sampling{false};
   std::thread sampler;  // --sample-ms
@@ -1897,15 +1896,10 @@ int ClientRun::run_lat() {
   }
 }
 
-// Posts on every QP what its window and its credits allow, starting one QP
-// further on each call: the QP posted first is first in the engine's
-// transmit list, so a fixed start would favour QP 0.
+// Posts on every QP what its window and its credits allow.
 void ClientRun::pump() {
   blocked = false;
-  const uint32_t first = pump_first;
-  pump_first = (pump_first + 1) % o.qps;
-  for (uint32_t j = 0; j < o.qps; j++) {
-    const uint32_t qi = (first + j) % o.qps;
+  for (uint32_t qi = 0; qi < o.qps; qi++)
     while (next_k[qi] - done_k[qi] < o.inflight && more(qi)) {
       if (next_k[qi] >= limit[qi]) {
         const uint64_t l = read_credit(buf.p + qi * per_qp + credit_offset(o), limit[qi]);
@@ -1919,7 +1913,6 @@ void ClientRun::pump() {
       post(qi);
       outstanding++;
     }
-  }
 }
 
 // Bandwidth: keeps every QP's window full until the run ends. 0, or the

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <string>
 #include <vector>
 
 #include "engine/harness.hpp"
@@ -39,61 +38,36 @@ bool post_writes(Pair& p, const std::vector<std::pair<uint32_t, uint32_t>>& qps,
   return true;
 }
 
-// Posts one write on each QP, of lens[i] bytes on QP i (wr_id i), and runs
-// until all complete, recording the order of the first transmissions.
-Schedule run(uint32_t quantum, uint64_t seed, const std::vector<size_t>& lens) {
+Schedule run(uint32_t quantum, uint64_t seed) {
   PairOptions o;
   o.seed = seed;
   o.cfg.tx_quantum = quantum;
   o.cfg.default_cc.enabled = false;  // nothing but the turns limits a QP
   Schedule s;
   Pair p(o);
-  const int n = int(lens.size());
   std::vector<std::pair<uint32_t, uint32_t>> qps;
-  for (int i = 0; i < n; i++) qps.push_back(p.connect());
-  std::vector<size_t> off(1, 0);
-  for (size_t len : lens) off.push_back(off.back() + len);
-  Buffer src(p.e(0), p.h(0).pd, off.back(), 1, kAccessLocalWrite);
-  Buffer dst(p.e(1), p.h(1).pd, off.back(), 2, kAccessLocalWrite | kAccessRemoteWrite);
+  for (int i = 0; i < kQps; i++) qps.push_back(p.connect());
+  Buffer src(p.e(0), p.h(0).pd, kQps * kBytes, 1, kAccessLocalWrite);
+  Buffer dst(p.e(1), p.h(1).pd, kQps * kBytes, 2, kAccessLocalWrite | kAccessRemoteWrite);
   p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
     auto k = parse_or_die(fr);
     if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx)
       s.order.push_back(k.bth.dqpn);
     return Hook{};
   };
-  for (int i = 0; i < n; i++)
-    EXPECT_TRUE(post_write(p.e(0), qps[size_t(i)].first, src, dst, off[size_t(i)], lens[size_t(i)],
-                           uint64_t(i))
-                    .ok());
+  EXPECT_TRUE(post_writes(p, qps, src, dst, kBytes));
   std::vector<Wc> wc;
   const bool finished = p.run([&] {
     const size_t before = wc.size();
     p.poll(0, p.h(0).scq, wc);
     for (size_t i = before; i < wc.size(); i++)
       if (wc[i].status == kWcSuccess) s.done_at[qps[wc[i].wr_id].first] = s.order.size();
-    return wc.size() >= size_t(n);
+    return wc.size() >= size_t(kQps);
   });
   for (auto& [q0, q1] : qps) s.tx_data_bytes.push_back(p.e(0).qp_stats(q0)->tx_data_bytes);
-  s.ok = finished && s.done_at.size() == size_t(n) &&
-         !std::memcmp(src.bytes.data(), dst.bytes.data(), off.back());
+  s.ok = finished && s.done_at.size() == size_t(kQps) &&
+         !std::memcmp(src.bytes.data(), dst.bytes.data(), kQps * kBytes);
   return s;
-}
-
-Schedule run(uint32_t quantum, uint64_t seed) {
-  return run(quantum, seed, std::vector<size_t>(kQps, kBytes));
-}
-
-// The turns in a transmission order: (destination QP, packets), a turn
-// being a run of consecutive packets to one QP.
-std::vector<std::pair<uint32_t, size_t>> turns(const std::vector<uint32_t>& order) {
-  std::vector<std::pair<uint32_t, size_t>> t;
-  for (uint32_t q : order) {
-    if (!t.empty() && t.back().first == q)
-      t.back().second++;
-    else
-      t.push_back({q, 1});
-  }
-  return t;
 }
 
 // Lengths of the runs of consecutive packets to one QP among the first `n`.
@@ -140,138 +114,6 @@ TEST(QpScheduling, EveryQpProgressesAtTheSamePace) {
     EXPECT_GE(first + round, total) << "quantum " << quantum;
     for (uint64_t b : s.tx_data_bytes) EXPECT_EQ(b, kBytes) << "quantum " << quantum;
   }
-}
-
-// Round robin when QPs run out of data: a QP that leaves the transmit
-// list takes no other QP's place in the order. Between two turns of any QP,
-// every other QP has at most one turn: the QPs that remain keep their
-// order, none is served twice while another waits. (Removing a leaving QP
-// by moving the list's last QP into its slot gave that QP a second turn
-// right after its first.)
-TEST(QpScheduling, AQpLeavingTheListCostsNoOtherQpItsTurn) {
-  std::vector<size_t> lens(kQps, kBytes);
-  lens[1] = 16 << 10;  // one turn
-  lens[4] = 32 << 10;  // two turns
-  lens[6] = 48 << 10;  // three turns
-  for (uint64_t seed : {1, 2}) {
-    Schedule s = run(16384, seed, lens);
-    ASSERT_TRUE(s.ok) << "seed " << seed;
-    auto t = turns(s.order);
-    size_t checked = 0;
-    std::string twice;  // the first QP found with two turns between two of another's
-    for (size_t i = 0; i < t.size(); i++) {
-      size_t next = i + 1;
-      while (next < t.size() && t[next].first != t[i].first) next++;
-      if (next == t.size()) continue;  // the QP's last turn
-      std::map<uint32_t, int> between;
-      for (size_t j = i + 1; j < next; j++)
-        if (++between[t[j].first] > 1 && twice.empty())
-          twice = "QP " + std::to_string(t[j].first) + " (turn " + std::to_string(j) +
-                  ") between turns " + std::to_string(i) + " and " + std::to_string(next) +
-                  " of QP " + std::to_string(t[i].first);
-      checked++;
-    }
-    EXPECT_EQ(twice, "") << "seed " << seed;
-    EXPECT_GE(checked, size_t(kQps * 2));
-    for (size_t i = 0; i < lens.size(); i++) EXPECT_EQ(s.tx_data_bytes[i], lens[i]);
-  }
-}
-
-// A turn the call's budget cut short continues in the next call: with
-// 24 KiB turns (24 packets of 1 KiB) and the harness's 64 frames per tx()
-// call, every third turn is split between two calls, and still every turn
-// is 24 packets. (Resuming at the next QP lost the rest of the cut turn.)
-TEST(QpScheduling, ATurnCutByTheBudgetContinuesInTheNextCall) {
-  constexpr uint32_t kQuantum = 24 << 10;
-  for (uint64_t seed : {1, 2}) {
-    Schedule s = run(kQuantum, seed, std::vector<size_t>(kQps, 4 * kQuantum));
-    ASSERT_TRUE(s.ok) << "seed " << seed;
-    auto t = turns(s.order);
-    EXPECT_EQ(t.size(), size_t(kQps * 4)) << "seed " << seed;
-    size_t short_turns = 0, first_short = t.size();
-    for (size_t i = 0; i < t.size(); i++)
-      if (t[i].second != kQuantum / 1024 && short_turns++ == 0) first_short = i;
-    EXPECT_EQ(short_turns, 0u) << "the first: turn " << first_short << ", seed " << seed;
-  }
-}
-
-// A tx() call that sends less than its budget has left no QP able to send:
-// QPs found blocked by their windows leave the list, and the QPs behind
-// them still get their turn in that call. A network by hand, 5 us each
-// way, one tx() call of the requester per round trip: its frames go to the
-// responder, whose answers come back, except that the acknowledgements of all QPs but the last two
-// are held back a round on even rounds. With windows of 4 packets and 4 KiB turns a QP's turn fills
-// its window, so it is still listed, and found blocked at its next turn, when the last two QPs'
-// windows open again behind it. Whenever a call sends less than its budget, no QP may be left with
-// data to send and room in its window.
-TEST(QpScheduling, ACallThatEndsEarlyLeavesNoQpThatCouldSend) {
-  PairOptions o;
-  o.seed = 5;
-  o.cfg.tx_quantum = 4 << 10;
-  o.cfg.default_cc.nscc.max_cwnd = 4 << 10;
-  Pair p(o);
-  std::vector<std::pair<uint32_t, uint32_t>> qps;
-  std::map<uint32_t, size_t> index;  // requester QPN -> index
-  for (int i = 0; i < kQps; i++) {
-    qps.push_back(p.connect());
-    index[qps.back().first] = size_t(i);
-  }
-  Buffer src(p.e(0), p.h(0).pd, kQps * kBytes, 1, kAccessLocalWrite);
-  Buffer dst(p.e(1), p.h(1).pd, kQps * kBytes, 2, kAccessLocalWrite | kAccessRemoteWrite);
-  ASSERT_TRUE(post_writes(p, qps, src, dst, kBytes));
-  using Frames = std::vector<std::pair<uint8_t, std::vector<uint8_t>>>;  // (port, frame)
-  struct Capture : TxSink {
-    Frames frames;
-    std::vector<uint8_t> buf = std::vector<uint8_t>(9216);
-    uint8_t* alloc(uint8_t, uint32_t* cap) override {
-      *cap = uint32_t(buf.size());
-      return buf.data();
-    }
-    void commit(uint8_t port, uint32_t len) override {
-      if (len) frames.push_back({port, {buf.begin(), buf.begin() + len}});
-    }
-  };
-  auto deliver = [&](int to, const Frames& fr, Time now) {
-    for (const auto& [port, f] : fr) {
-      RxFrame r{f.data(), uint32_t(f.size()), port, now};
-      p.e(to).rx({&r, 1}, now);
-    }
-  };
-  constexpr size_t kBudget = 1000;
-  Frames held;
-  std::vector<Wc> wc;
-  size_t early = 0, waiting = 0;
-  Time now = 1'000'000;
-  for (int round = 0; round < 10000 && wc.size() < size_t(kQps); round++) {
-    Capture c0;
-    if (p.e(0).tx(c0, now, kBudget) < kBudget) {
-      early++;
-      for (auto& [q0, q1] : qps) {
-        auto st = p.e(0).qp_stats(q0);
-        if (st->tx_data_bytes < kBytes && st->inflight_bytes + 1024 <= st->cwnd_bytes) waiting++;
-      }
-    }
-    now += 5000;  // one way
-    deliver(1, c0.frames, now);
-    Capture c1;
-    while (p.e(1).tx(c1, now, kBudget)) {
-    }
-    now += 5000;
-    Frames back;
-    back.swap(held);
-    for (auto& f : c1.frames) {
-      auto it = index.find(parse_or_die(f.second).bth.dqpn);
-      const bool hold = round % 2 == 0 && it != index.end() && it->second < size_t(kQps - 2);
-      (hold ? held : back).push_back(std::move(f));
-    }
-    deliver(0, back, now);
-    p.poll(0, p.h(0).scq, wc);
-  }
-  ASSERT_EQ(wc.size(), size_t(kQps));
-  for (const Wc& w : wc) EXPECT_EQ(w.status, kWcSuccess);
-  EXPECT_EQ(std::memcmp(src.bytes.data(), dst.bytes.data(), kQps * kBytes), 0);
-  EXPECT_GE(early, size_t(10));
-  EXPECT_EQ(waiting, 0u) << "after " << early << " calls that sent less than their budget";
 }
 
 // A QP whose congestion window is full leaves the transmit list and comes
