@@ -21,6 +21,7 @@
  * "mpi_check: K rounds" from rank 0) and exits 0, or names the first failed
  * check and calls MPI_Abort.
  */
+#include <errno.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,15 +109,27 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	int rounds = argc > 1 ? atoi(argv[1]) : 1;
+	/* ROUNDS: the whole argument a decimal number from 1 to 1000000 ("5x",
+	 * " 5", "" and overflows are refused, not read as a prefix or 0). */
+	long rounds = 1;
+	if (argc > 1) {
+		char *end = NULL;
+		errno = 0;
+		rounds = strtol(argv[1], &end, 10);
+		if (errno || end == argv[1] || *end || argv[1][0] < '0' || argv[1][0] > '9' ||
+		    rounds > 1000000)
+			rounds = 0;
+	}
 	const char *stop = argc > 2 ? argv[2] : NULL;
 	if (rounds < 1 || argc > 3) {
 		if (rank == 0)
-			fprintf(stderr, "usage: mpi_check [ROUNDS>=1 [STOPFILE]]\n");
+			fprintf(stderr,
+				"usage: mpi_check [ROUNDS (1-1000000) [STOPFILE]]: bad '%s'\n",
+				argc > 1 ? argv[1] : "");
 		MPI_Finalize();
 		return 2;
 	}
-	int r = 0;
+	long r = 0;
 	while (r < rounds) {
 		for (int n = 1; n <= 1 << 20; n *= 4)
 			allreduce(n);
@@ -140,7 +153,7 @@ int main(int argc, char **argv)
 	MPI_Barrier(MPI_COMM_WORLD);
 	printf("mpi_check: rank %d of %d: %ld checks passed\n", rank, nranks, checks);
 	if (stop && rank == 0)
-		printf("mpi_check: %d rounds\n", r);
+		printf("mpi_check: %ld rounds\n", r);
 	MPI_Finalize();
 	return 0;
 }

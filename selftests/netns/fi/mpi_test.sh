@@ -15,6 +15,7 @@
 #     "mrc;ofi_rxm" reports Success=1, every HPL/PTRANS residual check PASSED
 #     and no FAILED one, RandomAccess without errors (skipped, said so,
 #     without the hpcc package).
+#   - mpi_check refuses a ROUNDS argument that is not wholly a number.
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
 t_require mpirun unshare hostname
 . "$(dirname "$0")/mpi_lib.sh"
@@ -33,6 +34,9 @@ for p in 0 1 2 3; do
 done
 
 mpi_job tcp "tcp;ofi_rxm" 1 1
+# A ROUNDS that is not wholly a number is refused (atoi read "5x" as 5).
+mpi_launch badrounds 120 -np 1 --host A:1 --mca pml ob1 --mca btl self "$CHECK" 5x >"$T_TMP/badrounds.out" 2>&1
+t_check "mpi_check 5x: refused, naming the argument" grep -q "ROUNDS (1-1000000) .*bad '5x'" "$T_TMP/badrounds.out"
 t_eq "the same results over tcp" "$(grep -o 'rank . of 2: .*' "$T_TMP/tcp.out" | sort)" \
 	"$(grep -o 'rank . of 2: .*' "$T_TMP/mrc.out" | sort)"
 
