@@ -214,6 +214,17 @@ srv6_counters() { # RUN
 	echo "${out%,}}"
 }
 
+# {"<node>/<dev>": drops, ...}: every interface of the run's namespaces
+# that dropped packets (either direction), for telling a path's real losses
+# (a veth ring overflowing while its NAPI waited for a CPU) from late packets.
+srv6_drops() { # RUN
+	local ns
+	for ns in $(ip netns list | awk -v p="mrc6-$1-" 'index($1, p) == 1 {print $1}'); do
+		ip -n "$ns" -s -j link show | jq --arg n "${ns#mrc6-$1-}" \
+			'.[] | select(.ifname != "lo") | {key: "\($n)/\(.ifname)", value: (.stats64.rx.dropped + .stats64.tx.dropped)}'
+	done | jq -s -c 'from_entries'
+}
+
 # Fails the link from plane P's leaf A to spine K silently: the spine
 # drops everything arriving on it (redirected to c0, whose peer drops it),
 # with no carrier change, no ICMP and no route change anywhere.

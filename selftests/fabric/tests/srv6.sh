@@ -15,12 +15,21 @@
 #            its EV is retired (ASSUMED_BAD to the end, few packets lost on
 #            it; the EV log names no other EV ASSUMED_BAD and no other EV was
 #            ever probed), all others carry on, the data is verified and the
-#            receiver never stalls for more than 20 ms (--sample-ms 5). The
+#            receiver never stalls for more than 20 ms around the fault
+#            (--sample-ms 5; from 100 ms before its EV's retirement to 250 ms
+#            after: a loaded host stalls its receiver without any fault too). The
 #            same transfer first runs with no fault: no EV may be retired for
 #            its own losses (design.md, "Which losses retire an EV"), and at
 #            most one plane as a whole (issue 21's bound is one a minute on a
 #            quiet host; a host stall longer than any delivery the QP has
 #            seen still reads as a dead plane)
+#            An attempt whose only flaw is other EVs retired and readmitted
+#            by their probes, nothing dropped anywhere in the fabric (a
+#            loaded host's softirq held their packets: CI failed so once in
+#            ~10 runs) runs once more and the second is judged as strictly;
+#            per-EV judged losses against each spine's count of the EV's
+#            packets, interface drops and the receiver's AF_XDP losses are
+#            printed for each attempt
 #  mrcd      the same EVs as an SRv6 format and explicit profile of mrcd on
 #            host A (mrcctl): `mrcctl ev show` lists each EV's container and
 #            hops, and an mrc_perf QP on that profile (--ev-profile) sends
@@ -56,7 +65,7 @@ run() {
 	PORT=$((PORT + 1))
 	# shellcheck disable=SC2086
 	ip netns exec "$NB" timeout -s INT 60 "$B_PERF" server -d "$DEVS" -6 -B :: -p "$PORT" --no-mrcd --verify -j \
-		$sopt >"$T_TMP/$name-server.log" 2>&1 &
+		--counters-json "$T_TMP/$name-server-counters.json" $sopt >"$T_TMP/$name-server.log" 2>&1 &
 	spid=$!
 	T_PIDS+=("$spid")
 	# shellcheck disable=SC2086
@@ -131,7 +140,100 @@ echo "quiet: losses judged by time alone (resent, nothing retired): $(jq '.qps[0
 
 # --- failure: leaf A -> spine 2/3 fails silently 1 s in
 FAILED="fd00:2:101:203:102:402::"
-run failure "--sample-ms 5" "--srv6 $T_TMP/evs.txt --ev-log $T_TMP/failure-ev.log" "srv6_blackhole $SR 2 3" || t_done
+# failure_run: the transfer with the fault, and what the fabric saw of it
+# (per-spine packets, interfaces that dropped, the receiver's AF_XDP losses:
+# printed so that a judged loss can be told from a real one).
+failure_run() {
+	local drops0 before after sid pk
+	drops0=$(srv6_drops "$SR")
+	before=$(srv6_counters "$SR")
+	run failure "--sample-ms 5" "--srv6 $T_TMP/evs.txt --ev-log $T_TMP/failure-ev.log" "srv6_blackhole $SR 2 3" || return 1
+	after=$(srv6_counters "$SR")
+	jq -n --argjson b "$before" --argjson a "$after" \
+		'$a | with_entries(.value.mine -= $b[.key].mine | .value.other -= $b[.key].other)' >"$T_TMP/failure-spines.json"
+	jq -n -c --argjson b "$drops0" --argjson a "$(srv6_drops "$SR")" \
+		'$a | with_entries(.value -= ($b[.key] // 0)) | with_entries(select(.value > 0))' >"$T_TMP/failure-drops.json"
+	for sid in $(jq -r '.qps[0].srv6_evs[] | select(.lost > 0) | .sid' "$T_TMP/failure-counters.json"); do
+		pk=$(echo "$sid" | awk -F: '{print $2 "/" substr($4, 3)}')
+		echo "failure: EV $sid judged $(jq --arg s "$sid" '.qps[0].srv6_evs[] | select(.sid == $s) | .lost' "$T_TMP/failure-counters.json") lost;" \
+			"sent $(jq --arg s "$sid" '.qps[0].srv6_evs[] | select(.sid == $s) | .tx_pkts' "$T_TMP/failure-counters.json")," \
+			"its spine $pk saw $(jq --arg k "$pk" '.[$k].mine' "$T_TMP/failure-spines.json")"
+	done
+	echo "failure: the receiver's AF_XDP losses: $(jq -c '.af_xdp | {rx_dropped, rx_ring_full, fill_empty, pool_empty}' "$T_TMP/failure-server-counters.json")"
+	echo "failure: interfaces that dropped packets (node/dev=count): $(jq -r 'to_entries | map("\(.key)=\(.value)") | join(" ")' "$T_TMP/failure-drops.json")"
+}
+# (under TCG in the VM layer everything is 10-30 times slower)
+stall_max=20
+t_vm && stall_max=400
+# longest_stall FILE [FROM_NS TO_NS]: the longest run of 5 ms samples in
+# which the server received nothing, in ms, between its first and last
+# bytes (and only samples taken in [FROM_NS, TO_NS] of CLOCK_MONOTONIC).
+longest_stall() {
+	grep '"t_ms"' "$1" | jq -s --argjson lo "${2:-0}" --argjson hi "${3:-1e300}" '
+	[.[] | .bytes] as $b | ($b | map(. > 0) | index(true)) as $first |
+	($b | length - 1 - (reverse | map(. > 0) | index(true))) as $last |
+	reduce (.[$first:$last + 1][] | select(.mono_ns >= $lo and .mono_ns <= $hi) | .bytes) as $x
+		({run: 0, max: 0}; if $x == 0 then .run += 1 | .max = ([.max, .run] | max) else .run = 0 end) | .max * 5'
+}
+# fault_window: "FROM_NS TO_NS", 100 ms before the failed EV was first
+# retired (its link failed a few ms before) to 250 ms after ("0 0": never).
+fault_window() {
+	local tr
+	tr=$(jq -s --arg e "$(jq -r --arg s "$FAILED" '.qps[0].srv6_evs[] | select(.sid == $s) | .ev' "$T_TMP/failure-counters.json")" \
+		'[.[] | select(.ev == $e and .to == "ASSUMED_BAD") | .t_ns] | min // 0' "$T_TMP/failure-ev.log")
+	if [ "$tr" = 0 ]; then echo "0 0"; else echo "$((tr - 100000000)) $((tr + 250000000))"; fi
+}
+# fault_stall: the longest receive stall in the fault's window (the whole
+# run without one); elsewhere_stall: the longest the host made with no
+# fault, in the rest of the run or in the quiet part's.
+fault_stall() {
+	local w
+	read -ra w <<<"$(fault_window)"
+	if [ "${w[0]}" = 0 ]; then longest_stall "$T_TMP/failure-server.log"; else longest_stall "$T_TMP/failure-server.log" "${w[@]}"; fi
+}
+elsewhere_stall() {
+	local w
+	read -ra w <<<"$(fault_window)"
+	printf '%s\n' "$(longest_stall "$T_TMP/failure-server.log" 0 "${w[0]}")" \
+		"$(longest_stall "$T_TMP/failure-server.log" "${w[1]}")" "$(longest_stall "$T_TMP/quiet-server.log")" | sort -n | tail -1
+}
+# noise_only: whether the attempt's only flaws have the shapes a loaded
+# host gives with no fault (prints them). A host that holds one plane's
+# packets, or a single packet, for milliseconds in a softirq waiting for a
+# CPU makes healthy EVs look broken for that long: they are retired and
+# their probes readmit them (the quiet part bounds how often); and it
+# stalls the receiver with or without a fault. Noise: the failed EV retired
+# to the end, every other EV GOOD again at the end, nothing dropped anywhere
+# in the fabric or by the receiver's AF_XDP socket, data verified; other EVs
+# retired on the way, or a stall around the fault no longer than one the
+# host made elsewhere (the rest of the run or the quiet part).
+noise_only() {
+	local c=$T_TMP/failure-counters.json others stall elsewhere
+	[ "$(jq -r --arg s "$FAILED" '.qps[0].srv6_evs[] | select(.sid == $s) | .state' "$c")" = ASSUMED_BAD ] || return 1
+	[ "$(jq --arg s "$FAILED" '[.qps[0].srv6_evs[] | select(.sid != $s and .state != "GOOD")] | length' "$c")" = 0 ] || return 1
+	[ "$(jq '[.[]] | add // 0' "$T_TMP/failure-drops.json")" = 0 ] || return 1
+	[ "$(jq '.af_xdp.rx_dropped + .af_xdp.rx_ring_full' "$T_TMP/failure-server-counters.json")" = 0 ] || return 1
+	others=$(jq -s -c '[.[] | select(.to == "ASSUMED_BAD") | [.ev, .reason]] | unique' "$T_TMP/failure-ev.log")
+	stall=$(fault_stall)
+	elsewhere=$(elsewhere_stall)
+	if [ "$(jq -s '[.[] | select(.to == "ASSUMED_BAD") | .ev] | unique | length' "$T_TMP/failure-ev.log")" -gt 1 ]; then
+		echo "failure: attempt 1 retired other EVs too, all readmitted by their probes: $others"
+	elif [ "$stall" -gt "$stall_max" ] && [ "$stall" -le "$elsewhere" ]; then
+		echo "failure: attempt 1 stalled the receiver ${stall} ms around the fault; the host stalled it ${elsewhere} ms with no fault"
+	else
+		return 1
+	fi
+}
+# An attempt whose only flaws are noise is run once more and the second is
+# judged as strictly as the first: a fault that retires its neighbours or
+# stalls the receiver does so every time.
+failure_run || t_done
+if noise_only; then
+	echo "failure: host noise, not the fault's doing: once more"
+	for f in "$T_TMP"/failure-*; do mv "$f" "${f/failure-/failure1-}"; done
+	srv6_heal "$SR" 2 3
+	failure_run || t_done
+fi
 C=$T_TMP/failure-counters.json
 dropped=$(_srv6_count "$(srv6_ns "$SR" s23)" 1)
 t_eq "failure: the EV through the failed link is retired" \
@@ -148,15 +250,9 @@ omin=$(jq --arg s "$FAILED" '[.qps[0].srv6_evs[] | select(.sid != $s) | .tx_pkts
 omean=$(jq --arg s "$FAILED" '[.qps[0].srv6_evs[] | select(.sid != $s) | .tx_pkts] | add / length' "$C")
 t_range "failure: every other EV carried on (least-used / mean)" \
 	"$(awk -v a="$omin" -v m="$omean" 'BEGIN{printf "%.3f", a/m}')" 0.5 2
-gap=$(grep '"t_ms"' "$T_TMP/failure-server.log" | jq -s '
-	[.[] | .bytes] as $b | ($b | map(. > 0) | index(true)) as $first |
-	($b | length - 1 - (reverse | map(. > 0) | index(true))) as $last |
-	reduce $b[$first:$last + 1][] as $x ({run: 0, max: 0};
-		if $x == 0 then .run += 1 | .max = ([.max, .run] | max) else .run = 0 end) | .max * 5')
-# (under TCG in the VM layer everything is 10-30 times slower)
-stall_max=20
-t_vm && stall_max=400
-t_range "failure: longest receive stall, ms (5 ms samples)" "$gap" 0 "$stall_max"
+fault_stall=$(fault_stall)
+echo "failure: longest receive stall with no fault (the rest of the run, the quiet part's run): $(elsewhere_stall) ms"
+t_range "failure: longest receive stall around the fault, ms (5 ms samples)" "$fault_stall" 0 "$stall_max"
 srv6_heal "$SR" 2 3
 
 # --- mrcd: SRv6 format and profile through the controller
