@@ -20,6 +20,7 @@
 #include <new>
 #include <set>
 
+#include "svc/config.hpp"
 #include "util/clock.hpp"
 #include "util/mmap_area.hpp"
 
@@ -209,17 +210,7 @@ Status Server::run(int stop_fd, const std::function<bool()>& on_stop_fd) {
 
 void Server::reload(const ServerOptions& n) {
   std::lock_guard<std::mutex> lk(opt_mu_);
-  o_.max_clients = n.max_clients;
-  o_.max_clients_per_uid = n.max_clients_per_uid;
-  o_.area_bytes = n.area_bytes;
-  o_.max_qps = n.max_qps;
-  o_.max_cqs = n.max_cqs;
-  o_.max_mrs = n.max_mrs;
-  o_.max_mr_bytes = n.max_mr_bytes;
-  o_.max_wr = n.max_wr;
-  o_.max_cqe = n.max_cqe;
-  o_.limit_names = n.limit_names;
-  o_.tomb_linger_ms = n.tomb_linger_ms;
+  apply_reloadable(o_, n);
 }
 
 ServerOptions Server::options() const {
