@@ -299,8 +299,14 @@ void Server::handle(ClientState& c) {
   auto m = recv_msg(c.sock.get());
   if (!m && (m.error().code == EAGAIN || m.error().code == EINTR)) return;
   if (!m) {
-    if (m.error().code != ENOTCONN && m.error().code != ECONNRESET) cnt_.clients_broken++;
-    drop(c, "message cannot be framed");
+    // The peer's end (close, exit, kill) is no breach; anything else is.
+    const int code = m.error().code;
+    if (code == ENOTCONN || code == ECONNRESET) {
+      drop(c, code == ENOTCONN ? "closed its connection" : "connection reset");
+    } else {
+      cnt_.clients_broken++;
+      drop(c, "message cannot be framed");
+    }
     return;
   }
   Result<Reply> r = [&]() -> Result<Reply> {
