@@ -362,29 +362,77 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
   return r;
 }
 
+namespace {
+
+// A setting at member path M of ServerOptions (e.g. dev.engine_nice):
+// restart-only, reloadable, or a reloadable limit with its source
+// limit_names.N.
+#define SVC_RESTART(key, M)                                                                        \
+  Setting {                                                                                        \
+    key, false, [](const ServerOptions& a, const ServerOptions& b) { return a.M != b.M; }, nullptr \
+  }
+#define SVC_RELOAD(key, M)                                                                \
+  Setting {                                                                               \
+    key, true, [](const ServerOptions& a, const ServerOptions& b) { return a.M != b.M; }, \
+        [](ServerOptions& to, const ServerOptions& from) { to.M = from.M; }               \
+  }
+#define SVC_LIMIT(key, M, N)                                       \
+  Setting {                                                        \
+    key, true,                                                     \
+        [](const ServerOptions& a, const ServerOptions& b) {       \
+          return a.M != b.M || a.limit_names.N != b.limit_names.N; \
+        },                                                         \
+        [](ServerOptions& to, const ServerOptions& from) {         \
+          to.M = from.M;                                           \
+          to.limit_names.N = from.limit_names.N;                   \
+        }                                                          \
+  }
+const Setting kSettings[] = {
+    SVC_RESTART("service.socket", socket_path),
+    SVC_RESTART("service.socket_mode", socket_mode),
+    SVC_RESTART("service.group", socket_group),
+    SVC_RESTART("service.metrics", metrics),
+    SVC_RESTART("service.interfaces", dev.interfaces),
+    SVC_RELOAD("service.tomb_linger_ms", tomb_linger_ms),
+    SVC_RESTART("service.max_tombstones", dev.engine.max_tombstones),
+    SVC_RESTART("device.use_mrcd", dev.use_mrcd),
+    SVC_RESTART("device.pin_dir", dev.pin_dir),
+    SVC_RESTART("device.generic", dev.force_generic),
+    SVC_RESTART("device.queues", dev.queues),
+    SVC_RESTART("device.tx", dev.tx),
+    SVC_RESTART("device.udp_port", dev.udp_port),
+    SVC_RESTART("engine.cpu", dev.engine_cpu),
+    SVC_RESTART("engine.sched", dev.engine_sched),
+    SVC_RESTART("engine.nice", dev.engine_nice),
+    SVC_RESTART("engine.idle_spin_us", dev.idle_spin_us),
+    SVC_LIMIT("limits.clients", max_clients, clients),
+    SVC_LIMIT("limits.clients_per_uid", max_clients_per_uid, clients_per_uid),
+    SVC_LIMIT("limits.area_mib", area_bytes, area),
+    SVC_LIMIT("limits.qps", max_qps, qps),
+    SVC_LIMIT("limits.cqs", max_cqs, cqs),
+    SVC_LIMIT("limits.mrs", max_mrs, mrs),
+    SVC_LIMIT("limits.mr_mib", max_mr_bytes, mr_bytes),
+    SVC_LIMIT("limits.wr", max_wr, wr),
+    SVC_LIMIT("limits.cqe", max_cqe, cqe),
+};
+#undef SVC_RESTART
+#undef SVC_RELOAD
+#undef SVC_LIMIT
+
+}  // namespace
+
+std::span<const Setting> settings() { return kSettings; }
+
 std::vector<std::string> restart_only_changes(const ServerOptions& was, const ServerOptions& now) {
-  const DeviceOptions &a = was.dev, &b = now.dev;
-  const std::pair<const char*, bool> diff[] = {
-      {"service.socket", was.socket_path != now.socket_path},
-      {"service.socket_mode", was.socket_mode != now.socket_mode},
-      {"service.group", was.socket_group != now.socket_group},
-      {"service.metrics", was.metrics != now.metrics},
-      {"service.interfaces", a.interfaces != b.interfaces},
-      {"service.max_tombstones", a.engine.max_tombstones != b.engine.max_tombstones},
-      {"device.use_mrcd", a.use_mrcd != b.use_mrcd},
-      {"device.pin_dir", a.pin_dir != b.pin_dir},
-      {"device.generic", a.force_generic != b.force_generic},
-      {"device.queues", a.queues != b.queues},
-      {"device.tx", a.tx != b.tx},
-      {"device.udp_port", a.udp_port != b.udp_port},
-      {"engine.cpu", a.engine_cpu != b.engine_cpu},
-      {"engine.sched", a.engine_sched != b.engine_sched},
-      {"engine.nice", a.engine_nice != b.engine_nice},
-      {"engine.idle_spin_us", a.idle_spin_us != b.idle_spin_us}};
   std::vector<std::string> out;
-  for (const auto& [name, changed] : diff)
-    if (changed) out.push_back(name);
+  for (const Setting& s : kSettings)
+    if (!s.reloadable && s.changed(was, now)) out.push_back(s.key);
   return out;
+}
+
+void apply_reloadable(ServerOptions& live, const ServerOptions& next) {
+  for (const Setting& s : kSettings)
+    if (s.reloadable) s.take(live, next);
 }
 
 }  // namespace mrc::svc

@@ -20,6 +20,7 @@
 #include <new>
 #include <set>
 
+#include "svc/config.hpp"
 #include "util/clock.hpp"
 #include "util/mmap_area.hpp"
 
@@ -209,17 +210,7 @@ Status Server::run(int stop_fd, const std::function<bool()>& on_stop_fd) {
 
 void Server::reload(const ServerOptions& n) {
   std::lock_guard<std::mutex> lk(opt_mu_);
-  o_.max_clients = n.max_clients;
-  o_.max_clients_per_uid = n.max_clients_per_uid;
-  o_.area_bytes = n.area_bytes;
-  o_.max_qps = n.max_qps;
-  o_.max_cqs = n.max_cqs;
-  o_.max_mrs = n.max_mrs;
-  o_.max_mr_bytes = n.max_mr_bytes;
-  o_.max_wr = n.max_wr;
-  o_.max_cqe = n.max_cqe;
-  o_.limit_names = n.limit_names;
-  o_.tomb_linger_ms = n.tomb_linger_ms;
+  apply_reloadable(o_, n);
 }
 
 ServerOptions Server::options() const {
@@ -308,8 +299,14 @@ void Server::handle(ClientState& c) {
   auto m = recv_msg(c.sock.get());
   if (!m && (m.error().code == EAGAIN || m.error().code == EINTR)) return;
   if (!m) {
-    if (m.error().code != ENOTCONN && m.error().code != ECONNRESET) cnt_.clients_broken++;
-    drop(c, "message cannot be framed");
+    // The peer's end (close, exit, kill) is no breach; anything else is.
+    const int code = m.error().code;
+    if (code == ENOTCONN || code == ECONNRESET) {
+      drop(c, code == ENOTCONN ? "closed its connection" : "connection reset");
+    } else {
+      cnt_.clients_broken++;
+      drop(c, "message cannot be framed");
+    }
     return;
   }
   Result<Reply> r = [&]() -> Result<Reply> {

@@ -79,7 +79,8 @@ class Server : public lib::LoopHook {
   // to processes that connect afterwards (a connected one's ready ring was
   // sized for the limits it connected under), lowered ones to everyone.
   // Everything else needs a restart (restart_only_changes, config.hpp).
-  // Control thread.
+  // Which is which: the one table settings() of config.hpp (apply_reloadable).
+  // Control thread; o_'s only writer, so it reads o_ without opt_mu_.
   void reload(const ServerOptions& n);
   // The settings in force (a copy: the metrics thread reads it).
   ServerOptions options() const;

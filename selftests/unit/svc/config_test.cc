@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 
 #include "svc/config.hpp"
 
@@ -184,48 +187,145 @@ TEST_F(SvcConfigTest, BadOptions) {
 
 // A reload (SIGHUP) takes the limits and tomb_linger_ms; every other key of
 // the file changed is named as waiting for a restart, each by its own name.
-TEST_F(SvcConfigTest, ReloadNamesEverySettingThatWaitsForARestart) {
-  const std::string base = "[service]\ninterfaces = [\"p1\"]\n[limits]\nqps = 3\n";
-  auto was = parse_args({"--config", write(base)}, "");
-  ASSERT_TRUE(was.ok()) << was.error().message();
-  const std::pair<const char*, const char*> one[] = {
-      {"[service]\nsocket = \"/run/other.sock\"\n", "service.socket"},
-      {"[service]\nsocket_mode = 0o600\n", "service.socket_mode"},
-      {"[service]\ngroup = \"daemon\"\n", "service.group"},
-      {"[service]\nmetrics = \"127.0.0.1:9\"\n", "service.metrics"},
-      {"[service]\ninterfaces = [\"p1\", \"p2\"]\n", "service.interfaces"},
-      {"[service]\nmax_tombstones = 7\n", "service.max_tombstones"},
-      {"[device]\nuse_mrcd = false\n", "device.use_mrcd"},
-      {"[device]\npin_dir = \"/sys/fs/bpf/z\"\n", "device.pin_dir"},
-      {"[device]\ngeneric = true\n", "device.generic"},
-      {"[device]\nqueues = 2\n", "device.queues"},
-      {"[device]\ntx = \"live\"\n", "device.tx"},
-      {"[device]\nudp_port = 4792\n", "device.udp_port"},
-      {"[engine]\ncpu = 1\n", "engine.cpu"},
-      {"[engine]\nsched = \"fifo\"\n", "engine.sched"},
-      {"[engine]\nnice = -3\n", "engine.nice"},
-      {"[engine]\nidle_spin_us = 9\n", "engine.idle_spin_us"}};
-  for (const auto& [text, name] : one) {
-    // The base with the one key (a second [service] table would be a
-    // duplicate: the base's keys go into the key's own section).
-    std::string t = text;
-    if (t.rfind("[service]", 0) != 0) t = "[service]\n" + t;
-    if (t.find("interfaces") == std::string::npos)
-      t.insert(t.find('\n') + 1, "interfaces = [\"p1\"]\n");
-    t += "[limits]\nqps = 3\n";
+// Every key of the shipped sample, as "section.key" with the line it is on
+// (commented-out ones too, e.g. "# interfaces = ...").
+std::vector<std::pair<std::string, size_t>> sample_keys(const std::vector<std::string>& lines) {
+  static const std::regex section(R"(^\[([a-z_]+)\])");
+  static const std::regex key(R"(^#?\s*([a-z_][a-z0-9_]*)\s*=)");
+  std::vector<std::pair<std::string, size_t>> out;
+  std::string sec;
+  for (size_t i = 0; i < lines.size(); i++) {
+    std::smatch m;
+    if (std::regex_search(lines[i], m, section))
+      sec = m[1];
+    else if (!sec.empty() && std::regex_search(lines[i], m, key))
+      out.emplace_back(sec + "." + std::string(m[1]), i);
+  }
+  return out;
+}
+
+// The table of settings (config.hpp) against the shipped sample: for each of
+// its keys changed alone, some rule of the table sees the change, and either
+// restart_only_changes names exactly that key, or apply_reloadable takes it
+// (no rule sees a difference afterwards). Both lists must be complete: a key
+// of the sample without a value here, or a value for no key, fails.
+TEST_F(SvcConfigTest, ReloadTableCoversEveryKeyOfTheSample) {
+  // A value other than the sample's (the defaults) for every key.
+  const std::map<std::string, std::string> changed = {{"service.interfaces", R"(["p1", "p2"])"},
+                                                      {"service.socket", R"("/run/other.sock")"},
+                                                      {"service.socket_mode", "0o600"},
+                                                      {"service.group", R"("root")"},
+                                                      {"service.metrics", R"("127.0.0.1:9")"},
+                                                      {"service.tomb_linger_ms", "9"},
+                                                      {"service.max_tombstones", "7"},
+                                                      {"device.use_mrcd", "false"},
+                                                      {"device.pin_dir", R"("/sys/fs/bpf/z")"},
+                                                      {"device.generic", "true"},
+                                                      {"device.queues", "2"},
+                                                      {"device.tx", R"("live")"},
+                                                      {"device.udp_port", "4792"},
+                                                      {"engine.cpu", "1"},
+                                                      {"engine.sched", R"("fifo")"},
+                                                      {"engine.nice", "-3"},
+                                                      {"engine.idle_spin_us", "9"},
+                                                      {"limits.clients", "2"},
+                                                      {"limits.clients_per_uid", "3"},
+                                                      {"limits.area_mib", "8"},
+                                                      {"limits.qps", "5"},
+                                                      {"limits.cqs", "6"},
+                                                      {"limits.mrs", "7"},
+                                                      {"limits.mr_mib", "9"},
+                                                      {"limits.wr", "64"},
+                                                      {"limits.cqe", "128"}};
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(MRC_SOURCE_DIR "/user/svc/mrc-serviced.toml.sample");
+    ASSERT_TRUE(in.good());
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  const auto keys = sample_keys(lines);
+  std::set<std::string> in_sample;
+  for (const auto& [k, line] : keys) in_sample.insert(k);
+  ASSERT_GE(keys.size(), 26u);  // the sample's 26 keys at least
+  for (const auto& [k, v] : changed)
+    EXPECT_TRUE(in_sample.count(k)) << "a value for " << k << ", which is in no line of the sample";
+  std::set<std::string> in_table;
+  for (const mrc::svc::Setting& s : mrc::svc::settings()) {
+    in_table.insert(s.key);
+    EXPECT_TRUE(in_sample.count(s.key)) << "the table's " << s.key << " is not in the sample";
+    EXPECT_EQ(s.take != nullptr, s.reloadable) << s.key;
+  }
+  // The text of the sample with line i replaced (or uncommented) by k = v;
+  // the base has its interfaces, which the service needs.
+  size_t if_line = lines.size();
+  for (const auto& [k, line] : keys)
+    if (k == "service.interfaces") if_line = line;
+  ASSERT_LT(if_line, lines.size());
+  auto text = [&](size_t at, const std::string& k, const std::string& v) {
+    std::string t;
+    for (size_t i = 0; i < lines.size(); i++) {
+      if (i == at)
+        t += k.substr(k.find('.') + 1) + " = " + v + "\n";
+      else if (i == if_line)
+        t += "interfaces = [\"p1\"]\n";
+      else
+        t += lines[i] + "\n";
+    }
+    return t;
+  };
+  auto base = parse_args({"--config", write(text(lines.size(), "", ""))}, "");
+  ASSERT_TRUE(base.ok()) << base.error().message();
+  size_t restart_only = 0;
+  for (const auto& [k, line] : keys) {
+    auto v = changed.find(k);
+    if (v == changed.end()) {
+      ADD_FAILURE() << "no changed value in this test for the sample's " << k;
+      continue;
+    }
+    const std::string t = text(line, k, v->second);
     auto now = parse_args({"--config", write(t)}, "");
     ASSERT_TRUE(now.ok()) << t << now.error().message();
-    EXPECT_EQ(mrc::svc::restart_only_changes(was->opts, now->opts), std::vector<std::string>{name})
-        << t;
+    auto seen = [&](const ServerOptions& a) {
+      std::vector<std::string> out;
+      for (const mrc::svc::Setting& s : mrc::svc::settings())
+        if (s.changed(a, now->opts)) out.push_back(s.key);
+      return out;
+    };
+    EXPECT_EQ(seen(base->opts), std::vector<std::string>{k})
+        << k << " changed alone: the rules that see a change";
+    const auto later = mrc::svc::restart_only_changes(base->opts, now->opts);
+    ServerOptions live = base->opts;
+    mrc::svc::apply_reloadable(live, now->opts);
+    if (later.empty()) {
+      EXPECT_TRUE(seen(live).empty()) << k << ": a reload did not take it";
+    } else {
+      restart_only++;
+      EXPECT_EQ(later, std::vector<std::string>{k});
+      EXPECT_EQ(seen(live), std::vector<std::string>{k}) << k << ": a reload took it";
+    }
   }
-  // Limits and the tombstones' linger: nothing waits.
-  auto now = parse_args({"--config", write("[service]\ninterfaces = [\"p1\"]\ntomb_linger_ms = 9\n"
-                                           "[limits]\nqps = 5\nclients = 2\narea_mib = 8\n"
-                                           "cqs = 6\nmrs = 7\nmr_mib = 9\nwr = 64\ncqe = 128\n")},
-                        "");
-  ASSERT_TRUE(now.ok()) << now.error().message();
-  EXPECT_TRUE(mrc::svc::restart_only_changes(was->opts, now->opts).empty());
-  EXPECT_EQ(now->opts.max_qps, 5u);
+  EXPECT_EQ(restart_only, 16u);
+  EXPECT_EQ(in_table, in_sample);
+  // The same file at another path: only the limits' sources differ (each
+  // names its file), and a reload takes them with the limits.
+  const std::string other = path + ".moved";
+  std::ofstream(other) << text(lines.size(), "", "");
+  auto moved = parse_args({"--config", other}, "");
+  unlink(other.c_str());
+  ASSERT_TRUE(moved.ok()) << moved.error().message();
+  std::vector<std::string> sources, left;
+  ServerOptions live = base->opts;
+  mrc::svc::apply_reloadable(live, moved->opts);
+  for (const mrc::svc::Setting& s : mrc::svc::settings()) {
+    if (s.changed(base->opts, moved->opts)) sources.push_back(s.key);
+    if (s.changed(live, moved->opts)) left.push_back(s.key);
+  }
+  EXPECT_EQ(sources,
+            (std::vector<std::string>{"limits.clients", "limits.clients_per_uid", "limits.area_mib",
+                                      "limits.qps", "limits.cqs", "limits.mrs", "limits.mr_mib",
+                                      "limits.wr", "limits.cqe"}));
+  EXPECT_TRUE(left.empty()) << "a reload did not take the source of " << left.front();
+  EXPECT_EQ(live.limit_names.qps, other + " [limits] qps");
 }
 
 TEST_F(SvcConfigTest, ShippedFilesAreValid) {
