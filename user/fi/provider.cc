@@ -522,13 +522,18 @@ struct Ep {
 // ---------------------------------------------------------------------------
 // Completion queues
 
-// Under cq->mu: writes the wait fd (once) if a waiter armed the CQ, and
-// disarms it. Otherwise nothing: no syscall per completion.
-void cq_wake_locked(Cq* cq) {
-  if (!cq->armed) return;
+// Under cq->mu: makes the wait fd readable and disarms the CQ. Once: a count
+// not yet drained (signaled) is not written again.
+void cq_signal_locked(Cq* cq) {
   cq->armed = false;
   if (!cq->signaled && cq->efd >= 0) signal_fd(cq->efd);
   cq->signaled = true;
+}
+
+// Under cq->mu: signals the wait fd if a waiter armed the CQ. Otherwise
+// nothing: no syscall per completion.
+void cq_wake_locked(Cq* cq) {
+  if (cq->armed) cq_signal_locked(cq);
 }
 
 void cq_push(Cq* cq, const Completion& c) {
@@ -1514,9 +1519,7 @@ int cq_signal(struct fid_cq* f) {
   Cq* cq = of<Cq>(f);
   std::lock_guard<std::mutex> l(cq->mu);
   cq->wakeup = true;
-  cq->armed = false;
-  if (!cq->signaled && cq->efd >= 0) signal_fd(cq->efd);
-  cq->signaled = true;
+  cq_signal_locked(cq);
   return 0;
 }
 
