@@ -9,6 +9,9 @@
 #   tcp      "tcp;ofi_rxm", one rank per host (plane 0, FI_TCP_IFACE)
 #   mrc-svc  with -s N: N ranks per host through one mrc-serviced per host
 #   tcp-N    with -s N: the same N ranks per host over tcp
+#   base     with -B DIR: as mrc, with the provider DIR/libmrc-fi.so (another
+#            build, e.g. the one before a change; BUILD's libmrc), between
+#            mrc and tcp in every round
 #
 # hpcc's input: its example file with N (-n, default 500) and a 1 x ranks
 # process grid. Per round and variant: the job's wall time and hpcc's summary
@@ -18,21 +21,25 @@
 # Success=1 and no FAILED residual check, else the script says so and exits 1.
 #
 #   bench/fi_hpcc.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-n N] [-s RANKS_PER_HOST]
-#                    [-E "VAR=VALUE ..."]
+#                    [-E "VAR=VALUE ..."] [-B DIR] [-u]
 #
-# -E: settings for the ranks of the mrc variants (e.g. FI_MRC_YIELD=0).
+# -E: settings for the ranks of the mrc variants (e.g. FI_MRC_YIELD=0; base too).
+# -u: mpirun --bind-to none. By default each host's orted binds its rank to
+# core 0, so on one machine the ranks of both hosts share core 0 and every
+# message waits until the other rank gives up the CPU (performance.md).
 #
 # Needs root, hpcc, openmpi-bin (scripts/deps.sh); builds nothing (default
 # BUILD ./build). Documentation/performance.md, "libfabric: hpcc".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build ROUNDS=3 OUT= HPCC_N=500 RPH= MRC_ENV=
-while getopts b:r:o:n:s:E:h o; do
+BUILD=$ROOT/build ROUNDS=3 OUT= HPCC_N=500 RPH= MRC_ENV= BASE_DIR= BIND=()
+while getopts b:r:o:n:s:E:B:uh o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;;
     n) HPCC_N=$OPTARG ;; s) RPH=$OPTARG ;; E) MRC_ENV=$OPTARG ;;
-    *) sed -n '2,26p' "$0"; exit 2 ;;
+    B) BASE_DIR=$(cd "$OPTARG" && pwd) ;; u) BIND=(--bind-to none) ;;
+    *) sed -n '2,32p' "$0"; exit 2 ;;
   esac
 done
 for v in "$ROUNDS" "$HPCC_N" ${RPH:+"$RPH"}; do
@@ -45,9 +52,9 @@ PROV_DIR=$BUILD/lib/libfabric
 SVCD=$BUILD/user/svc/mrc-serviced
 . "$ROOT/bench/bench_lib.sh"
 . "$ROOT/selftests/netns/fi/ompi_launch.sh"
-bench_setup fi_hpcc "$PROV_DIR/libmrc-fi.so" ${RPH:+"$SVCD"}
+bench_setup fi_hpcc "$PROV_DIR/libmrc-fi.so" ${RPH:+"$SVCD"} ${BASE_DIR:+"$BASE_DIR/libmrc-fi.so"}
 bench_fabric_up planes=4
-VARIANTS="mrc tcp${RPH:+ mrc-svc tcp-$RPH}"
+VARIANTS="mrc${BASE_DIR:+ base} tcp${RPH:+ mrc-svc tcp-$RPH}"
 [ -n "$RPH" ] && bench_svc_up fi_hpcc
 
 # The summary keys and their column names.
@@ -58,9 +65,10 @@ COLS=(HPL_Gflops PTRANS_GB/s RA_GUPs pp_lat_us pp_bw_GB/s ring_lat_us ring_bw_GB
 # job VARIANT ROUND: one hpcc run, its figures as "wall key=value ..." in
 # OUT/VARIANT.ROUND.fig.
 job() {
-  local v=$1 r=$2 rph=1 prov="mrc;ofi_rxm" dir=$OUT/$1.$2 t0 t1 rc env=$MRC_ENV
+  local v=$1 r=$2 rph=1 prov="mrc;ofi_rxm" dir=$OUT/$1.$2 t0 t1 rc env=$MRC_ENV PROV_DIR=$PROV_DIR
   case $v in
     tcp*) prov="tcp;ofi_rxm" env= ;;
+    base) PROV_DIR=$BASE_DIR env="LD_LIBRARY_PATH=$BUILD/lib${env:+ $env}" ;;
   esac
   case $v in
     mrc-svc | tcp-*) rph=$RPH ;;
@@ -71,7 +79,7 @@ job() {
   t0=$(date +%s%N)
   set +e
   OMPI_ENV=$env SVC_DIR=$([ "$v" = mrc-svc ] && echo "$OUT") ompi_launch "$NSA" "$STATE" "$OUT" "$v.$r" 900 \
-    -np $((2 * rph)) --host "A:$rph,B:$rph" --map-by node --wdir "$dir" \
+    -np $((2 * rph)) --host "A:$rph,B:$rph" --map-by node ${BIND[@]+"${BIND[@]}"} --wdir "$dir" \
     --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" hpcc >"$dir/run.out" 2>&1
   rc=$?
   set -e
@@ -115,11 +123,14 @@ for r in range(rounds):
 for v in variants:
     med = [statistics.median(data[v][r][i] for r in range(rounds)) for i in range(len(keys))]
     print(f"| median | {v} | " + " | ".join(f"{x:.4g}" for x in med) + " |")
-ref = {"mrc": "tcp", "mrc-svc": f"tcp-{rph}"}
+ref = {"mrc": "tcp", "base": "tcp", "mrc-svc": f"tcp-{rph}"}
 for v, t in ref.items():
     if v not in data:
         continue
     rat = [statistics.median(data[v][r][i] / data[t][r][i] if data[t][r][i] else float("nan") for r in range(rounds)) for i in range(len(keys))]
     print(f"| {v} / {t} | median ratio | " + " | ".join(f"{x:.3g}x" for x in rat) + " |")
+if "base" in data:
+    rat = [statistics.median(data["mrc"][r][i] / data["base"][r][i] if data["base"][r][i] else float("nan") for r in range(rounds)) for i in range(len(keys))]
+    print("| mrc / base | median ratio | " + " | ".join(f"{x:.3g}x" for x in rat) + " |")
 EOF
 echo "raw outputs in $OUT"

@@ -57,6 +57,7 @@
 
 #include "fi/info.hpp"
 #include "fi/proto.hpp"
+#include "fi/yield.hpp"
 #include "mrc/mrc.h"
 
 namespace mrc::fi {
@@ -86,8 +87,11 @@ struct Config {
   // which). progress_set: FI_MRC_PROGRESS was given (a fallback warns).
   bool app_progress = true;
   bool progress_set = false;
-  bool yield = true;  // sched_yield on an empty CQ read (either progress)
-  std::string why;    // empty when usable
+  // sched_yield on an empty CQ read (either progress) once the CQ has read
+  // empty for yield_us (FI_MRC_YIELD, FI_MRC_YIELD_US; yield.hpp).
+  bool yield = true;
+  uint32_t yield_us = kYieldUsDefault;
+  std::string why;  // empty when usable
 };
 
 std::string param_str(const char* name) {
@@ -127,6 +131,14 @@ Config load_config() {
     c.why = "FI_MRC_PROGRESS must be thread or app";
   int y = 1;
   if (fi_param_get_bool(&g_prov, "yield", &y) == FI_SUCCESS) c.yield = y;
+  // libfabric's FI_PARAM_INT takes "abc" as 0 silently: parsed here.
+  std::string yus = param_str("yield_us");
+  if (!yus.empty() && !parse_yield_us(yus, &c.yield_us)) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      MRC_FI_WARN("FI_MRC_YIELD_US=%s is not a whole number of microseconds in 0..%u; using %u\n",
+                  yus.c_str(), kYieldUsMax, kYieldUsDefault);
+  }
   return c;
 }
 
@@ -384,6 +396,8 @@ struct Cq {
   bool armed = false, signaled = false, kicked = false, wakeup = false;
   int efd = -1, epfd = -1;
   int refs = 0;  // under g_ctl
+  // When an empty read yields (set at open from FI_MRC_YIELD/_YIELD_US).
+  EmptyYield yield;
 };
 
 struct EqEvent {
@@ -1396,20 +1410,35 @@ ssize_t cq_take(Cq* cq, void* buf, size_t count) {
   return ssize_t(n);
 }
 
+int64_t mono_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);  // the vDSO: no system call
+  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
 ssize_t cq_read_impl(Cq* cq, void* buf, size_t count) {
   ssize_t n = cq_take(cq, buf, count);
-  if (n != -FI_EAGAIN) return n;
+  if (n != -FI_EAGAIN) {
+    cq->yield.on_entry();
+    return n;
+  }
   // Empty: run the protocol of its endpoints (the consumer waits, so owed
   // credits a peer may be short of go out).
   progress_cq(cq, true);
   n = cq_take(cq, buf, count);
+  if (n != -FI_EAGAIN) {
+    cq->yield.on_entry();
+    return n;
+  }
   // Still empty: a consumer that spins on this call would hold the CPU that
   // libmrc's engine thread needs (thread progress) or, with application
   // progress (the poller has just run an engine pass), that the peer or the
   // other ranks on a host with more busy threads than cores need to answer,
-  // so give it up (returns at once when nothing else is runnable).
-  // FI_MRC_YIELD=0: spin.
-  if (n == -FI_EAGAIN && cq->dom->fab->cfg.yield) sched_yield();
+  // so give it up (returns at once when nothing else is runnable) -- once the
+  // CQ has read empty for FI_MRC_YIELD_US: on a host with other work, a
+  // yield in every short gap of a streaming exchange can hand the CPU away
+  // for a scheduler slice each time. FI_MRC_YIELD=0: spin.
+  if (cq->yield.on_empty(cq->yield.timed() ? mono_ns() : 0)) sched_yield();
   return n;
 }
 
@@ -1589,6 +1618,8 @@ int cq_open(struct fid_domain* d, struct fi_cq_attr* attr, struct fid_cq** out, 
   cq->dom = of<Domain>(d);
   cq->fmt = fmt;
   cq->wait = wait;
+  const Config& cfg = cq->dom->fab->cfg;
+  cq->yield.configure(cfg.yield ? int64_t(cfg.yield_us) * 1000 : -1);
   cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   cq->epfd = epoll_create1(EPOLL_CLOEXEC);
   struct epoll_event ev = {};
@@ -2716,6 +2747,11 @@ extern "C" __attribute__((visibility("default"))) struct fi_provider* fi_prov_in
       "mrc-serviced) or thread (libmrc's engine thread)");
   fi_param_define(&g_prov, "yield", FI_PARAM_BOOL,
                   "Yield the CPU when a CQ read finds nothing, so libmrc's engine thread (or "
-                  "the peer, on a busy host) runs (default on)");
+                  "the peer, on a busy host) runs, once it has found nothing for FI_MRC_YIELD_US "
+                  "(default on)");
+  fi_param_define(&g_prov, "yield_us", FI_PARAM_STRING,
+                  "Microseconds a CQ must have read empty before an empty read yields, 0..1000000; "
+                  "0: every empty read (default %u)",
+                  kYieldUsDefault);
   return &g_prov;
 }

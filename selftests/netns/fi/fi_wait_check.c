@@ -17,14 +17,21 @@
  *            new packet: only the provider's own write of the CQ's fd can
  *            wake the first thread.
  *
+ *   yield    (-y US: the FI_MRC_YIELD_US both hosts run with) A posts a
+ *            receive and spins on fi_cq_read, B sends 300 ms later (more
+ *            than US). This program's own sched_yield counts the provider's
+ *            yields in A's main thread: none in the reads that ended within
+ *            US of the first empty read, some after it; after the message,
+ *            none again within US (the run of empty reads starts over).
+ *
  * Every message is 4096 bytes, each byte a function of (test, index), and
  * checked. A wait that reaches its bound (or, for fi_cq_sread, half of it:
  * the read after its timeout finds the completion) is a lost wake-up: the
  * program says which and exits 1. A wait that returned before the sender could have sent
  * (under 100 ms) did not wait: also a failure.
  *
- *   fi_wait_check [-P PORT] [-p PROVIDER]          host B (server, sender)
- *   fi_wait_check [-P PORT] [-p PROVIDER] ADDR     host A (client, waiter)
+ *   fi_wait_check [-P PORT] [-p PROVIDER]               host B (server, sender)
+ *   fi_wait_check [-P PORT] [-p PROVIDER] [-y US] ADDR  host A (client, waiter)
  *
  * The server prints "listening" when it accepts connections. Both print
  * "fi_wait_check: N checks passed" and exit 0.
@@ -38,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,7 +64,7 @@
 #define THREAD_BOUND_MS 5000
 
 enum kind { K_HELLO = 1, K_READY, K_DATA, K_BYE };
-enum test { T_SREAD = 1, T_TRYWAIT, T_THREAD };
+enum test { T_SREAD = 1, T_TRYWAIT, T_THREAD, T_YIELD };
 
 struct msg {
 	uint32_t kind, test;
@@ -83,6 +91,22 @@ static struct area *area;
 static struct fi_info *conn_info; /* B: the FI_CONNREQ's */
 static const char *role = "B";
 static int checks;
+static long yield_us = -1; /* -y: the yield test's threshold */
+
+/*
+ * Takes the place of libc's sched_yield for the provider too (the build
+ * exports it: -Wl,--export-dynamic-symbol): counts the calls of the thread
+ * that set count_yields, then yields.
+ */
+static __thread int count_yields;
+static __thread long yields;
+
+int sched_yield(void)
+{
+	if (count_yields)
+		yields++;
+	return (int)syscall(SYS_sched_yield);
+}
 
 static void die(const char *what, long v)
 {
@@ -108,6 +132,13 @@ static long now_ms(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static long now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
 static uint8_t byte_of(uint32_t test, size_t i) { return (uint8_t)(test * 37u + i * 13u + 5u); }
@@ -450,6 +481,62 @@ static void test_thread(int fd)
 	check_data(c.op_context, T_THREAD, "thread: the message's data");
 }
 
+/*
+ * Reads rxcq (empty) from t0 until stop_us, or a completion when want is
+ * set: the yields of the reads that ended before t0 + yield_us in *early,
+ * the others' in *late. Returns the completion's read result.
+ */
+static long yield_reads(long t0, long stop_us, int want, struct fi_cq_msg_entry *c, long *early,
+			long *late, long *reads)
+{
+	long r, before, t;
+
+	for (;;) {
+		before = yields;
+		r = fi_cq_read(rxcq, c, 1);
+		t = now_us();
+		(*reads)++;
+		*(t - t0 < yield_us ? early : late) += yields - before;
+		if (r != -FI_EAGAIN)
+			return r;
+		if ((!want && t >= stop_us) || t - t0 > BOUND_MS * 1000L)
+			return r;
+	}
+}
+
+/* A: the yields of fi_cq_read spinning on an empty CQ (-y). */
+static void test_yield(void)
+{
+	struct fi_cq_msg_entry c;
+	long r, t0, e1 = 0, l1 = 0, n1 = 0, e2 = 0, l2 = 0, n2 = 0;
+
+	post_recv(0);
+	send_msg(K_READY, T_YIELD);
+	count_yields = 1;
+	/* the last read of rxcq returned a completion: its empty run starts now */
+	t0 = now_us();
+	r = yield_reads(t0, 0, 1, &c, &e1, &l1, &n1);
+	if (r != 1)
+		die("yield: no completion within the bound", r);
+	t0 = now_us() - t0;
+	printf(
+	    "     yield: %ld reads in %ld ms; yields: %ld within %ld us of the first, %ld after\n",
+	    n1, t0 / 1000, e1, yield_us, l1);
+	check_data(c.op_context, T_YIELD, "yield: the message's data");
+	check(t0 >= 2 * yield_us, "yield: the CQ read empty for over twice the threshold");
+	check(e1 == 0, "yield: no yield within the threshold");
+	check(l1 > 0, "yield: empty reads past the threshold yield");
+	/* after a completion: the threshold counts from the next empty read */
+	t0 = now_us();
+	yield_reads(t0, t0 + 3 * yield_us / 2, 0, &c, &e2, &l2, &n2);
+	count_yields = 0;
+	printf("     yield: after the completion %ld reads; yields: %ld within the threshold, "
+	       "%ld after\n",
+	       n2, e2, l2);
+	check(e2 == 0, "yield: a completion starts the count over");
+	check(l2 > 0, "yield: and past the threshold the reads yield again");
+}
+
 static void client_run(void)
 {
 	int fd = -1;
@@ -462,6 +549,8 @@ static void client_run(void)
 	test_sread();
 	test_trywait(fd);
 	test_thread(fd);
+	if (yield_us > 0)
+		test_yield();
 	send_msg(K_BYE, 0);
 }
 
@@ -471,7 +560,7 @@ int main(int argc, char **argv)
 	int o;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((o = getopt(argc, argv, "P:p:")) != -1) {
+	while ((o = getopt(argc, argv, "P:p:y:")) != -1) {
 		switch (o) {
 		case 'P':
 			port = optarg;
@@ -479,8 +568,12 @@ int main(int argc, char **argv)
 		case 'p':
 			prov = optarg;
 			break;
+		case 'y':
+			yield_us = strtol(optarg, NULL, 10);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-P PORT] [-p PROVIDER] [ADDR]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-P PORT] [-p PROVIDER] [-y US] [ADDR]\n",
+				argv[0]);
 			return 2;
 		}
 	}

@@ -9,7 +9,11 @@
 #   - fi_trywait, then poll(2) on the FI_GETWAIT fd, until the same;
 #   - fi_trywait and poll(2) in one thread, while another thread posts the
 #     receive that a message already in the ring completes at once: only the
-#     provider's write of the CQ's eventfd can wake the poll.
+#     provider's write of the CQ's eventfd can wake the poll;
+#   - spinning on fi_cq_read until a message 300 ms away, with
+#     FI_MRC_YIELD_US=100000: no sched_yield in A's reads within 100 ms of the
+#     first empty one, some after; after the completion the count starts over
+#     (fi_wait_check counts the provider's calls with its own sched_yield).
 # Every message's data is checked; a wait that reaches its bound (10 s, 5 s
 # for the last) is a lost wake-up and fails the run.
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
@@ -25,8 +29,9 @@ on() { # HOST PROGRESS CMD...
 	local h=$1 p=$2
 	shift 2
 	ip netns exec "$(t_ns "$h")" env FI_PROVIDER_PATH="$PROV_DIR" FI_MRC_IFACES="$(ifs "$h")" \
-		FI_MRC_PROGRESS="$p" "$@"
+		FI_MRC_PROGRESS="$p" FI_MRC_YIELD_US=$YIELD_US "$@"
 }
+YIELD_US=100000
 
 for mode in thread app; do
 	# a fabric per mode: a run that failed leaves nothing to the next
@@ -40,18 +45,21 @@ for mode in thread app; do
 		sleep 0.01
 	done
 	t_check "$mode: the server listens" grep -q '^listening' "$T_TMP/$mode.srv"
-	on A "$mode" timeout 90 "$CHECK" "$(t_port B 0 ipv4)" >"$T_TMP/$mode.cli" 2>&1
+	on A "$mode" timeout 90 "$CHECK" -y $YIELD_US "$(t_port B 0 ipv4)" >"$T_TMP/$mode.cli" 2>&1
 	crc=$?
 	[ "$crc" = 0 ] || kill "$spid" 2>/dev/null
 	wait "$spid"
 	src=$?
 	t_eq "$mode: waiter (A) exit status" "$crc" 0
 	t_eq "$mode: sender (B) exit status" "$src" 0
-	for w in sread trywait thread; do
+	for w in sread trywait thread yield; do
 		t_check "$mode: $w data checked" grep -q "^ok   A: $w: the message's data" "$T_TMP/$mode.cli"
 	done
 	t_check "$mode: every check of A passed" grep -qE '^fi_wait_check: A: [0-9]+ checks passed' "$T_TMP/$mode.cli"
-	grep -E '^ +(sread|trywait|thread):' "$T_TMP/$mode.cli" | sed "s/^ */$mode: /"
+	t_check "$mode: yield: none within the threshold" grep -q '^ok   A: yield: no yield within the threshold' "$T_TMP/$mode.cli"
+	t_check "$mode: yield: past it" grep -q '^ok   A: yield: empty reads past the threshold yield' "$T_TMP/$mode.cli"
+	t_check "$mode: yield: a completion starts over" grep -q '^ok   A: yield: a completion starts the count over' "$T_TMP/$mode.cli"
+	grep -E '^ +(sread|trywait|thread|yield):' "$T_TMP/$mode.cli" | sed "s/^ */$mode: /"
 	if [ "$T_FAILS" != 0 ]; then tail -n 30 "$T_TMP/$mode".*; fi
 done
 t_done

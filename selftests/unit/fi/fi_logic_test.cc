@@ -16,6 +16,7 @@
 
 #include "fi/info.hpp"
 #include "fi/proto.hpp"
+#include "fi/yield.hpp"
 
 namespace mrc::fi {
 namespace {
@@ -558,6 +559,57 @@ TEST(FiGetinfo, HintsNarrowCapsAndKeepTheDomain) {
   EXPECT_NE(i.fi->caps & FI_MSG, 0u);
   EXPECT_EQ(i.fi->domain_attr->threading, FI_THREAD_DOMAIN);
   fi_freeinfo(h);
+}
+
+// FI_MRC_YIELD_US: an empty CQ read yields only once the CQ has read empty
+// for the threshold; a read that returns something starts over.
+TEST(FiYield, EmptyReadsYieldOnlyPastTheThreshold) {
+  const int64_t us = 1000;
+  EmptyYield y(50 * us);
+  int64_t t = 7'000'000'000;  // any origin
+  int yields = 0;
+  for (int64_t dt = 0; dt < 50 * us; dt += us / 4) yields += y.on_empty(t + dt);
+  EXPECT_EQ(yields, 0);  // 200 empty reads within 50 us of the first
+  EXPECT_TRUE(y.on_empty(t + 50 * us));
+  EXPECT_TRUE(y.on_empty(t + 900 * us));
+  y.on_entry();  // a completion
+  t += 1000 * us;
+  EXPECT_FALSE(y.on_empty(t));
+  EXPECT_FALSE(y.on_empty(t + 49 * us));
+  EXPECT_TRUE(y.on_empty(t + 51 * us));
+  y.on_entry();
+  y.on_entry();  // again: nothing to reset
+  EXPECT_FALSE(y.on_empty(t + 52 * us));
+}
+
+TEST(FiYield, ZeroYieldsOnEveryEmptyReadNegativeNever) {
+  EmptyYield every(0);
+  EXPECT_FALSE(every.timed());
+  for (int i = 0; i < 3; i++) EXPECT_TRUE(every.on_empty(0));
+  EmptyYield never(-1);  // FI_MRC_YIELD=0
+  EXPECT_TRUE(never.never());
+  for (int64_t t : {int64_t(1), int64_t(1) << 40, int64_t(1) << 60})
+    EXPECT_FALSE(never.on_empty(t));
+  EmptyYield y;
+  y.configure(1000);
+  EXPECT_TRUE(y.timed());
+  EXPECT_FALSE(y.on_empty(0));  // 0 is taken as 1: still a start
+  EXPECT_TRUE(y.on_empty(1001));
+}
+
+TEST(FiYield, ThresholdParsesWholeMicrosecondsOnly) {
+  uint32_t v = 7;
+  EXPECT_TRUE(parse_yield_us("0", &v));
+  EXPECT_EQ(v, 0u);
+  EXPECT_TRUE(parse_yield_us("50", &v));
+  EXPECT_EQ(v, 50u);
+  EXPECT_TRUE(parse_yield_us("1000000", &v));
+  EXPECT_EQ(v, kYieldUsMax);
+  v = 7;
+  for (const char* bad :
+       {"", "-1", "+5", " 5", "5 ", "5us", "abc", "1000001", "99999999999", "0x10"})
+    EXPECT_FALSE(parse_yield_us(bad, &v)) << '"' << bad << '"';
+  EXPECT_EQ(v, 7u);  // untouched by a bad value
 }
 
 }  // namespace
