@@ -21,25 +21,27 @@
 # Success=1 and no FAILED residual check, else the script says so and exits 1.
 #
 #   bench/fi_hpcc.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-n N] [-s RANKS_PER_HOST]
-#                    [-E "VAR=VALUE ..."] [-B DIR] [-u]
+#                    [-E "VAR=VALUE ..."] [-B DIR] [-k]
 #
 # -E: settings for the ranks of the mrc variants (e.g. FI_MRC_YIELD=0; base too).
-# -u: mpirun --bind-to none. By default each host's orted binds its rank to
-# core 0, so on one machine the ranks of both hosts share core 0 and every
-# message waits until the other rank gives up the CPU (performance.md).
+# Ranks run unbound (mpirun --bind-to none), as on separate hosts. -k keeps
+# Open MPI's default binding: each host's orted binds its rank to core 0, so
+# on this one machine the ranks of both "hosts" share core 0 and the other
+# core idles; every message then waits until the other rank gives up the CPU
+# (tcp's ping-pong latency is 4 ms there: performance.md, "libfabric: hpcc").
 #
 # Needs root, hpcc, openmpi-bin (scripts/deps.sh); builds nothing (default
 # BUILD ./build). Documentation/performance.md, "libfabric: hpcc".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build ROUNDS=3 OUT= HPCC_N=500 RPH= MRC_ENV= BASE_DIR= BIND=()
-while getopts b:r:o:n:s:E:B:uh o; do
+BUILD=$ROOT/build ROUNDS=3 OUT= HPCC_N=500 RPH= MRC_ENV= BASE_DIR= BIND=(--bind-to none)
+while getopts b:r:o:n:s:E:B:kuh o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;;
     n) HPCC_N=$OPTARG ;; s) RPH=$OPTARG ;; E) MRC_ENV=$OPTARG ;;
-    B) BASE_DIR=$(cd "$OPTARG" && pwd) ;; u) BIND=(--bind-to none) ;;
-    *) sed -n '2,32p' "$0"; exit 2 ;;
+    B) BASE_DIR=$(cd "$OPTARG" && pwd) ;; k) BIND=() ;; u) ;; # -u: the default since 2026-12-03
+    *) sed -n '2,34p' "$0"; exit 2 ;;
   esac
 done
 for v in "$ROUNDS" "$HPCC_N" ${RPH:+"$RPH"}; do
