@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "core/engine_keys.hpp"
 #include "util/toml_reader.hpp"
 
 namespace mrc::svc {
@@ -195,10 +196,41 @@ std::string usage() {
          "                     their peers' requests, so the peers fail at once (default 5000,\n"
          "                     0: destroyed at once)\n"
          "  --max-tombstones N tombstones at once, all processes; beyond, the oldest goes\n"
-         "                     early (default 1024)\n";
+         "                     early (default 1024)\n"
+         "  --engine K=V       a protocol tunable of the engine (repeatable; the keys of\n"
+         "                     mrc_perf --engine, e.g. cc_qa=0); a restart changes it\n";
 }
 
 namespace {
+
+// A whole number from 0 to max, nothing around it. Digits first: strtoull
+// alone takes leading blanks and a sign ("-1" wraps). Decimal, 0x hex or 0
+// octal.
+Result<uint64_t> num(const std::string& opt, const std::string& v, uint64_t max) {
+  char* end = nullptr;
+  errno = 0;
+  const bool digit = !v.empty() && v[0] >= '0' && v[0] <= '9';
+  const unsigned long long n = digit ? std::strtoull(v.c_str(), &end, 0) : 0;
+  if (!digit || *end || errno || n > max)
+    return Error(EINVAL, "bad value for " + opt + ": '" + v + "' (a number from 0 to " +
+                             std::to_string(max) + ")");
+  return uint64_t(n);
+}
+
+// --engine KEY=VALUE: a protocol tunable of the engine (core/engine_keys.hpp,
+// mrc_perf's --engine), set in e; for a restart (a reload does not re-read it).
+Status parse_engine_kv(const std::string& v, core::EngineConfig* e) {
+  const size_t eq = v.find('=');
+  const core::EngineKey* ek =
+      eq == std::string::npos ? nullptr : core::find_engine_key(v.substr(0, eq));
+  if (!ek)
+    return Error(EINVAL, "bad value for --engine: '" + v +
+                             "' (KEY=VALUE, a key of mrc_perf --help's --engine list)");
+  auto n = num("--engine " + v.substr(0, eq), v.substr(eq + 1), ek->max);
+  if (!n) return n.error();
+  ek->set(*e, *n);
+  return ok_status();
+}
 
 // --nice N: a whole number in -20..19, nothing around it.
 Status parse_nice(const std::string& v, int* out) {
@@ -238,18 +270,6 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
   }
   if (!r.config.empty()) MRC_TRY(load_config(r.config, &o));
 
-  auto num = [](const std::string& opt, const std::string& v, uint64_t max) -> Result<uint64_t> {
-    // Digits first: strtoull alone takes leading blanks and a sign ("-1"
-    // wraps). Decimal, 0x hex or 0 octal.
-    char* end = nullptr;
-    errno = 0;
-    const bool digit = !v.empty() && v[0] >= '0' && v[0] <= '9';
-    const unsigned long long n = digit ? std::strtoull(v.c_str(), &end, 0) : 0;
-    if (!digit || *end || errno || n > max)
-      return Error(EINVAL, "bad value for " + opt + ": '" + v + "' (a number from 0 to " +
-                               std::to_string(max) + ")");
-    return uint64_t(n);
-  };
   std::string ifs;
   for (size_t i = 0; i < args.size(); i++) {
     const std::string& a = args[i];
@@ -347,6 +367,9 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
       SVC_NUM(o.tomb_linger_ms, 600000, uint32_t);
     } else if (a == "--max-tombstones") {
       SVC_NUM(o.dev.engine.max_tombstones, 65536, uint32_t);
+    } else if (a == "--engine") {
+      MRC_TRY(val());
+      MRC_TRY(parse_engine_kv(v, &o.dev.engine));
     } else if (!a.empty() && a[0] == '-') {
       return Error(EINVAL, "unknown option " + a);
     } else if (ifs.empty()) {

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/engine_keys.hpp"
 #include "lib/exchange.hpp"
 #include "lib/neigh.hpp"
 #include "mrc/mrc.hpp"
@@ -721,90 +722,8 @@ void add_mem(Json& sum, const Opts& o, const char* role, uint32_t nqps, const Si
 // checked when the option is parsed (an unknown key, a value that is not a
 // whole number or out of its range: exit 2 naming both) and applied when the
 // device opens.
-struct EngineKey {
-  const char* name;
-  uint64_t max;
-  void (*set)(core::EngineConfig&, uint64_t);
-};
-constexpr uint64_t kMaxUs = 3'600'000'000ull;
-constexpr uint64_t kMaxNs32Us = UINT32_MAX / 1000;  // kept in ns in 32 bits
-constexpr uint64_t kMaxU32 = UINT32_MAX;
-const EngineKey kEngineKeys[] = {
-    {"probe_initial_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_initial = n * 1000; }},
-    {"probe_max_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_max = n * 1000; }},
-    {"plane_relapse_window_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_relapse_window = n * 1000; }},
-    {"plane_relapse_initial_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_relapse_initial = n * 1000; }},
-    {"plane_relapse_max_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_relapse_max = n * 1000; }},
-    {"probe_relapse_max_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_relapse_max = n * 1000; }},
-    {"probe_timeout_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_timeout = n * 1000; }},
-    {"probe_inflight_max", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_inflight_max = uint32_t(n); }},
-    {"probe_successes", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.probe_successes = uint32_t(n); }},
-    {"plane_suspect_losses", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_suspect_losses = uint32_t(n); }},
-    {"plane_quiet_max_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_quiet_max = n * 1000; }},
-    {"loss_needs_plane_evidence", 1,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.loss_needs_plane_evidence = n != 0; }},
-    {"plane_lossy_ppm", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_lossy_ppm = uint32_t(n); }},
-    {"plane_lossy_ratio", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_lossy_ratio = uint32_t(n); }},
-    {"plane_lossy_div", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_lossy_div = uint32_t(n); }},
-    {"plane_window", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_window = uint32_t(n); }},
-    {"plane_lossy_keep_evs", 1,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.plane_lossy_keep_evs = n != 0; }},
-    {"ev_outlier_ratio", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.ev_outlier_ratio = uint32_t(n); }},
-    {"ev_outlier_min", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.paths.ev_outlier_min = uint32_t(n); }},
-    {"min_reorder_us", kMaxUs, [](core::EngineConfig& e, uint64_t n) { e.min_reorder = n * 1000; }},
-    {"min_rto_us", kMaxUs, [](core::EngineConfig& e, uint64_t n) { e.min_rto = n * 1000; }},
-    {"sack_bytes", kMaxU32, [](core::EngineConfig& e, uint64_t n) { e.sack_bytes = uint32_t(n); }},
-    {"sack_delay_us", kMaxUs, [](core::EngineConfig& e, uint64_t n) { e.sack_delay = n * 1000; }},
-    {"tx_quantum", kMaxU32, [](core::EngineConfig& e, uint64_t n) { e.tx_quantum = uint32_t(n); }},
-    {"evs_per_port", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.auto_evs_per_port = uint32_t(n); }},
-    {"active_per_port", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.auto_active_per_port = uint32_t(n); }},
-    {"cc_target_delay_us", kMaxNs32Us,
-     [](core::EngineConfig& e, uint64_t n) {
-       e.default_cc.nscc.target_delay = uint32_t(n * 1000);
-     }},
-    {"cc_min_target_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.cc_min_target = n * 1000; }},
-    {"cc_max_cwnd", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.default_cc.nscc.max_cwnd = uint32_t(n); }},
-    {"cc_base_rtt_us", kMaxNs32Us,
-     [](core::EngineConfig& e, uint64_t n) { e.default_cc.nscc.base_rtt = uint32_t(n * 1000); }},
-    {"cc_init_window", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.cc_init_window = uint32_t(n); }},
-    {"cc_delay_md", 1, [](core::EngineConfig& e, uint64_t n) { e.cc_delay_md = n != 0; }},
-    {"cc_queue_target_us", kMaxUs,
-     [](core::EngineConfig& e, uint64_t n) { e.cc_queue_target = n * 1000; }},
-    {"cc_qa", 1, [](core::EngineConfig& e, uint64_t n) { e.default_cc.nscc.disable_qa = n == 0; }},
-    {"report_all_ev_events", 1,
-     [](core::EngineConfig& e, uint64_t n) { e.report_all_ev_events = n != 0; }},
-    {"probe_rate", kMaxU32, [](core::EngineConfig& e, uint64_t n) { e.probe_rate = uint32_t(n); }},
-    {"probe_burst", kMaxU32,
-     [](core::EngineConfig& e, uint64_t n) { e.probe_burst = uint32_t(n); }},
-};
-
-const EngineKey* engine_key(const std::string& k) {
-  for (const auto& ek : kEngineKeys)
-    if (k == ek.name) return &ek;
-  return nullptr;
-}
+using core::EngineKey;
+const EngineKey* engine_key(const std::string& k) { return core::find_engine_key(k); }
 
 // KEY=VALUE of --engine: checked here, so a bad one stops mrc_perf before
 // it opens anything.

@@ -174,6 +174,25 @@ TEST_F(SvcConfigTest, DefaultFileOnlyWhenPresent) {
   EXPECT_FALSE(parse_args({"--config", "/nonexistent/x.toml", "eth1"}, "").ok());
 }
 
+// --engine KEY=VALUE: the tools' engine tunables (core/engine_keys.hpp), each
+// checked against its key's range; unknown keys and malformed pairs refused.
+TEST_F(SvcConfigTest, EngineTunables) {
+  auto r = parse_args({"--engine", "cc_qa=0", "--engine", "probe_max_us=2500", "p1"}, "");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(r->opts.dev.engine.default_cc.nscc.disable_qa);
+  EXPECT_EQ(r->opts.dev.engine.paths.probe_max, 2'500'000u);
+  auto d = parse_args({"p1"}, "");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->opts.dev.engine.default_cc.nscc.disable_qa);
+  for (const char* bad :
+       {"cc_qa=2", "cc_qa", "=1", "bogus=1", "cc_qa=-1", "cc_qa= 1", "cc_qa=1x"}) {
+    auto b = parse_args({"--engine", bad, "p1"}, "");
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.error().message().find("--engine"), std::string::npos) << b.error().message();
+  }
+  EXPECT_FALSE(parse_args({"p1", "--engine"}, "").ok());
+}
+
 TEST_F(SvcConfigTest, BadOptions) {
   EXPECT_FALSE(parse_args({"--max-qps", "-1", "eth1"}, "").ok());
   EXPECT_FALSE(parse_args({"--bogus", "eth1"}, "").ok());

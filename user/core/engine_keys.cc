@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-3-Clause)
+#include "core/engine_keys.hpp"
+
+namespace mrc::core {
+namespace {
+
+constexpr uint64_t kMaxUs = 3'600'000'000ull;
+constexpr uint64_t kMaxNs32Us = UINT32_MAX / 1000;  // kept in ns in 32 bits
+constexpr uint64_t kMaxU32 = UINT32_MAX;
+const EngineKey kEngineKeys[] = {
+    {"probe_initial_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.paths.probe_initial = n * 1000; }},
+    {"probe_max_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.paths.probe_max = n * 1000; }},
+    {"plane_relapse_window_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_relapse_window = n * 1000; }},
+    {"plane_relapse_initial_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_relapse_initial = n * 1000; }},
+    {"plane_relapse_max_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_relapse_max = n * 1000; }},
+    {"probe_relapse_max_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.paths.probe_relapse_max = n * 1000; }},
+    {"probe_timeout_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.paths.probe_timeout = n * 1000; }},
+    {"probe_inflight_max", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.probe_inflight_max = uint32_t(n); }},
+    {"probe_successes", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.probe_successes = uint32_t(n); }},
+    {"plane_suspect_losses", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_suspect_losses = uint32_t(n); }},
+    {"plane_quiet_max_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_quiet_max = n * 1000; }},
+    {"loss_needs_plane_evidence", 1,
+     [](EngineConfig& e, uint64_t n) { e.paths.loss_needs_plane_evidence = n != 0; }},
+    {"plane_lossy_ppm", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_lossy_ppm = uint32_t(n); }},
+    {"plane_lossy_ratio", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_lossy_ratio = uint32_t(n); }},
+    {"plane_lossy_div", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_lossy_div = uint32_t(n); }},
+    {"plane_window", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_window = uint32_t(n); }},
+    {"plane_lossy_keep_evs", 1,
+     [](EngineConfig& e, uint64_t n) { e.paths.plane_lossy_keep_evs = n != 0; }},
+    {"ev_outlier_ratio", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.ev_outlier_ratio = uint32_t(n); }},
+    {"ev_outlier_min", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.ev_outlier_min = uint32_t(n); }},
+    {"min_reorder_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.min_reorder = n * 1000; }},
+    {"min_rto_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.min_rto = n * 1000; }},
+    {"sack_bytes", kMaxU32, [](EngineConfig& e, uint64_t n) { e.sack_bytes = uint32_t(n); }},
+    {"sack_delay_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.sack_delay = n * 1000; }},
+    {"tx_quantum", kMaxU32, [](EngineConfig& e, uint64_t n) { e.tx_quantum = uint32_t(n); }},
+    {"evs_per_port", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.auto_evs_per_port = uint32_t(n); }},
+    {"active_per_port", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.auto_active_per_port = uint32_t(n); }},
+    {"cc_target_delay_us", kMaxNs32Us,
+     [](EngineConfig& e, uint64_t n) {
+       e.default_cc.nscc.target_delay = uint32_t(n * 1000);
+     }},
+    {"cc_min_target_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.cc_min_target = n * 1000; }},
+    {"cc_max_cwnd", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.default_cc.nscc.max_cwnd = uint32_t(n); }},
+    {"cc_base_rtt_us", kMaxNs32Us,
+     [](EngineConfig& e, uint64_t n) { e.default_cc.nscc.base_rtt = uint32_t(n * 1000); }},
+    {"cc_init_window", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.cc_init_window = uint32_t(n); }},
+    {"cc_delay_md", 1, [](EngineConfig& e, uint64_t n) { e.cc_delay_md = n != 0; }},
+    {"cc_queue_target_us", kMaxUs,
+     [](EngineConfig& e, uint64_t n) { e.cc_queue_target = n * 1000; }},
+    {"cc_qa", 1, [](EngineConfig& e, uint64_t n) { e.default_cc.nscc.disable_qa = n == 0; }},
+    {"report_all_ev_events", 1,
+     [](EngineConfig& e, uint64_t n) { e.report_all_ev_events = n != 0; }},
+    {"probe_rate", kMaxU32, [](EngineConfig& e, uint64_t n) { e.probe_rate = uint32_t(n); }},
+    {"probe_burst", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.probe_burst = uint32_t(n); }},
+};
+
+}  // namespace
+
+std::span<const EngineKey> engine_keys() { return kEngineKeys; }
+
+const EngineKey* find_engine_key(std::string_view name) {
+  for (const auto& ek : kEngineKeys)
+    if (name == ek.name) return &ek;
+  return nullptr;
+}
+
+}  // namespace mrc::core
