@@ -49,14 +49,15 @@ bench_svc_down() {
   for p in $SVA $SVB; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   SVA= SVB=
 }
-bench_svc_up() {
+bench_svc_up() { # NAME [BIN [ARGS...]]: ARGS for both services
   local name=$1 bin=${2:-$SVCD} i nc=
+  shift $(($# < 2 ? $# : 2))
   # no configuration file (an older binary, -A of svc_fair.sh, reads none)
   "$bin" --help 2>&1 | grep -q -- --no-config && nc=--no-config
   : >"$OUT/svc.A.log"; : >"$OUT/svc.B.log"
-  ip netns exec "$NSA" "$bin" --no-mrcd $nc --socket "$OUT/A.sock" "$DEVA" >>"$OUT/svc.A.log" 2>&1 &
+  ip netns exec "$NSA" "$bin" --no-mrcd $nc --socket "$OUT/A.sock" "$@" "$DEVA" >>"$OUT/svc.A.log" 2>&1 &
   SVA=$!
-  ip netns exec "$NSB" "$bin" --no-mrcd $nc --socket "$OUT/B.sock" "$DEVB" >>"$OUT/svc.B.log" 2>&1 &
+  ip netns exec "$NSB" "$bin" --no-mrcd $nc --socket "$OUT/B.sock" "$@" "$DEVB" >>"$OUT/svc.B.log" 2>&1 &
   SVB=$!
   for ((i = 0; i < 1000; i++)); do
     grep -q serving "$OUT/svc.A.log" && grep -q serving "$OUT/svc.B.log" && return 0

@@ -31,26 +31,29 @@
 # run, per-round ratios and their medians.
 #
 #   bench/svc_fair.sh [-b BUILD] [-r ROUNDS] [-t SECONDS] [-n PROCS] [-o DIR]
-#                     [-A SERVICED]
+#                     [-A SERVICED] [-a "ARGS"]
 #
 # -A: a second mrc-serviced binary (say, the one before a change): each round
 # also runs the bulk8 row through it, and its Jain's index is printed beside.
+# -a "ARGS": arguments for that second service (-A, default this build's
+# mrc-serviced), e.g. -a "--engine cc_qa=0" (NSCC without quick adapt).
 #
 # Needs root; builds nothing (default BUILD ./build).
 # Documentation/performance.md, "The host service".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT= ALT=
-while getopts b:r:t:n:o:A:h o; do
+BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT= ALT= ALT_ARGS=
+while getopts b:r:t:n:o:A:a:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;;
-    n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;; A) ALT=$OPTARG ;;
-    *) sed -n '2,40p' "$0"; exit 2 ;;
+    n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;; A) ALT=$OPTARG ;; a) ALT_ARGS=$OPTARG ;;
+    *) sed -n '2,43p' "$0"; exit 2 ;;
   esac
 done
 . "$ROOT/bench/bench_lib.sh"
 PERF=$BUILD/user/tools/mrc_perf SVCD=$BUILD/user/svc/mrc-serviced
+[ -n "$ALT_ARGS" ] && [ -z "$ALT" ] && ALT=$SVCD
 bench_setup svc_fair "$PERF" "$SVCD"
 bench_fabric_up planes=4 >/dev/null
 PIDS=()
@@ -210,7 +213,8 @@ mode_exclusive() {
 }
 mode_alt() {
   local r=$1
-  bench_svc_up svc_fair "$ALT"
+  # shellcheck disable=SC2086
+  bench_svc_up svc_fair "$ALT" $ALT_ARGS
   bulk8 "alt.bulk8.$r"
   bench_svc_down
   JA[r]=$(printf '%s\n' "${G8[@]}" | jain)
