@@ -10,8 +10,7 @@ constexpr uint64_t kMaxU32 = UINT32_MAX;
 const EngineKey kEngineKeys[] = {
     {"probe_initial_us", kMaxUs,
      [](EngineConfig& e, uint64_t n) { e.paths.probe_initial = n * 1000; }},
-    {"probe_max_us", kMaxUs,
-     [](EngineConfig& e, uint64_t n) { e.paths.probe_max = n * 1000; }},
+    {"probe_max_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.paths.probe_max = n * 1000; }},
     {"plane_relapse_window_us", kMaxUs,
      [](EngineConfig& e, uint64_t n) { e.paths.plane_relapse_window = n * 1000; }},
     {"plane_relapse_initial_us", kMaxUs,
@@ -56,11 +55,8 @@ const EngineKey kEngineKeys[] = {
     {"active_per_port", kMaxU32,
      [](EngineConfig& e, uint64_t n) { e.auto_active_per_port = uint32_t(n); }},
     {"cc_target_delay_us", kMaxNs32Us,
-     [](EngineConfig& e, uint64_t n) {
-       e.default_cc.nscc.target_delay = uint32_t(n * 1000);
-     }},
-    {"cc_min_target_us", kMaxUs,
-     [](EngineConfig& e, uint64_t n) { e.cc_min_target = n * 1000; }},
+     [](EngineConfig& e, uint64_t n) { e.default_cc.nscc.target_delay = uint32_t(n * 1000); }},
+    {"cc_min_target_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.cc_min_target = n * 1000; }},
     {"cc_max_cwnd", kMaxU32,
      [](EngineConfig& e, uint64_t n) { e.default_cc.nscc.max_cwnd = uint32_t(n); }},
     {"cc_base_rtt_us", kMaxNs32Us,
@@ -74,8 +70,7 @@ const EngineKey kEngineKeys[] = {
     {"report_all_ev_events", 1,
      [](EngineConfig& e, uint64_t n) { e.report_all_ev_events = n != 0; }},
     {"probe_rate", kMaxU32, [](EngineConfig& e, uint64_t n) { e.probe_rate = uint32_t(n); }},
-    {"probe_burst", kMaxU32,
-     [](EngineConfig& e, uint64_t n) { e.probe_burst = uint32_t(n); }},
+    {"probe_burst", kMaxU32, [](EngineConfig& e, uint64_t n) { e.probe_burst = uint32_t(n); }},
 };
 
 }  // namespace
