@@ -125,14 +125,10 @@ for r in range(rounds):
 for v in variants:
     med = [statistics.median(data[v][r][i] for r in range(rounds)) for i in range(len(keys))]
     print(f"| median | {v} | " + " | ".join(f"{x:.4g}" for x in med) + " |")
-ref = {"mrc": "tcp", "base": "tcp", "mrc-svc": f"tcp-{rph}"}
-for v, t in ref.items():
-    if v not in data:
+for v, t in [("mrc", "tcp"), ("base", "tcp"), ("mrc-svc", f"tcp-{rph}"), ("mrc", "base")]:
+    if v not in data or t not in data:
         continue
     rat = [statistics.median(data[v][r][i] / data[t][r][i] if data[t][r][i] else float("nan") for r in range(rounds)) for i in range(len(keys))]
     print(f"| {v} / {t} | median ratio | " + " | ".join(f"{x:.3g}x" for x in rat) + " |")
-if "base" in data:
-    rat = [statistics.median(data["mrc"][r][i] / data["base"][r][i] if data["base"][r][i] else float("nan") for r in range(rounds)) for i in range(len(keys))]
-    print("| mrc / base | median ratio | " + " | ".join(f"{x:.3g}x" for x in rat) + " |")
 EOF
 echo "raw outputs in $OUT"

@@ -59,6 +59,7 @@
 #include "fi/proto.hpp"
 #include "fi/yield.hpp"
 #include "mrc/mrc.h"
+#include "util/clock.hpp"
 
 namespace mrc::fi {
 namespace {
@@ -1410,12 +1411,6 @@ ssize_t cq_take(Cq* cq, void* buf, size_t count) {
   return ssize_t(n);
 }
 
-int64_t mono_ns() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);  // the vDSO: no system call
-  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
-}
-
 ssize_t cq_read_impl(Cq* cq, void* buf, size_t count) {
   ssize_t n = cq_take(cq, buf, count);
   if (n != -FI_EAGAIN) {
@@ -1438,7 +1433,8 @@ ssize_t cq_read_impl(Cq* cq, void* buf, size_t count) {
   // CQ has read empty for FI_MRC_YIELD_US: on a host with other work, a
   // yield in every short gap of a streaming exchange can hand the CPU away
   // for a scheduler slice each time. FI_MRC_YIELD=0: spin.
-  if (cq->yield.on_empty(cq->yield.timed() ? mono_ns() : 0)) sched_yield();
+  // (mrc::mono_ns: CLOCK_MONOTONIC through the vDSO, no system call.)
+  if (cq->yield.on_empty(cq->yield.timed() ? int64_t(mrc::mono_ns()) : 0)) sched_yield();
   return n;
 }
 

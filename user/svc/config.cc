@@ -223,9 +223,13 @@ Status parse_engine_kv(const std::string& v, core::EngineConfig* e) {
   const size_t eq = v.find('=');
   const core::EngineKey* ek =
       eq == std::string::npos ? nullptr : core::find_engine_key(v.substr(0, eq));
-  if (!ek)
-    return Error(EINVAL, "bad value for --engine: '" + v +
-                             "' (KEY=VALUE, a key of mrc_perf --help's --engine list)");
+  if (!ek) {
+    std::string keys;
+    for (const core::EngineKey& k : core::engine_keys())
+      keys += std::string(keys.empty() ? "" : ", ") + k.name;
+    return Error(EINVAL,
+                 "bad value for --engine: '" + v + "' (KEY=VALUE, KEY one of: " + keys + ")");
+  }
   auto n = num("--engine " + v.substr(0, eq), v.substr(eq + 1), ek->max);
   if (!n) return n.error();
   ek->set(*e, *n);

@@ -723,7 +723,6 @@ void add_mem(Json& sum, const Opts& o, const char* role, uint32_t nqps, const Si
 // whole number or out of its range: exit 2 naming both) and applied when the
 // device opens.
 using core::EngineKey;
-const EngineKey* engine_key(const std::string& k) { return core::find_engine_key(k); }
 
 // KEY=VALUE of --engine: checked here, so a bad one stops mrc_perf before
 // it opens anything.
@@ -731,7 +730,7 @@ std::pair<std::string, std::string> parse_engine_kv(const std::string& kv) {
   auto eq = kv.find('=');
   if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--engine KEY=VALUE");
   std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-  const EngineKey* ek = engine_key(k);
+  const EngineKey* ek = core::find_engine_key(k);
   if (!ek) {
     std::fprintf(stderr, "mrc_perf: unknown --engine key '%s' (mrc_perf --help lists them)\n",
                  k.c_str());
@@ -744,7 +743,7 @@ std::pair<std::string, std::string> parse_engine_kv(const std::string& kv) {
 void apply_engine(core::EngineConfig& e,
                   const std::vector<std::pair<std::string, std::string>>& kvs) {
   for (const auto& [k, v] : kvs) {
-    const EngineKey* ek = engine_key(k);
+    const EngineKey* ek = core::find_engine_key(k);
     if (ek) ek->set(e, num<uint64_t>(("--engine " + k).c_str(), v, 0, ek->max));
   }
 }
