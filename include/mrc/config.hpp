@@ -175,6 +175,24 @@ struct EngineConfig {
   // The queue target of that decrease (0: NSCC's target, max(base RTT,
   // cc_min_target)).
   Time cc_queue_target = 0;
+  // NSCC's learned base RTT is the smallest RTT any QP of this engine saw to
+  // the same peer (its address on the QP's lowest plane), not each QP's own:
+  // a QP that started while the hosts' queues stood never sees the path's
+  // base RTT, reads less delay than one that did, and keeps a larger share
+  // for as long as both run (8 QPs of one engine: one QP pinned at a tenth
+  // of the others' goodput by quick adapt; NsccFair, issue 23).
+  // false: each QP its own minimum (the old behaviour).
+  bool cc_share_base_rtt = true;
+  // Quick adapt's delay trigger (a profile's qa_threshold 0: 4 x the target)
+  // is at least this: above the delays a software host's own thread
+  // wake-ups add to a round trip. Below it, quick adapt cut the window of
+  // whichever QP met a wake-up to the bytes of one short window, and with
+  // the others not cut (their achieved bytes above its gate) that QP stayed
+  // small: 8 QPs of one engine, Jain 0.74-0.94 through the host service,
+  // 0.999 with quick adapt off (issue 23). Losses and trims still trigger it
+  // at any delay, and the trigger needs a queue that stands through the
+  // window (its smallest delay), not one late ack. 0: no floor.
+  Time cc_qa_floor = 500'000;
 };
 
 }  // namespace v1
