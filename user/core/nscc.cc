@@ -38,6 +38,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.delay_md = start.delay_md;
   p_.queue_target = start.queue_target;
   p_.qa_floor = start.qa_floor;
+  p_.qa_standing = start.qa_standing;
   slow_start_ = p_.init_window && p_.init_window < p_.max_cwnd;
   cwnd_ = slow_start_ ? std::max<uint64_t>(p_.init_window, mtu) : p_.max_cwnd;
   queue_high_ = false;
@@ -135,7 +136,8 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   // thread; cutting to the bytes of a window that met one froze the window
   // of whichever QP met it while the others grew (8 QPs of one engine:
   // Jain 0.74-0.94 through the host service, issue 23; NsccFair).
-  bool trigger = loss || (qa_min_delay_ != ~uint64_t(0) && qa_min_delay_ > qa_thr);
+  bool trigger = loss || (p_.qa_standing ? qa_min_delay_ != ~uint64_t(0) && qa_min_delay_ > qa_thr
+                                         : delay > qa_thr);
   bool fired = false;
   if (trigger && achieved_ < (p_.max_cwnd >> p_.qa_gate)) {
     slow_start_ = false;

@@ -19,6 +19,7 @@ struct NsccStart {
   bool delay_md = false;
   uint64_t queue_target = 0;
   uint64_t qa_floor = 0;
+  bool qa_standing = false;
 };
 
 class Nscc {
@@ -33,6 +34,7 @@ class Nscc {
     uint64_t min_target = kNsccMinTarget;  // floor of a derived target
     uint64_t qa_threshold = 0;             // 0: max(4 x target, qa_floor)
     uint64_t qa_floor = 0;                 // EngineConfig::cc_qa_floor
+    bool qa_standing = false;              // EngineConfig::cc_qa_standing
     uint8_t qa_gate = 3;
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
     uint64_t adjust_period = 0;  // 0: base_rtt + target
