@@ -175,6 +175,28 @@ struct EngineConfig {
   // The queue target of that decrease (0: NSCC's target, max(base RTT,
   // cc_min_target)).
   Time cc_queue_target = 0;
+  // NSCC's learned base RTT is the smallest RTT any QP of this engine saw to
+  // the same peer (its address on the QP's lowest plane), not each QP's own.
+  // A QP that met no wake-up early learns a smaller base RTT than the
+  // others; quick adapt, whose delay trigger is 4 x the target, then keeps
+  // that QP's window small while the others' are not cut (8 QPs of one
+  // engine: one held at a sixth of the others' share, NsccFair; Jain over 8
+  // processes of the host service 0.75-0.96). Shared, every QP to the peer
+  // is judged against the same delay: Jain 0.999, but quick adapt then cuts
+  // them all and their aggregate fell by about a fifth (bench/svc_fair.sh,
+  // 2026-12-03). Off here (each QP its own minimum); mrc-serviced turns it
+  // on (svc/server.hpp, service_device_defaults).
+  bool cc_share_base_rtt = false;
+  // Quick adapt's delay trigger (a profile's qa_threshold 0: 4 x the target)
+  // is at least cc_qa_floor, and with cc_qa_standing it needs the smallest
+  // delay of its window above it (a queue that stands), not one late ack.
+  // Either keeps quick adapt off a software host's own wake-up delays, and
+  // either costs the shaped 1 Gbit/s planes half their goodput (0.41-0.54
+  // against 0.78-0.89, bench/compare --only shaped, 2026-12-03): there quick
+  // adapt's cuts are what keep the tbf queues short. Off by default
+  // (performance.md, "NSCC on software hosts").
+  Time cc_qa_floor = 0;
+  bool cc_qa_standing = false;
 };
 
 }  // namespace v1

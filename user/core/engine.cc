@@ -266,6 +266,7 @@ void Engine::free_qp(uint32_t qpn) {
   if (!q) return;
   if (Cq* c = cq_by_handle(q->send_cq)) c->refs--;
   if (Cq* c = cq_by_handle(q->recv_cq)) c->refs--;
+  release_peer_rtt(*q);
   active_.erase(std::remove(active_.begin(), active_.end(), qpn), active_.end());
   txq_.erase(std::remove(txq_.begin(), txq_.end(), qpn), txq_.end());
   const uint32_t idx = qp_index(qpn);
@@ -601,8 +602,33 @@ void Engine::enter_rts(Qp& q) {
   CcProfile cc = cfg_.default_cc;
   if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
   q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target,
-                 Nscc::Start{cfg_.cc_init_window, cfg_.cc_delay_md, cfg_.cc_queue_target});
+                 Nscc::Start{cfg_.cc_init_window, cfg_.cc_delay_md, cfg_.cc_queue_target,
+                             cfg_.cc_qa_floor, cfg_.cc_qa_standing});
+  hold_peer_rtt(q);
   q.reo_wnd = cfg_.min_reorder;
+}
+
+void Engine::hold_peer_rtt(Qp& q) {
+  release_peer_rtt(q);
+  if (!cfg_.cc_share_base_rtt) return;
+  for (const PlaneAddr& a : q.attr.av) {
+    if (!a.valid) continue;
+    std::copy(a.ip.b.begin(), a.ip.b.end(), q.peer_rtt_key.begin());
+    q.peer_rtt_key[16] = uint8_t(a.ip.ver);
+    PeerRtt& e = peer_rtt_[q.peer_rtt_key];
+    e.refs++;
+    q.peer_rtt_held = true;
+    q.cc.share_base(&e.min_rtt);  // std::map: the entry stays where it is
+    return;
+  }
+}
+
+void Engine::release_peer_rtt(Qp& q) {
+  if (!q.peer_rtt_held) return;
+  q.peer_rtt_held = false;
+  q.cc.share_base(nullptr);
+  auto it = peer_rtt_.find(q.peer_rtt_key);
+  if (it != peer_rtt_.end() && --it->second.refs == 0) peer_rtt_.erase(it);
 }
 
 void Engine::build_paths(Qp& q) {

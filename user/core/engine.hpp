@@ -13,6 +13,7 @@
 // Documentation/design.md describes the structure and every algorithm choice.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -192,6 +193,17 @@ class Engine {
   const Mr* mr_by_key(uint32_t key) const;
   Status check_transition(const Qp& qp, const QpAttr& a, uint32_t ibv, uint32_t mrc) const;
   void enter_rts(Qp& qp);
+  // NSCC's base RTT shared by the QPs to one peer (cc_share_base_rtt): the
+  // peer's IP version and address on the QP's lowest plane -> the smallest
+  // RTT seen and the QPs holding the entry (gone with the last of them).
+  using PeerKey = std::array<uint8_t, 17>;
+  struct PeerRtt {
+    uint64_t min_rtt = 0;
+    uint32_t refs = 0;
+  };
+  std::map<PeerKey, PeerRtt> peer_rtt_;
+  void hold_peer_rtt(Qp& q);
+  void release_peer_rtt(Qp& q);
   void want_tx(Qp& qp);
   void enter_rtr(Qp& qp);
   void to_error(Qp& qp, WcStatus first_status);

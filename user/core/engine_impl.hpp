@@ -211,6 +211,9 @@ struct Engine::Qp {
   // Its owner is gone (Engine::entomb_qp): it only answers requests, and is
   // freed at tomb_until.
   bool tomb = false;
+  // Its entry in Engine::peer_rtt_ (cc_share_base_rtt), when it holds one.
+  bool peer_rtt_held = false;
+  std::array<uint8_t, 17> peer_rtt_key{};
   Time tomb_until = kNever;
 
   bool win_ready() const { return !win.empty(); }

@@ -37,6 +37,8 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.init_window = start.init_window;
   p_.delay_md = start.delay_md;
   p_.queue_target = start.queue_target;
+  p_.qa_floor = start.qa_floor;
+  p_.qa_standing = start.qa_standing;
   slow_start_ = p_.init_window && p_.init_window < p_.max_cwnd;
   cwnd_ = slow_start_ ? std::max<uint64_t>(p_.init_window, mtu) : p_.max_cwnd;
   queue_high_ = false;
@@ -45,9 +47,11 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   win_samples_ = 0;
   win_start_ = 0;
   base_rtt_ = p_.base_rtt;
+  shared_base_ = nullptr;
   target_ = p_.target_delay ? p_.target_delay : std::max<uint64_t>(base_rtt_, p_.min_target);
   inc_ = 0;
   received_ = achieved_ = ignore_bytes_ = low_delay_bytes_ = 0;
+  qa_min_delay_ = ~uint64_t(0);
   last_adjust_ = last_dec_ = qa_window_end_ = 0;
   avg_delay_ = 0;
   pen_active_ = false;
@@ -55,6 +59,10 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
 
 void Nscc::update_base(uint64_t rtt) {
   if (p_.base_rtt || !rtt) return;
+  if (shared_base_) {
+    if (!*shared_base_ || rtt < *shared_base_) *shared_base_ = rtt;
+    rtt = *shared_base_;
+  }
   if (!base_rtt_ || rtt < base_rtt_) {
     base_rtt_ = rtt;
     if (!p_.target_delay) target_ = std::max<uint64_t>(base_rtt_, p_.min_target);
@@ -119,9 +127,17 @@ bool Nscc::standing_sample(uint64_t rtt, Time now) {
 
 bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   if (!p_.qa) return false;
-  const uint64_t qa_thr = p_.qa_threshold ? p_.qa_threshold : 4 * target_;
+  const uint64_t qa_thr =
+      p_.qa_threshold ? p_.qa_threshold : std::max<uint64_t>(4 * target_, p_.qa_floor);
+  if (!loss) qa_min_delay_ = std::min(qa_min_delay_, delay);
   if (now < qa_window_end_) return false;
-  bool trigger = loss || delay > qa_thr;
+  // A delay trigger needs every ack of the window delayed: a queue that
+  // stands, as an incast builds. One late ack is a wake-up of a host's
+  // thread; cutting to the bytes of a window that met one froze the window
+  // of whichever QP met it while the others grew (8 QPs of one engine:
+  // Jain 0.74-0.94 through the host service, issue 23; NsccFair).
+  bool trigger = loss || (p_.qa_standing ? qa_min_delay_ != ~uint64_t(0) && qa_min_delay_ > qa_thr
+                                         : delay > qa_thr);
   bool fired = false;
   if (trigger && achieved_ < (p_.max_cwnd >> p_.qa_gate)) {
     slow_start_ = false;
@@ -131,6 +147,7 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   }
   qa_window_end_ = now + base_rtt_ + target_;
   achieved_ = 0;
+  qa_min_delay_ = ~uint64_t(0);
   return fired;
 }
 

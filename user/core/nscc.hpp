@@ -13,11 +13,13 @@
 namespace mrc::core {
 
 // EngineConfig's start-up and delay settings (cc_init_window, cc_delay_md,
-// cc_queue_target). The defaults are the engine's.
+// cc_queue_target, cc_qa_floor). The defaults are the engine's.
 struct NsccStart {
   uint64_t init_window = 64 * 1024;
   bool delay_md = false;
   uint64_t queue_target = 0;
+  uint64_t qa_floor = 0;
+  bool qa_standing = false;
 };
 
 class Nscc {
@@ -30,7 +32,9 @@ class Nscc {
     uint64_t base_rtt = 0;                 // 0: learned (minimum RTT seen)
     uint64_t target_delay = 0;             // 0: derived from base_rtt
     uint64_t min_target = kNsccMinTarget;  // floor of a derived target
-    uint64_t qa_threshold = 0;             // 0: 4 x target
+    uint64_t qa_threshold = 0;             // 0: max(4 x target, qa_floor)
+    uint64_t qa_floor = 0;                 // EngineConfig::cc_qa_floor
+    bool qa_standing = false;              // EngineConfig::cc_qa_standing
     uint8_t qa_gate = 3;
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
     uint64_t adjust_period = 0;  // 0: base_rtt + target
@@ -51,6 +55,10 @@ class Nscc {
   // Bytes that may be in flight. Unlimited (~0) when CC is disabled.
   uint64_t cwnd() const { return p_.enabled ? cwnd_ : ~uint64_t(0); }
   uint64_t base_rtt() const { return base_rtt_; }
+  // The smallest RTT of every QP to the same peer (EngineConfig::
+  // cc_share_base_rtt): the learned base RTT is never above it. Owned by
+  // the engine; null: this QP's own samples only. configure() clears it.
+  void share_base(uint64_t* peer_min_rtt) { shared_base_ = peer_min_rtt; }
   uint64_t target() const { return target_; }
   uint64_t avg_delay() const { return uint64_t(avg_delay_); }
   // The standing queueing delay: the smallest RTT of the last measurement
@@ -90,11 +98,14 @@ class Nscc {
   Params p_;
   uint64_t cwnd_ = 0;
   uint64_t base_rtt_ = 0;
+  uint64_t* shared_base_ = nullptr;
   uint64_t target_ = 0;
   double inc_ = 0;
   uint64_t received_ = 0;
   Time last_adjust_ = 0, last_dec_ = 0, qa_window_end_ = 0;
   uint64_t achieved_ = 0;
+  // The smallest queueing delay of the quick-adapt window's acks (none: ~0).
+  uint64_t qa_min_delay_ = ~uint64_t(0);
   uint64_t ignore_bytes_ = 0;
   uint64_t low_delay_bytes_ = 0;
   double avg_delay_ = 0;

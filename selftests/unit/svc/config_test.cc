@@ -184,6 +184,13 @@ TEST_F(SvcConfigTest, EngineTunables) {
   auto d = parse_args({"p1"}, "");
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->opts.dev.engine.default_cc.nscc.disable_qa);
+  // The service shares NSCC's base RTT per peer (fair shares between its
+  // clients), the in-process engine does not; the option turns it off.
+  EXPECT_TRUE(d->opts.dev.engine.cc_share_base_rtt);
+  EXPECT_FALSE(EngineConfig{}.cc_share_base_rtt);
+  auto off = parse_args({"--engine", "cc_share_base_rtt=0", "p1"}, "");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->opts.dev.engine.cc_share_base_rtt);
   for (const char* bad :
        {"cc_qa=2", "cc_qa", "=1", "bogus=1", "cc_qa=-1", "cc_qa= 1", "cc_qa=1x"}) {
     auto b = parse_args({"--engine", bad, "p1"}, "");

@@ -1,0 +1,141 @@
+// NSCC fairness between QPs of one engine on a software host (issue 23):
+// 8 QPs of one pair of hosts share 4 planes, every one with the same bulk
+// load, while the hosts' engine threads sleep and wake (the scheduling
+// delays of nscc_host_test). With one base RTT per peer (mrc-serviced's
+// setting, EngineConfig::cc_share_base_rtt) Jain's index over what each QP
+// moved stays near 1. The aggregate is printed, not bounded: quick adapt
+// then cuts every QP on wake-ups (seed 2: 3.8 of 9.8 Gbit/s here; about a
+// fifth less through the service on veth, performance.md "Fair shares").
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "engine/harness.hpp"
+
+namespace mrc::testing {
+namespace {
+
+using namespace core;
+
+constexpr int kQps = 8;
+constexpr size_t kMsg = 64 * 1024;
+constexpr int kDepth = 16;  // WRITEs in flight per QP (svc_fair's bulk shape)
+constexpr Time kWarm = 20'000'000, kSpan = 80'000'000;
+
+struct Share {
+  bool ok = false;
+  double jain = 0, gbps = 0;
+  uint64_t bytes[kQps] = {};
+};
+
+struct Mix {
+  uint64_t seed = 1;
+  bool share_base = true;  // mrc-serviced's default
+};
+
+// Every QP keeps kDepth WRITEs posted; each completion posts the next into
+// the same slot. Bytes completed per QP in [kWarm, kWarm + kSpan).
+Share share(const Mix& su) {
+  PairOptions o;
+  o.seed = su.seed;
+  o.mtu = 4096;
+  o.gbps = 2.5;  // per plane: 10 Gbit/s over the 4
+  o.cfg.cc_share_base_rtt = su.share_base;
+  Pair p(o);
+  std::vector<uint32_t> qps;
+  for (int i = 0; i < kQps; i++) qps.push_back(p.connect().first);
+  std::vector<Buffer> src, dst;
+  src.reserve(kQps);
+  dst.reserve(kQps);
+  for (int i = 0; i < kQps; i++) {
+    src.emplace_back(p.e(0), p.h(0).pd, kDepth * kMsg, uint8_t(1 + i), kAccessLocalWrite);
+    dst.emplace_back(p.e(1), p.h(1).pd, kDepth * kMsg, uint8_t(101 + i),
+                     kAccessLocalWrite | kAccessRemoteWrite);
+  }
+  // The hosts' threads: half the frames find the receiving thread awake,
+  // the rest wait 50-250 us for it, in order per host (nscc_host_test).
+  Rng r(su.seed);
+  Time last[2] = {};
+  p.hook = [&](int from, uint8_t, std::vector<uint8_t>&, Time now) {
+    const int to = 1 - from;
+    const Time arrive = now + 5'000;
+    const Time wake = r.below(2) == 0 ? 0 : 50'000 + r.below(200'000);
+    const Time at = std::max(arrive + wake, last[to]);
+    last[to] = at;
+    Hook h;
+    h.extra_delay = at - arrive;
+    return h;
+  };
+  Share out;
+  bool posted_ok = true, errors = false;
+  auto post = [&](int q, int slot) {
+    const size_t i = size_t(q);
+    posted_ok = posted_ok && post_write(p.e(0), qps[i], src[i], dst[i], size_t(slot) * kMsg, kMsg,
+                                        uint64_t(q) << 8 | uint64_t(slot))
+                                 .ok();
+  };
+  for (int q = 0; q < kQps; q++)
+    for (int s = 0; s < kDepth; s++) post(q, s);
+  std::vector<Wc> wc;
+  const Time end = kWarm + kSpan;
+  p.run(
+      [&] {
+        wc.clear();
+        p.poll(0, p.h(0).scq, wc);
+        for (const Wc& w : wc) {
+          errors = errors || w.status != kWcSuccess;
+          const int q = int(w.wr_id >> 8);
+          if (p.now >= kWarm && p.now < end) out.bytes[q] += kMsg;
+          post(q, int(w.wr_id & 0xff));
+        }
+        return p.now >= end || errors || !posted_ok;
+      },
+      end + 1);
+  double sum = 0, sq = 0;
+  for (uint64_t b : out.bytes) {
+    sum += double(b);
+    sq += double(b) * double(b);
+  }
+  out.jain = sq > 0 ? sum * sum / (kQps * sq) : 0;
+  out.gbps = sum * 8 / double(kSpan);
+  out.ok = !errors && posted_ok;
+  for (int q = 0; q < kQps; q++) {
+    const size_t i = size_t(q);
+    out.ok = out.ok && !std::memcmp(src[i].bytes.data(), dst[i].bytes.data(), kDepth * kMsg);
+  }
+  return out;
+}
+
+std::string describe(const Share& s) {
+  std::string per;
+  for (uint64_t b : s.bytes) per += " " + std::to_string(b >> 20);
+  return "Jain " + std::to_string(s.jain) + ", " + std::to_string(s.gbps) +
+         " Gbit/s, MiB per QP:" + per;
+}
+
+// What the shared base RTT mends: with each QP's own, quick adapt holds the
+// QP that met no wake-up early (the smallest base RTT, so the smallest
+// target) at a fraction of the others' share (seed 2: 2 MiB against 12-13).
+// Fails if the scenario stops reproducing it, and the test below would
+// prove nothing.
+TEST(NsccFair, EachQpsOwnBaseRttHoldsOneQpSmall) {
+  const Share s = share({.seed = 2, .share_base = false});
+  EXPECT_TRUE(s.ok);
+  EXPECT_LT(s.jain, 0.95) << describe(s);
+}
+
+// mrc-serviced's setting: every QP within a few percent of the others,
+// every byte where it belongs.
+TEST(NsccFair, EightQpsOfOneEngineShareEqually) {
+  for (uint64_t seed : {1, 2}) {
+    const Share s = share({.seed = seed});
+    EXPECT_TRUE(s.ok) << "seed " << seed;
+    EXPECT_GE(s.jain, 0.97) << "seed " << seed << ": " << describe(s);
+    printf("seed %llu: %s\n", (unsigned long long)seed, describe(s).c_str());
+  }
+}
+
+}  // namespace
+}  // namespace mrc::testing
