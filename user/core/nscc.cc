@@ -129,7 +129,7 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   if (!p_.qa) return false;
   const uint64_t qa_thr =
       p_.qa_threshold ? p_.qa_threshold : std::max<uint64_t>(4 * target_, p_.qa_floor);
-  if (!loss) qa_min_delay_ = std::min(qa_min_delay_, delay);
+  if (p_.qa_standing && !loss) qa_min_delay_ = std::min(qa_min_delay_, delay);
   if (now < qa_window_end_) return false;
   // A delay trigger needs every ack of the window delayed: a queue that
   // stands, as an incast builds. One late ack is a wake-up of a host's

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "codec/packet.hpp"
 #include "core/engine.hpp"
+#include "core/rng.hpp"
 #include "engine/addrs.hpp"
 
 namespace mrc::testing {
@@ -109,6 +112,24 @@ struct PairOptions {
   Host::AddrFn addr;            // host addresses (default host_ip())
   uint32_t access = core::kAccessRemoteWrite | core::kAccessLocalWrite;
 };
+
+// A wire hook for Pair::hook: the hosts' threads sleep and wake. Half the
+// frames find the receiving thread awake; the rest wait 50-250 us for it,
+// in order per host (a frame that waits holds back the ones behind it, as
+// a sleeping thread does). `latency` is the harness's one-way latency.
+inline auto host_wakeups(uint64_t seed, core::Time latency = 5'000) {
+  return [r = core::Rng(seed), last = std::array<core::Time, 2>{}, latency](
+             int from, uint8_t, std::vector<uint8_t>&, core::Time now) mutable {
+    const int to = 1 - from;
+    const core::Time arrive = now + latency;
+    const core::Time wake = r.below(2) == 0 ? 0 : 50'000 + r.below(200'000);
+    const core::Time at = std::max(arrive + wake, last[size_t(to)]);
+    last[size_t(to)] = at;
+    Hook h;
+    h.extra_delay = at - arrive;
+    return h;
+  };
+}
 
 class Pair {
  public:

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <vector>
 
-#include "core/rng.hpp"
 #include "engine/harness.hpp"
 
 namespace mrc::testing {
@@ -70,20 +69,7 @@ Share share(const Mix& su) {
     dst.emplace_back(p.e(1), p.h(1).pd, kDepth * kMsg, uint8_t(101 + i),
                      kAccessLocalWrite | kAccessRemoteWrite);
   }
-  // The hosts' threads: half the frames find the receiving thread awake,
-  // the rest wait 50-250 us for it, in order per host (nscc_host_test).
-  Rng r(su.seed);
-  Time last[2] = {};
-  p.hook = [&](int from, uint8_t, std::vector<uint8_t>&, Time now) {
-    const int to = 1 - from;
-    const Time arrive = now + 5'000;
-    const Time wake = r.below(2) == 0 ? 0 : 50'000 + r.below(200'000);
-    const Time at = std::max(arrive + wake, last[to]);
-    last[to] = at;
-    Hook h;
-    h.extra_delay = at - arrive;
-    return h;
-  };
+  p.hook = host_wakeups(su.seed);
   Share out;
   bool posted_ok = true, errors = false;
   auto post = [&](int q, int slot) {

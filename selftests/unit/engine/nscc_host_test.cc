@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "core/nscc.hpp"
-#include "core/rng.hpp"
 #include "engine/harness.hpp"
 
 namespace mrc::testing {
@@ -50,19 +49,7 @@ Outcome transfer(bool cc, Time min_target, uint64_t seed) {
   (void)q1;
   Buffer src(p.e(0), p.h(0).pd, kMsgs * kMsg, 1, kAccessLocalWrite);
   Buffer dst(p.e(1), p.h(1).pd, kMsgs * kMsg, 2, kAccessLocalWrite | kAccessRemoteWrite);
-  Rng r(seed);
-  Time last[2] = {};
-  const Time latency = 5'000;  // the harness's one-way latency
-  p.hook = [&](int from, uint8_t, std::vector<uint8_t>&, Time now) {
-    const int to = 1 - from;
-    const Time arrive = now + latency;
-    const Time wake = r.below(2) == 0 ? 0 : 50'000 + r.below(200'000);
-    const Time at = std::max(arrive + wake, last[to]);
-    last[to] = at;
-    Hook h;
-    h.extra_delay = at - arrive;
-    return h;
-  };
+  p.hook = host_wakeups(seed);
   Outcome out;
   for (int i = 0; i < kMsgs; i++)
     if (!post_write(p.e(0), q0, src, dst, size_t(i) * kMsg, kMsg, uint64_t(i)).ok()) return out;

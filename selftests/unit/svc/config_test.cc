@@ -192,7 +192,9 @@ TEST_F(SvcConfigTest, EngineTunables) {
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->opts.dev.engine.cc_share_base_rtt);
   for (const char* bad :
-       {"cc_qa=2", "cc_qa", "=1", "bogus=1", "cc_qa=-1", "cc_qa= 1", "cc_qa=1x"}) {
+       {"cc_qa=2", "cc_qa", "=1", "bogus=1", "cc_qa=-1", "cc_qa= 1", "cc_qa=1x",
+        "cc_share_base_rtt=2", "cc_share_base_rtt=-1", "cc_qa_standing=2", "cc_qa_floor_us=-5",
+        "cc_qa_floor_us=99999999999999999999", "cc_qa_floor_us=3600000001"}) {
     auto b = parse_args({"--engine", bad, "p1"}, "");
     ASSERT_FALSE(b.ok()) << bad;
     EXPECT_NE(b.error().message().find("--engine"), std::string::npos) << b.error().message();
