@@ -167,6 +167,7 @@ void Client::mark_dead(const std::string& why) {
               "); close and reopen the device";
   dead_.store(true, std::memory_order_release);
   flush_dead();
+  flushed_.store(true, std::memory_order_release);
   // Waiters on channels see their pipe's end (the service's write ends
   // closed): get_event says EIO. The async pipe would stay readable at its
   // end: an eventfd with one count takes its number, so a poller wakes once
@@ -511,12 +512,15 @@ Status Client::post_recv(void* post, const RecvWr& wr) {
 
 Result<size_t> Client::poll(void* ring, std::span<Wc> out) {
   auto* r = static_cast<ClientCq*>(ring);
+  // Read before the ring: once it is set, every flush completion is in the
+  // ring, so an empty ring then means the end.
+  const bool flushed = r->c->flushed_.load(std::memory_order_acquire);
   size_t n = 0;
   while (n < out.size() && r->ring.pop(out[n])) n++;
   if (n) return n;
   if (r->ctl->overflow.load(std::memory_order_acquire))
     return make_error(EOVERFLOW, "poll_cq: completion queue overrun");
-  if (r->c->dead_.load(std::memory_order_acquire)) return r->c->gone();
+  if (flushed) return r->c->gone();
   return n;
 }
 

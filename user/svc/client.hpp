@@ -150,6 +150,11 @@ class Client {
   std::mutex call_mu_;  // one request at a time
   uint32_t seq_ = 0;
   std::atomic<bool> dead_{false};
+  // Set after flush_dead() published every flush completion: a poll that
+  // finds its CQ empty says EIO only then (dead_ alone comes first, so posts
+  // racing with the flush fail; a poller that saw only dead_ would miss the
+  // flushes still being written).
+  std::atomic<bool> flushed_{false};
   std::string dead_why_;  // set once, before dead_
   std::mutex obj_mu_;     // the object lists
   std::vector<std::unique_ptr<ClientQp>> qps_;
