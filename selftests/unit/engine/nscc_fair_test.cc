@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/nscc.hpp"
 #include "engine/harness.hpp"
 
 namespace mrc::testing {
@@ -146,6 +147,54 @@ TEST(NsccFair, EightQpsOfOneEngineShareEqually) {
     }
     printf("seed %llu: %s\n", (unsigned long long)seed, describe(s).c_str());
   }
+}
+
+// Quick adapt's delay trigger and its two off-by-default options
+// (EngineConfig::cc_qa_floor, cc_qa_standing), on one Nscc fed acks
+// directly. Base RTT 20 us, so the target is 20 us and the trigger 4 x 20 =
+// 80 us. After the first ack opens a quick adapt window (base + target =
+// 40 us), acks come 1 us apart with RTT `rest`; the ack at the window's end,
+// the one quick adapt judges, has RTT `last`. True when it fired (and the
+// window fell to what the window achieved).
+constexpr Time kBase = 20'000;
+
+bool qa_fires(uint64_t floor, bool standing, uint64_t rest, uint64_t last) {
+  CcProfile prof;  // quick adapt on
+  Nscc cc;
+  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget,
+               NsccStart{.init_window = 0, .qa_floor = floor, .qa_standing = standing});
+  Time now = 1'000'000;
+  cc.on_ack(4096, kBase, false, 0, now);
+  const Time end = now + 2 * kBase;
+  for (now += 1000; now < end; now += 1000) {
+    cc.on_ack(4096, rest, false, 0, now);
+    if (cc.quick_adapted()) ADD_FAILURE() << "fired before the window's end";
+  }
+  cc.on_ack(4096, last, false, 0, end);
+  if (cc.quick_adapted() && cc.cwnd() >= (2u << 20)) ADD_FAILURE() << "fired, window not cut";
+  return cc.quick_adapted();
+}
+
+TEST(NsccQuickAdapt, OneLateAckFiresItByDefault) {
+  EXPECT_FALSE(qa_fires(0, false, kBase, kBase));
+  EXPECT_FALSE(qa_fires(0, false, kBase, kBase + 70'000));  // under 4 x target
+  EXPECT_TRUE(qa_fires(0, false, kBase, kBase + 100'000));
+}
+
+// cc_qa_floor: a delay under the floor no longer fires it; one above still
+// does (a floor, not an off switch).
+TEST(NsccQuickAdapt, FloorRaisesTheDelayTrigger) {
+  EXPECT_FALSE(qa_fires(200'000, false, kBase, kBase + 100'000));
+  EXPECT_TRUE(qa_fires(200'000, false, kBase, kBase + 300'000));
+  EXPECT_TRUE(qa_fires(50'000, false, kBase, kBase + 100'000));  // 4 x target is higher
+}
+
+// cc_qa_standing: one late ack (a host's wake-up) does not fire it; a
+// window in which every ack was late (a queue that stands) does.
+TEST(NsccQuickAdapt, StandingNeedsEveryAckOfTheWindowLate) {
+  EXPECT_FALSE(qa_fires(0, true, kBase, kBase + 100'000));
+  EXPECT_FALSE(qa_fires(0, true, kBase + 100'000, kBase));
+  EXPECT_TRUE(qa_fires(0, true, kBase + 100'000, kBase + 100'000));
 }
 
 }  // namespace
