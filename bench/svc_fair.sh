@@ -31,24 +31,27 @@
 # run, per-round ratios and their medians.
 #
 #   bench/svc_fair.sh [-b BUILD] [-r ROUNDS] [-t SECONDS] [-n PROCS] [-o DIR]
-#                     [-A SERVICED] [-a "ARGS"]
+#                     [-A SERVICED] [-a "ARGS"] [-L] [-l "ARGS"]
 #
 # -A: a second mrc-serviced binary (say, the one before a change): each round
 # also runs the bulk8 row through it, and its Jain's index is printed beside.
 # -a "ARGS": arguments for that second service (-A, default this build's
 # mrc-serviced), e.g. -a "--engine cc_qa=0" (NSCC without quick adapt).
+# -L: only the lat8 row, in both modes, each round. -l "ARGS": more mrc_perf
+# arguments for the lat8 row of both modes (both ends), e.g. -l "--spin-us 20".
 #
 # Needs root; builds nothing (default BUILD ./build).
 # Documentation/performance.md, "The host service".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT= ALT= ALT_ARGS=
-while getopts b:r:t:n:o:A:a:h o; do
+BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT= ALT= ALT_ARGS= LATONLY= LAT_ARGS=
+while getopts b:r:t:n:o:A:a:Ll:h o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;;
     n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;; A) ALT=$OPTARG ;; a) ALT_ARGS=$OPTARG ;;
-    *) sed -n '2,43p' "$0"; exit 2 ;;
+    L) LATONLY=1 ;; l) LAT_ARGS=$OPTARG ;;
+    *) sed -n '2,45p' "$0"; exit 2 ;;
   esac
 done
 . "$ROOT/bench/bench_lib.sh"
@@ -68,6 +71,8 @@ BULK=(-s 65536 -q 1 -t 16 --verify --json --no-mrcd)
 SRV_ARGS=()  # extra arguments of the next start's server only
 NOVERIFY=    # set: field() does not ask for a verified run
 LAT=(-l -s 8 --verify --json --no-mrcd)
+# shellcheck disable=SC2206
+LAT+=($LAT_ARGS)
 
 # Each line of stdin with the wall clock it arrived at in front (mrc_perf
 # flushes every report).
@@ -186,6 +191,13 @@ declare -a X1 S1 S8 J R1 R8 XL SL RL JQS JQX JA JNV
 mode_service() {
   local r=$1 g
   bench_svc_up svc_fair
+  if [ -n "$LATONLY" ]; then
+    one "svc.lat.$r" service "${LAT[@]}"
+    SL[r]=$(field "svc.lat.$r" p50_us)
+    bench_svc_down
+    echo "round $r service   8 B p50 ${SL[r]} us"
+    return
+  fi
   one "svc.bulk1.$r" service "${BULK[@]}"
   S1[r]=$(field "svc.bulk1.$r" gbps)
   bulk8 "svc.bulk8.$r"
@@ -204,6 +216,12 @@ mode_service() {
 }
 mode_exclusive() {
   local r=$1
+  if [ -n "$LATONLY" ]; then
+    one "exc.lat.$r" exclusive "${LAT[@]}"
+    XL[r]=$(field "exc.lat.$r" p50_us)
+    echo "round $r exclusive 8 B p50 ${XL[r]} us"
+    return
+  fi
   one "exc.bulk1.$r" exclusive "${BULK[@]}"
   X1[r]=$(field "exc.bulk1.$r" gbps)
   JQX[r]=$(q8 "exc.q8.$r" exclusive)
@@ -224,12 +242,21 @@ for ((r = 1; r <= ROUNDS; r++)); do
   if ((r % 2)); then order="service exclusive"; else order="exclusive service"; fi
   [ -n "$ALT" ] && if ((r % 2)); then order="$order alt"; else order="alt $order"; fi
   for m in $order; do "mode_$m" "$r"; done
+  RL[r]=$(ratio "${SL[r]}" "${XL[r]}")
+  if [ -n "$LATONLY" ]; then
+    echo "round $r ratio: p50 service/exclusive ${RL[r]}"
+    continue
+  fi
   R1[r]=$(ratio "${S1[r]}" "${X1[r]}")
   R8[r]=$(ratio "${S8[r]}" "${S1[r]}")
-  RL[r]=$(ratio "${SL[r]}" "${XL[r]}")
   echo "round $r ratios: bulk1 service/exclusive ${R1[r]}, bulk$NPROC/bulk1 ${R8[r]}, p50 service/exclusive ${RL[r]}"
 done
 med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+if [ -n "$LATONLY" ]; then
+  echo "median 8 B p50: service $(med "${SL[@]}") us, exclusive $(med "${XL[@]}") us, ratio $(med "${RL[@]}") (target <= 1.2; per round: ${RL[*]})"
+  echo "logs: $OUT"
+  exit 0
+fi
 echo "median bulk1: service $(med "${S1[@]}") Gbit/s, exclusive $(med "${X1[@]}") Gbit/s, ratio $(med "${R1[@]}") (target >= 0.9; per round: ${R1[*]})"
 echo "median bulk$NPROC: $(med "${S8[@]}") Gbit/s, ratio to bulk1 $(med "${R8[@]}") (target >= 1.0; per round: ${R8[*]})"
 echo "median Jain over $NPROC: $(med "${J[@]}") (target >= 0.95; per round: ${J[*]})"

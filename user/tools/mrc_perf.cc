@@ -136,8 +136,10 @@ FILE* g_ev_log = nullptr;
       "      --progress MODE  who runs the engine: thread (the device's engine thread)\n"
       "                       or app (this program's thread while it waits for\n"
       "                       completions; the engine thread only as a fallback)\n"
-      "      --spin-us N      --progress app: poll for N us before sleeping in\n"
-      "                       Context::progress() (0: sleep once a pass finds nothing)\n"
+      "      --spin-us N      poll the CQ for N us before sleeping: in\n"
+      "                       Context::progress() (--progress app; 0: sleep once a pass\n"
+      "                       finds nothing) or on the completion channel (engine\n"
+      "                       thread; 0: after 64 empty polls)\n"
       "      --progress-idle-us N  --progress app: the engine thread takes over when\n"
       "                       no pass came for N us (DeviceOptions::progress_idle_us)\n"
       "      --cpu N          pin the engine thread\n"
@@ -1110,10 +1112,16 @@ size_t wait_wc(Side& s, std::span<Wc> out, int timeout_ms) {
         die("progress", r.error());
     }
   }
-  for (int spin = 0; spin < 64; spin++) {
+  // The engine thread progresses: poll at least 64 times and for spin_us,
+  // then sleep on the completion channel. (A poll costs a ring read through
+  // the service and a locked engine call in-process, so a count alone
+  // spins for very different times in the two modes.)
+  const auto spin_until = Clock::now() + std::chrono::microseconds(s.spin_us);
+  for (uint32_t spin = 0;; spin++) {
     auto n = s.cq->poll(out);
     if (!n) die("poll_cq", n.error());
     if (*n) return *n;
+    if (spin >= 64 && (!s.spin_us || Clock::now() >= spin_until)) break;
   }
   must(s.cq->req_notify(), "req_notify");
   auto n = s.cq->poll(out);
