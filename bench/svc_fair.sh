@@ -31,7 +31,7 @@
 # run, per-round ratios and their medians.
 #
 #   bench/svc_fair.sh [-b BUILD] [-r ROUNDS] [-t SECONDS] [-n PROCS] [-o DIR]
-#                     [-A SERVICED] [-a "ARGS"] [-L] [-l "ARGS"]
+#                     [-A SERVICED] [-a "ARGS"] [-L] [-l "ARGS"] [-C]
 #
 # -A: a second mrc-serviced binary (say, the one before a change): each round
 # also runs the bulk8 row through it, and its Jain's index is printed beside.
@@ -39,19 +39,23 @@
 # mrc-serviced), e.g. -a "--engine cc_qa=0" (NSCC without quick adapt).
 # -L: only the lat8 row, in both modes, each round. -l "ARGS": more mrc_perf
 # arguments for the lat8 row of both modes (both ends), e.g. -l "--spin-us 20".
+# -C: beside a busy application: only bulk1 and lat8, each once quiet and
+# once with a busy loop on every CPU (ours, at normal priority, bounded by
+# timeout and killed by pid after the run), in both modes. Retention is
+# busy / quiet (latency: quiet p50 / busy p50) within a round and mode.
 #
 # Needs root; builds nothing (default BUILD ./build).
 # Documentation/performance.md, "The host service".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT= ALT= ALT_ARGS= LATONLY= LAT_ARGS=
-while getopts b:r:t:n:o:A:a:Ll:h o; do
+BUILD=$ROOT/build ROUNDS=5 SECS=4 NPROC=8 OUT= ALT= ALT_ARGS= LATONLY= LAT_ARGS= CORUN=
+while getopts b:r:t:n:o:A:a:Ll:Ch o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; t) SECS=$OPTARG ;;
     n) NPROC=$OPTARG ;; o) OUT=$OPTARG ;; A) ALT=$OPTARG ;; a) ALT_ARGS=$OPTARG ;;
-    L) LATONLY=1 ;; l) LAT_ARGS=$OPTARG ;;
-    *) sed -n '2,45p' "$0"; exit 2 ;;
+    L) LATONLY=1 ;; l) LAT_ARGS=$OPTARG ;; C) CORUN=1 ;;
+    *) sed -n '2,49p' "$0"; exit 2 ;;
   esac
 done
 . "$ROOT/bench/bench_lib.sh"
@@ -62,8 +66,24 @@ bench_fabric_up planes=4 >/dev/null
 PIDS=()
 stop_all() {
   local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  PIDS=()
+  for p in "${PIDS[@]}" "${BUSY[@]}"; do kill "$p" 2>/dev/null || true; done
+  PIDS=() BUSY=()
+}
+BUSY=()
+# busy_on / busy_off: one shell busy loop per CPU, pinned, each ending by
+# itself after 100 s at the latest; off kills them by pid.
+busy_on() {
+  local c
+  for ((c = 0; c < $(nproc); c++)); do
+    taskset -c "$c" timeout 100 sh -c 'while :; do :; done' &
+    BUSY+=("$!")
+  done
+}
+busy_off() {
+  local p
+  for p in "${BUSY[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${BUSY[@]}"; do wait "$p" 2>/dev/null || true; done
+  BUSY=()
 }
 trap 'stop_all; bench_svc_down; bench_cleanup' EXIT INT TERM
 PORT=$((23000 + RANDOM % 1000))
@@ -187,10 +207,34 @@ bulk8() { # NAME [ARGS...] (default BULK)
     exit 1
   fi
 }
-declare -a X1 S1 S8 J R1 R8 XL SL RL JQS JQX JA JNV
+declare -a X1 S1 S8 J R1 R8 XL SL RL JQS JQX JA JNV CVB CVL
+# -C's figures by "MODE.KIND.ROUND": bulk0/bulk1 (Gbit/s quiet/busy),
+# lat0/lat1 (p50 us), rb/rl (what busy kept).
+declare -A CV
+# corun MODE R: bulk1 and lat8, quiet and busy (the order alternating).
+corun() {
+  local m=$1 r=$2 b order
+  if ((r % 2)); then order="0 1"; else order="1 0"; fi
+  for b in $order; do
+    if ((b)); then busy_on; fi
+    one "$m.cbulk$b.$r" "$m" "${BULK[@]}"
+    one "$m.clat$b.$r" "$m" "${LAT[@]}"
+    if ((b)); then busy_off; fi
+    CV[$m.bulk$b.$r]=$(field "$m.cbulk$b.$r" gbps)
+    CV[$m.lat$b.$r]=$(field "$m.clat$b.$r" p50_us)
+  done
+  CV[$m.rb.$r]=$(ratio "${CV[$m.bulk1.$r]}" "${CV[$m.bulk0.$r]}")
+  CV[$m.rl.$r]=$(ratio "${CV[$m.lat0.$r]}" "${CV[$m.lat1.$r]}")
+  echo "round $r $m: bulk1 ${CV[$m.bulk0.$r]} Gbit/s quiet, ${CV[$m.bulk1.$r]} busy (kept ${CV[$m.rb.$r]}); 8 B p50 ${CV[$m.lat0.$r]} us quiet, ${CV[$m.lat1.$r]} busy (kept ${CV[$m.rl.$r]})"
+}
 mode_service() {
   local r=$1 g
   bench_svc_up svc_fair
+  if [ -n "$CORUN" ]; then
+    corun service "$r"
+    bench_svc_down
+    return
+  fi
   if [ -n "$LATONLY" ]; then
     one "svc.lat.$r" service "${LAT[@]}"
     SL[r]=$(field "svc.lat.$r" p50_us)
@@ -216,6 +260,10 @@ mode_service() {
 }
 mode_exclusive() {
   local r=$1
+  if [ -n "$CORUN" ]; then
+    corun exclusive "$r"
+    return
+  fi
   if [ -n "$LATONLY" ]; then
     one "exc.lat.$r" exclusive "${LAT[@]}"
     XL[r]=$(field "exc.lat.$r" p50_us)
@@ -242,6 +290,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
   if ((r % 2)); then order="service exclusive"; else order="exclusive service"; fi
   [ -n "$ALT" ] && if ((r % 2)); then order="$order alt"; else order="alt $order"; fi
   for m in $order; do "mode_$m" "$r"; done
+  if [ -n "$CORUN" ]; then
+    CVB[r]=$(ratio "${CV[service.rb.$r]}" "${CV[exclusive.rb.$r]}")
+    CVL[r]=$(ratio "${CV[service.rl.$r]}" "${CV[exclusive.rl.$r]}")
+    echo "round $r kept, service / exclusive: bulk ${CVB[r]}, 8 B p50 ${CVL[r]}"
+    continue
+  fi
   RL[r]=$(ratio "${SL[r]}" "${XL[r]}")
   if [ -n "$LATONLY" ]; then
     echo "round $r ratio: p50 service/exclusive ${RL[r]}"
@@ -252,6 +306,18 @@ for ((r = 1; r <= ROUNDS; r++)); do
   echo "round $r ratios: bulk1 service/exclusive ${R1[r]}, bulk$NPROC/bulk1 ${R8[r]}, p50 service/exclusive ${RL[r]}"
 done
 med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+if [ -n "$CORUN" ]; then
+  for m in service exclusive; do
+    v=() w=() x=() y=()
+    for ((r = 1; r <= ROUNDS; r++)); do
+      v+=("${CV[$m.bulk0.$r]}") w+=("${CV[$m.bulk1.$r]}") x+=("${CV[$m.lat0.$r]}") y+=("${CV[$m.lat1.$r]}")
+    done
+    echo "median $m: bulk1 $(med "${v[@]}") Gbit/s quiet, $(med "${w[@]}") busy; 8 B p50 $(med "${x[@]}") us quiet, $(med "${y[@]}") busy"
+  done
+  echo "median kept, service / exclusive: bulk $(med "${CVB[@]}") (per round: ${CVB[*]}), 8 B p50 $(med "${CVL[@]}") (per round: ${CVL[*]})"
+  echo "logs: $OUT"
+  exit 0
+fi
 if [ -n "$LATONLY" ]; then
   echo "median 8 B p50: service $(med "${SL[@]}") us, exclusive $(med "${XL[@]}") us, ratio $(med "${RL[@]}") (target <= 1.2; per round: ${RL[*]})"
   echo "logs: $OUT"
