@@ -105,6 +105,7 @@ Status Client::hello(Context::Impl& im) {
   doorbell_ = std::move(m->fds[1]);
   async_fd_ = std::move(m->fds[2]);
   struct stat st {};
+  bell_sock_ = fstat(doorbell_.get(), &st) == 0 && S_ISSOCK(st.st_mode);
   if (fstat(area_fd_.get(), &st) < 0 || uint64_t(st.st_size) != r.area_size ||
       r.area_size < sizeof(AreaHdr))
     return make_error(EPROTO, "mrc-serviced: the shared area's size disagrees with HELLO");
@@ -159,6 +160,14 @@ Client::~Client() {
 }
 
 Error Client::gone() const { return make_error(EIO, dead_why_); }
+
+// gone(), once the death flush is written: mark_dead() holds obj_mu_ while
+// it flushes, so a waiter woken by the death that then polls finds every
+// flush completion.
+Error Client::gone_flushed() {
+  std::lock_guard<std::mutex> lk(obj_mu_);
+  return gone();
+}
 
 void Client::mark_dead(const std::string& why) {
   std::lock_guard<std::mutex> lk(obj_mu_);
@@ -473,10 +482,18 @@ Result<StatsRep> Client::stats() {
 void Client::ring_doorbell(uint32_t qp_handle, ClientQp& q) {
   if (!q.ctl->queued.exchange(1, std::memory_order_acq_rel)) (void)ready_.push(qp_handle);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (hdr_->engine_sleeping.load(std::memory_order_relaxed)) {
-    const uint8_t one = 1;  // a pipe: a full one already wakes the service
+  if (hdr_->engine_sleeping.load(std::memory_order_relaxed)) ring_bell();
+}
+
+// One byte (a full doorbell already wakes the service). A socket since
+// 2026-12-03: MSG_NOSIGNAL makes a write after the service's death EPIPE,
+// where the pipe of older services raised SIGPIPE.
+void Client::ring_bell() {
+  const uint8_t one = 1;
+  if (bell_sock_)
+    (void)!send(doorbell_.get(), &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  else
     (void)!write(doorbell_.get(), &one, 1);
-  }
 }
 
 Status Client::post_send(void* post, const SendWr& wr) {
@@ -527,7 +544,7 @@ Result<size_t> Client::poll(void* ring, std::span<Wc> out) {
 Status Client::req_notify(void* ring) {
   auto* r = static_cast<ClientCq*>(ring);
   if (!r->ch) return make_error(EINVAL, "req_notify: the CQ has no completion channel");
-  if (r->c->dead_.load(std::memory_order_acquire)) return r->c->gone();
+  if (r->c->dead_.load(std::memory_order_acquire)) return r->c->gone_flushed();
   r->ctl->armed.store(1, std::memory_order_seq_cst);
   // A completion that raced with arming must not be lost.
   // Only the service writes the channel's pipe: ask it (once per CQ while
@@ -537,10 +554,7 @@ Status Client::req_notify(void* ring) {
     Client& c = *r->c;
     if (!r->ctl->kick.exchange(1, std::memory_order_acq_rel)) (void)c.ready_.push(kCqKick | r->h);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (c.hdr_->engine_sleeping.load(std::memory_order_relaxed)) {
-      const uint8_t one = 1;
-      (void)!write(c.doorbell_.get(), &one, 1);
-    }
+    if (c.hdr_->engine_sleeping.load(std::memory_order_relaxed)) c.ring_bell();
   }
   return {};
 }
@@ -549,7 +563,7 @@ Result<Cq*> Client::get_event(void* channel, int fd) {
   auto* ch = static_cast<ClientChannel*>(channel);
   Client& c = *ch->c;
   for (;;) {
-    if (c.dead_.load(std::memory_order_acquire)) return c.gone();
+    if (c.dead_.load(std::memory_order_acquire)) return c.gone_flushed();
     uint8_t b;
     const ssize_t n = read(fd, &b, 1);  // one byte per event the service wrote
     if (n < 0) return errno_error(errno, "get_cq_event");

@@ -130,14 +130,17 @@ class Client {
   // service's error; EIO once the service is gone.
   Result<Msg> call(Op op, const void* req, size_t len, const int* fds = nullptr, size_t nfds = 0);
   Error gone() const;
+  Error gone_flushed();
   void mark_dead(const std::string& why);
   // Flush completions and death events (obj_mu_ held, dead_ set).
   void flush_dead();
   void monitor();
   void ring_doorbell(uint32_t qp_handle, ClientQp& q);
+  void ring_bell();
   Status hello(Context::Impl& im);
 
   UniqueFd sock_, area_fd_, doorbell_, async_fd_, stop_fd_;
+  bool bell_sock_ = false;  // the doorbell is a socket (send with MSG_NOSIGNAL)
   uint8_t* area_ = nullptr;
   uint64_t area_size_ = 0;
   AreaHdr* hdr_ = nullptr;

@@ -64,6 +64,7 @@ std::string render_metrics(Server& s, double start_time) {
   e.sample("mrc_service_refusals_total", L{{"kind", "bad_request"}}, c.bad_requests.load());
   e.sample("mrc_service_refusals_total", L{{"kind", "bad_wqe"}}, c.bad_wqe.load());
   e.sample("mrc_service_refusals_total", L{{"kind", "bad_ready"}}, c.bad_ready.load());
+  e.sample("mrc_service_refusals_total", L{{"kind", "closed_doorbell"}}, c.bad_doorbell.load());
   e.family("mrc_service_cq_overruns_total", "counter", "completions a client's full CQ lost");
   e.sample("mrc_service_cq_overruns_total", L{}, c.cq_overruns.load());
   const EngineStats es = ctx.engine_stats();

@@ -55,6 +55,7 @@ struct Server::ClientState {
   uid_t uid = 0;
   gid_t gid = 0;
   bool hello = false;
+  bool bell_closed = false;  // the client's end of the doorbell is closed
   unsigned bad_in_row = 0;
   UniqueFd area_fd, doorbell, async_w;
   MmapArea area_map;
@@ -444,12 +445,16 @@ Result<Server::Reply> Server::op_hello(ClientState& c, Msg& m) {
   auto map = MmapArea::map(o_.area_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0,
                            "the shared area");
   if (!map) return std::move(map).error();
-  // The doorbell: a pipe. The service reads its own read end (non-blocking,
-  // an open file the client never holds: it cannot make our reads block);
-  // the client gets the write end.
+  // The doorbell: a stream socket pair. The service reads its own end
+  // (non-blocking, an open file the client never holds: it cannot make our
+  // reads block); the client gets the other. A socket, not a pipe: the
+  // client writes it with MSG_NOSIGNAL, so a write after the service died
+  // is EPIPE, not a SIGPIPE that kills the application.
   int bp[2];
-  if (pipe2(bp, O_CLOEXEC | O_NONBLOCK) < 0) return errno_error(errno, "pipe2");
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, bp) < 0)
+    return errno_error(errno, "socketpair (doorbell)");
   UniqueFd bell(bp[0]), bell_w(bp[1]);
+  (void)shutdown(bell.get(), SHUT_WR);  // one way: client to service
   // Async events: a pipe whose write end only the service holds.
   if (pipe2(bp, O_CLOEXEC | O_NONBLOCK) < 0) return errno_error(errno, "pipe2");
   UniqueFd async_r(bp[0]), async_w(bp[1]);
@@ -1053,7 +1058,9 @@ bool Server::sleep_prepare(std::vector<pollfd>& fds) {
   for (auto& c : clients_) {
     if (!c->hello) continue;
     if (c->ready.ready()) return false;
-    fds.push_back({c->doorbell.get(), POLLIN, 0});
+    // A doorbell whose client end is closed reads as end-of-file for ever:
+    // not watched (its posts wait for another wake-up, its own loss).
+    if (!c->bell_closed) fds.push_back({c->doorbell.get(), POLLIN, 0});
   }
   return true;
 }
@@ -1062,10 +1069,16 @@ void Server::woke() {
   for (auto& c : clients_) {
     if (!c->hello) continue;
     c->hdr->engine_sleeping.store(0, std::memory_order_relaxed);
-    // Empty the pipe (bounded: a flooding client costs at most 16 reads).
+    if (c->bell_closed) continue;
+    // Empty the doorbell (bounded: a flooding client costs at most 16 reads).
     std::array<uint8_t, 4096> buf;
-    for (int k = 0;
-         k < 16 && read(c->doorbell.get(), buf.data(), buf.size()) == ssize_t(buf.size()); k++) {
+    for (int k = 0; k < 16; k++) {
+      const ssize_t n = read(c->doorbell.get(), buf.data(), buf.size());
+      if (n == 0) {  // the client closed or shut down its end
+        c->bell_closed = true;
+        cnt_.bad_doorbell++;
+      }
+      if (n != ssize_t(buf.size())) break;
     }
   }
 }

@@ -74,6 +74,7 @@ struct ServerOptions {
 struct ServerCounters {
   std::atomic<uint64_t> clients_total{0}, clients_now{0}, clients_broken{0};
   std::atomic<uint64_t> bad_requests{0}, bad_wqe{0}, bad_ready{0}, cq_overruns{0};
+  std::atomic<uint64_t> bad_doorbell{0};  // clients that closed their end of the doorbell
 };
 
 class Server : public lib::LoopHook {

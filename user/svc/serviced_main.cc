@@ -117,11 +117,13 @@ int main(int argc, char** argv) {
   const auto& c = (*s)->counters();
   std::fprintf(stderr,
                "mrc-serviced: stopping; clients served %llu, broken %llu, bad requests %llu, "
-               "bad work requests %llu, bad ready entries %llu, CQ overruns %llu\n",
+               "bad work requests %llu, bad ready entries %llu, CQ overruns %llu, closed "
+               "doorbells %llu\n",
                (unsigned long long)c.clients_total.load(),
                (unsigned long long)c.clients_broken.load(),
                (unsigned long long)c.bad_requests.load(), (unsigned long long)c.bad_wqe.load(),
-               (unsigned long long)c.bad_ready.load(), (unsigned long long)c.cq_overruns.load());
+               (unsigned long long)c.bad_ready.load(), (unsigned long long)c.cq_overruns.load(),
+               (unsigned long long)c.bad_doorbell.load());
   if (!r) {
     std::fprintf(stderr, "mrc-serviced: %s\n", r.error().message().c_str());
     return 1;

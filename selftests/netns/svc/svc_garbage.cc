@@ -9,6 +9,11 @@
 // nonexistent ones, and the first's objects stay. The test checks that the
 // service and an honest transfer beside it survive. Prints what it sent.
 //   svc_garbage SOCKET IF[,IF...] SECONDS SEED
+// The "shut" mode: an honest HELLO, then it shuts down and closes its end of
+// the doorbell and holds the connection for SECONDS (prints "shut" first):
+// the service must stop watching that doorbell, not wake on its end of file
+// for ever.
+//   svc_garbage SOCKET IF[,IF...] shut SECONDS
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -24,6 +29,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "svc/client.hpp"
@@ -265,12 +271,25 @@ bool isolation(const std::string& path, const std::vector<std::string>& ifs) {
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: svc_garbage SOCKET IF[,IF...] SECONDS SEED\n");
+    std::fprintf(stderr, "usage: svc_garbage SOCKET IF[,IF...] (SECONDS SEED | shut SECONDS)\n");
     return 2;
   }
   const std::string path = argv[1];
   std::vector<std::string> ifs;
   for (char* t = std::strtok(argv[2], ","); t; t = std::strtok(nullptr, ",")) ifs.push_back(t);
+  if (std::string(argv[3]) == "shut") {
+    Honest h;
+    if (!hello(h, path, ifs)) {
+      std::fprintf(stderr, "svc_garbage: HELLO refused\n");
+      return 1;
+    }
+    (void)shutdown(h.bell.get(), SHUT_WR);  // a pipe of an older service: not a socket
+    h.bell.close();
+    std::printf("shut\n");
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(argv[4])));
+    return 0;
+  }
   const double secs = std::atof(argv[3]);
   rng.seed(std::strtoull(argv[4], nullptr, 0));
   if (!isolation(path, ifs)) return 1;

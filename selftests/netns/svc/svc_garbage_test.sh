@@ -7,7 +7,8 @@
 # doorbell floods) for 5 s, beside an honest mrc_perf --verify pair through
 # the same services. The honest pair must verify, the service must stay up,
 # serve a new verified pair afterwards, count the garbage (bad requests,
-# broken clients, bad work requests) and exit 0 on SIGTERM.
+# broken clients, bad work requests) and exit 0 on SIGTERM. Then a client
+# that closes its end of the doorbell and stays: the service must not spin.
 . "$(dirname "$0")/svc_lib.sh"
 t_require timeout
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
@@ -52,6 +53,29 @@ cat "$T_TMP/garbage.log"
 t_eq "isolation checks" "$(grep -c '^isolation: .*(want' "$T_TMP/garbage.log")" 6
 t_check "service A still runs" kill -0 "${SVC_PID[A]}"
 pair after 1
+
+# A client that closes its end of the doorbell and stays connected: the
+# service stops watching that doorbell (a closed doorbell, counted) instead
+# of waking on its end of file for ever. Its CPU over 1 s of that client's
+# life, with no other client, stays under 0.3 s.
+svc_ticks() { awk '{ print $14 + $15 }' "/proc/${SVC_PID[A]}/stat"; }
+svc_in A timeout 30 "$G" "$T_TMP/A.sock" "$(ifs A)" shut 3 >"$T_TMP/shut.log" 2>&1 &
+shpid=$!
+T_PIDS+=("$shpid")
+for ((i = 0; i < 1000; i++)); do
+	grep -q '^shut' "$T_TMP/shut.log" 2>/dev/null && break
+	kill -0 "$shpid" 2>/dev/null || break
+	sleep 0.01
+done
+t_check "a client closed its end of the doorbell" grep -q '^shut' "$T_TMP/shut.log"
+tk0=$(svc_ticks)
+sleep 1 # the measurement window, not a wait for a state
+tk1=$(svc_ticks)
+t_range "service A's CPU in 1 s beside it (ticks of $(getconf CLK_TCK) per s)" "$((tk1 - tk0))" 0 \
+	"$(($(getconf CLK_TCK) * 3 / 10))"
+t_check "service A still runs" kill -0 "${SVC_PID[A]}"
+wait "$shpid"
+t_eq "the doorbell-closing client ended by itself" "$?" 0
 for h in A B; do
 	svc_stop "$h"
 	t_eq "service $h: exit status" "$?" 0
@@ -63,4 +87,6 @@ wqe=$(grep -o 'bad work requests [0-9]*' "$T_TMP/svc.A.log" | grep -o '[0-9]*$')
 t_range "service A counted bad requests" "${bad:-0}" 100 1e12
 t_range "service A counted broken clients" "${broken:-0}" 1 1e12
 t_range "service A counted bad work requests" "${wqe:-0}" 1 1e12
+closed=$(grep -o 'closed doorbells [0-9]*' "$T_TMP/svc.A.log" | grep -o '[0-9]*$')
+t_range "service A counted closed doorbells" "${closed:-0}" 1 1e12
 t_done
