@@ -119,11 +119,7 @@ for ((i = 0; i < 500; i++)); do # it listens before its peer connects
 	sleep 0.01
 done
 cli peer "$((PORT + 3))" -D 30
-for ((i = 0; i < 1000; i++)); do
-	grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/peer-client.log" 2>/dev/null && break
-	kill -0 "${CPID[peer]}" 2>/dev/null || break
-	sleep 0.01
-done
+svc_wait_log "${CPID[peer]}" "$T_TMP/peer-client.log" '"gbps":"\?[0-9]*\.[0-9]*[1-9]'
 t_check "the victim's peer transfers" grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/peer-client.log"
 kill -9 "${SPID[victim]}"
 t0=$(date +%s%N)

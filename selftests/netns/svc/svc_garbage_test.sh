@@ -62,11 +62,7 @@ svc_ticks() { awk '{ print $14 + $15 }' "/proc/${SVC_PID[A]}/stat"; }
 svc_in A timeout 30 "$G" "$T_TMP/A.sock" "$(ifs A)" shut 3 >"$T_TMP/shut.log" 2>&1 &
 shpid=$!
 T_PIDS+=("$shpid")
-for ((i = 0; i < 1000; i++)); do
-	grep -q '^shut' "$T_TMP/shut.log" 2>/dev/null && break
-	kill -0 "$shpid" 2>/dev/null || break
-	sleep 0.01
-done
+svc_wait_log "$shpid" "$T_TMP/shut.log" '^shut'
 t_check "a client closed its end of the doorbell" grep -q '^shut' "$T_TMP/shut.log"
 tk0=$(svc_ticks)
 sleep 1 # the measurement window, not a wait for a state

@@ -45,6 +45,18 @@ svc_stop() {
 	wait "${SVC_PID[$h]}"
 }
 
+# svc_wait_log PID FILE REGEX: until FILE has a line matching REGEX (grep
+# -q), PID ended, or 10 s passed. Then the caller checks the file.
+svc_wait_log() {
+	local pid=$1 file=$2 re=$3 i
+	for ((i = 0; i < 1000; i++)); do
+		grep -q "$re" "$file" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
+
 # In HOST's namespace, with HOST's service socket: svc_in HOST cmd...
 svc_in() {
 	local h=$1
