@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,16 +31,24 @@ double ring_ns(int wr, int rd, bool sock, long n) {
          double(n);
 }
 
+// A whole positive number, or 0 (not a number, a suffix, out of range).
+long whole(const char* s) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s, &end, 10);
+  return errno || end == s || *end || v <= 0 ? 0 : v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const long n = argc > 1 ? std::atol(argv[1]) : 500000;
-  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
-  if (n <= 0 || rounds <= 0) {
-    std::fprintf(stderr, "usage: doorbell_bench [N > 0] [ROUNDS > 0]\n");
+  const long n = argc > 1 ? whole(argv[1]) : 500000;
+  const long rounds = argc > 2 ? whole(argv[2]) : 3;
+  if (argc > 3 || n <= 0 || rounds <= 0 || rounds > 1000) {
+    std::fprintf(stderr, "usage: doorbell_bench [N > 0] [ROUNDS 1-1000]\n");
     return 2;
   }
-  for (int r = 1; r <= rounds; r++) {
+  for (long r = 1; r <= rounds; r++) {
     int p[2], s[2];
     if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0 ||
         socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, s) < 0) {
@@ -48,7 +57,7 @@ int main(int argc, char** argv) {
     }
     const double pipe_ns = ring_ns(p[1], p[0], false, n);
     const double sock_ns = ring_ns(s[1], s[0], true, n);
-    std::printf("round %d: pipe %.0f ns, socket pair %.0f ns per ring (write and read)\n", r,
+    std::printf("round %ld: pipe %.0f ns, socket pair %.0f ns per ring (write and read)\n", r,
                 pipe_ns, sock_ns);
     for (int fd : {p[0], p[1], s[0], s[1]}) close(fd);
   }
