@@ -131,13 +131,14 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
       p_.qa_threshold ? p_.qa_threshold : std::max<uint64_t>(4 * target_, p_.qa_floor);
   if (p_.qa_standing && !loss) qa_min_delay_ = std::min(qa_min_delay_, delay);
   if (now < qa_window_end_) return false;
-  // A delay trigger needs every ack of the window delayed: a queue that
-  // stands, as an incast builds. One late ack is a wake-up of a host's
-  // thread; cutting to the bytes of a window that met one froze the window
-  // of whichever QP met it while the others grew (8 QPs of one engine:
-  // Jain 0.74-0.94 through the host service, issue 23; NsccFair).
-  bool trigger = loss || (p_.qa_standing ? qa_min_delay_ != ~uint64_t(0) && qa_min_delay_ > qa_thr
-                                         : delay > qa_thr);
+  // By default the ack that ends the window triggers on its own delay.
+  // With qa_standing (off by default) every ack of the window must have been
+  // delayed: a queue that stands, as an incast builds, not one late ack (a
+  // wake-up of a host's thread, which froze the window of whichever QP met
+  // it: NsccFair, issue 23). NsccQuickAdapt.* tests both.
+  const bool trigger =
+      loss ||
+      (p_.qa_standing ? qa_min_delay_ != ~uint64_t(0) && qa_min_delay_ > qa_thr : delay > qa_thr);
   bool fired = false;
   if (trigger && achieved_ < (p_.max_cwnd >> p_.qa_gate)) {
     slow_start_ = false;
