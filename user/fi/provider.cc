@@ -92,6 +92,9 @@ struct Config {
   // empty for yield_us (FI_MRC_YIELD, FI_MRC_YIELD_US; yield.hpp).
   bool yield = true;
   uint32_t yield_us = kYieldUsDefault;
+  // UMEM frames one packet may fill (FI_MRC_FRAME_CHUNKS; 1: single-buffer
+  // AF_XDP, payload at most 3392 bytes per packet even on jumbo planes).
+  uint32_t frame_chunks = 1;
   std::string why;  // empty when usable
 };
 
@@ -123,6 +126,10 @@ Config load_config() {
   if (fi_param_get_int(&g_prov, "slot_size", &v) == FI_SUCCESS) {
     if (v < 256 || v > (1 << 24)) c.why = "FI_MRC_SLOT_SIZE must be 256..16777216";
     c.slot_size = uint32_t(v);
+  }
+  if (fi_param_get_int(&g_prov, "frame_chunks", &v) == FI_SUCCESS) {
+    if (v < 1 || v > 17) c.why = "FI_MRC_FRAME_CHUNKS must be 1..17";
+    c.frame_chunks = uint32_t(v);
   }
   std::string prog = param_str("progress");
   c.progress_set = !prog.empty();
@@ -216,6 +223,7 @@ int device_get(const Config& c) {
   for (auto& s : c.ifaces) names.push_back(s.c_str());
   struct mrc_device_opts opts = {};
   if (c.app_progress) opts.flags |= MRC_DEVICE_APP_PROGRESS;
+  opts.frame_chunks = c.frame_chunks;
   g_dev.dev = mrc_open_device(names.data(), int(names.size()), &opts);
   if (!g_dev.dev && c.app_progress && errno == EOPNOTSUPP) {
     // mrc-serviced runs the engine and does not serve application
@@ -258,6 +266,8 @@ int device_get(const Config& c) {
     device_release();
     return errno_to_fi(e);
   }
+  FI_INFO(&g_prov, FI_LOG_CORE, "device %s: %d planes, path MTU %u (FI_MRC_FRAME_CHUNKS %u)\n",
+          c.domain.c_str(), g_dev.num_ports, g_dev.mtu, c.frame_chunks);
   for (int p = 1; p <= g_dev.num_ports; p++) {
     if (mrc_query_gid(g_dev.dev, uint8_t(p), 0, &g_dev.gid[p - 1]))
       std::memset(&g_dev.gid[p - 1], 0, sizeof g_dev.gid[p - 1]);
@@ -2737,6 +2747,10 @@ extern "C" __attribute__((visibility("default"))) struct fi_provider* fi_prov_in
   fi_param_define(&g_prov, "slots", FI_PARAM_INT, "Receive-ring slots per connection (default 64)");
   fi_param_define(&g_prov, "slot_size", FI_PARAM_INT,
                   "Bytes per ring slot, header included (default 65536)");
+  fi_param_define(&g_prov, "frame_chunks", FI_PARAM_INT,
+                  "UMEM frames of 4 KiB one packet may fill, 1..17 (default 1, single-buffer "
+                  "AF_XDP: at most 3392 payload bytes per packet; 3 on MTU 9000 planes carries "
+                  "8896; needs multi-buffer AF_XDP, Linux 6.6+)");
   fi_param_define(
       &g_prov, "progress", FI_PARAM_STRING,
       "app (the polling thread runs libmrc's engine; default; the engine thread through "

@@ -17,7 +17,9 @@
 #   - on a second fabric of jumbo planes (MTU 9000), MSG and RDM at 8 B,
 #     64 KiB and 1 MiB with -c: the provider's path MTU is what the device
 #     receives in one frame (3392 for single-buffer AF_XDP), not what the
-#     planes carry; 4096 lost every full-size packet and 1 MiB hung.
+#     planes carry; 4096 lost every full-size packet and 1 MiB hung;
+#     with FI_MRC_FRAME_CHUNKS=3 MSG and RDM at 1 MiB with -c in frames of
+#     up to 8896 payload bytes (checked on the wire), and 18 is refused.
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
 t_require fi_info fi_pingpong
 PROV_DIR=$MRC_BUILD_DIR/lib/libfabric
@@ -105,4 +107,27 @@ for ep in msg rdm; do
 	[ "$ep" = rdm ] && prov="mrc;ofi_rxm"
 	for size in 8 65536 1048576; do pingpong "jumbo-$ep-$size" "$prov" "$ep" "$size"; done
 done
+# Those ran single-buffer: at most 3392 payload bytes per packet. With
+# FI_MRC_FRAME_CHUNKS=3 (multi-buffer AF_XDP) a packet carries 8896 on these
+# planes: 1 MiB with -c, and the average frame B received (data and ACKs)
+# is above 4000 bytes, which single-buffer frames never reach.
+rx_sum() {
+	local p t=0
+	for p in 0 1 2 3; do t=$((t + $(t_cnt "$(t_ns B)" "$(t_port B "$p" ifname)" "$1"))); done
+	echo "$t"
+}
+for ep in msg rdm; do
+	prov=mrc
+	[ "$ep" = rdm ] && prov="mrc;ofi_rxm"
+	b0=$(rx_sum rx_bytes) p0=$(rx_sum rx_packets)
+	FI_MRC_FRAME_CHUNKS=3 pingpong "chunks3-$ep-1m" "$prov" "$ep" 1048576
+	b1=$(rx_sum rx_bytes) p1=$(rx_sum rx_packets)
+	t_range "chunks3-$ep-1m: bytes per frame B received" "$(((b1 - b0) / (p1 - p0 + 1)))" 4000 9100
+done
+# A value out of range leaves the provider unusable and says why.
+FI_MRC_FRAME_CHUNKS=18 FI_LOG_LEVEL=info on A fi_info -p mrc >"$T_TMP/info.chunks18" 2>&1
+t_check "FI_MRC_FRAME_CHUNKS=18: refused with its reason" \
+	grep -q "FI_MRC_FRAME_CHUNKS must be 1..17" "$T_TMP/info.chunks18"
+t_check "FI_MRC_FRAME_CHUNKS=18: no provider listed" \
+	bash -c "! grep -q 'prov_name: mrc' '$T_TMP/info.chunks18'"
 t_done
