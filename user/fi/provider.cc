@@ -1050,6 +1050,16 @@ void progress_ep(Ep* ep, bool idle = false) {
   flush_credits(ep, std::max(1u, ep->slots / 4), idle);
 }
 
+// A post of the consumer: its WRs go to libmrc first, then the protocol
+// runs (with application progress an engine pass, which sends them at once,
+// together with the ACKs the last pass deferred for them). Running the pass
+// first sent those ACKs alone and left the new WRs for the next pass: two
+// system calls, the first on the answer's critical path.
+void post_and_progress(Ep* ep) {
+  push_tx(ep);
+  progress_ep(ep);
+}
+
 // Drains the completion channel (its fd stays readable while events are
 // pending) and wakes the CQs of every endpoint that had one: the channel is
 // shared, so the thread that drains it may not be the one that sleeps on
@@ -1900,7 +1910,7 @@ ssize_t ep_sendmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
   ep->txq.push_back(opi);
   FI_TRACE(&g_prov, FI_LOG_EP_DATA, "send %llu bytes inject %d credits %u\n",
            (unsigned long long)total, int(inject), ep->txr->credits());
-  progress_ep(ep);
+  post_and_progress(ep);
   return 0;
 }
 
@@ -1916,7 +1926,14 @@ ssize_t ep_recvmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
   }
   r.flags = flags;
   ep->recvs.push_back(r);
-  if (ep->rxc) progress_ep(ep);
+  // Messages already in the ring take the buffer now; no engine pass (with
+  // application progress a pass would send the ACKs it deferred on their
+  // own, just before the consumer posts its answer: fi_pingpong reposts
+  // its receive between the two). The next CQ read or post runs one.
+  if (ep->rxc) {
+    drain_rx(ep);
+    flush_credits(ep, std::max(1u, ep->slots / 4));
+  }
   return 0;
 }
 
@@ -2032,7 +2049,7 @@ ssize_t rma_impl(Ep* ep, OpKind kind, const struct iovec* iov, void** desc, size
     op.copy.assign(static_cast<uint8_t*>(iov[0].iov_base),
                    static_cast<uint8_t*>(iov[0].iov_base) + iov[0].iov_len);
   ep->txq.push_back(opi);
-  progress_ep(ep);
+  post_and_progress(ep);
   return 0;
 }
 
