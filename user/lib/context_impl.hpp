@@ -250,7 +250,9 @@ struct Context::Impl {
   void drain_posts();
   void error_completion(uint32_t cq, uint32_t qpn, uint64_t wr_id, WcOpcode op);
   void deliver(lib::CqRing& c, const Wc* wc, size_t n);
-  bool deliver_all();
+  // recv: set when a receive completion (WRITE-with-immediate) was among
+  // them (may be null).
+  bool deliver_all(bool* recv = nullptr);
   void push_async(const AsyncEvent& ev);
   void link_events_locked();
 

@@ -89,7 +89,7 @@ bool Context::Impl::app_step() {
 }
 
 // Completions of every CQ to the application; true if there were any.
-bool Context::Impl::deliver_all() {
+bool Context::Impl::deliver_all(bool* recv) {
   auto& wc = scratch->wc;
   bool any = false;
   for (auto& c : cqs) {
@@ -103,6 +103,9 @@ bool Context::Impl::deliver_all() {
       if (!*r) break;
       deliver(*c, wc.data(), *r);
       any = true;
+      if (recv)
+        for (size_t i = 0; i < *r && !*recv; i++)
+          *recv = wc[i].opcode == WcOpcode::kRecvRdmaWithImm;
     }
   }
   if (hook && hook->deliver(*eng, wc)) any = true;
@@ -177,7 +180,7 @@ void Context::Impl::arm_idle(core::Time now, core::Time until, bool force) {
 }
 
 // One pass: posts, receive, completions, transmit. may_defer_tx (an
-// application thread's pass): when the receive produced completions, the
+// application thread's pass): when the receive produced receive completions, the
 // transmit (ACKs, mostly) waits for the caller's next pass, so it leaves
 // in one batch with what the application posts in reply to them; never
 // twice in a row, and the engine thread sends it if no pass follows
@@ -227,10 +230,16 @@ bool Context::Impl::iteration(bool may_defer_tx) {
     eng->rx(sink->looped(), now);
     sink->loop_clear();
   }
-  // Completions to the application, before the transmit's syscalls.
-  if (deliver_all()) {
+  // Completions to the application, before the transmit's syscalls. Only
+  // a receive is answered (a send completion frees a buffer; the posts it
+  // leads to go out at the next pass anyway): deferring for send
+  // completions alone spent the one deferral in a row on a peer's ACK
+  // that arrived a pass ahead of its message, so the ACK of that message
+  // then left alone, ahead of the answer.
+  bool recv = false;
+  if (deliver_all(&recv)) {
     work = true;
-    if (may_defer_tx && !tx_deferred) {
+    if (may_defer_tx && recv && !tx_deferred) {
       tx_deferred = true;
       pstats.tx_deferred++;
       return true;
