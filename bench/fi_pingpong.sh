@@ -27,28 +27,36 @@
 # each syscall above 0.05 per round trip.
 #
 #   bench/fi_pingpong.sh [-b BUILD] [-r ROUNDS] [-o DIR] [-e rdm,msg] [-a] [-B DIR [-B DIR]]
-#                        [-I BW,LAT] [-m MTU] [-s]
+#                        [-I BW,LAT] [-z 8,1m] [-m MTU] [-s]
 #
-# Defaults: 3 rounds, both endpoint types, 1000 round trips at 1 MiB and
-# 5000 at 8 B (until 2026-12-03 100 and 500: fi_pingpong's mean then held
-# its first round trips, at 8 B 44 us per transfer over mrc;ofi_rxm against
-# 13 us at 5000, tcp 26 against 8), planes of MTU 1500 (-m MTU: e.g. 9000, jumbo frames; the
-# provider's settings, e.g. FI_MRC_FRAME_CHUNKS=3 there, pass through the
-# environment). Needs root, libfabric-bin; builds nothing (default BUILD ./build).
+# Defaults: 3 rounds, both endpoint types, both sizes (-z 8 or -z 1m: one),
+# 1000 round trips at 1 MiB and 5000 at 8 B (until 2026-12-03 100 and 500:
+# fi_pingpong's mean then held its first round trips, at 8 B 44 us per
+# transfer over mrc;ofi_rxm against 13 us at 5000, tcp 26 against 8),
+# planes of MTU 1500 (-m MTU: e.g. 9000, jumbo frames; the provider's
+# settings, e.g. FI_MRC_FRAME_CHUNKS=3 there, pass through the
+# environment). Needs root, libfabric-bin; builds nothing (default BUILD
+# ./build).
 # Documentation/performance.md, "libfabric: fi_pingpong".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
-BASE_DIR= BASE2_DIR= APP= BW_IT=1000 LAT_IT=5000 MTU=1500 STRACE=
-while getopts b:r:o:e:aB:I:m:sh o; do
+BASE_DIR= BASE2_DIR= APP= BW_IT=1000 LAT_IT=5000 MTU=1500 STRACE= SIZES=8,1m
+while getopts b:r:o:e:aB:I:z:m:sh o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
-    a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;; m) MTU=$OPTARG ;; s) STRACE=1 ;;
+    a) APP=1 ;; I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;; z) SIZES=$OPTARG ;;
+    m) MTU=$OPTARG ;; s) STRACE=1 ;;
     B) if [ -z "$BASE_DIR" ]; then BASE_DIR=$(cd "$OPTARG" && pwd); else BASE2_DIR=$(cd "$OPTARG" && pwd); fi ;;
-    *) sed -n '2,38p' "$0"; exit 2 ;;
+    *) sed -n '2,40p' "$0"; exit 2 ;;
   esac
 done
+case $SIZES in
+  8 | 1m | 8,1m | 1m,8) ;;
+  *) echo "-z: 8, 1m or 8,1m" >&2; exit 2 ;;
+esac
+want() { [[ ",$SIZES," == *",$1,"* ]]; }
 VARIANTS="mrc${APP:+ mrc-app}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
 for d in $BASE_DIR $BASE2_DIR; do
   [ -f "$d/libmrc-fi.so" ] || { echo "-B: no $d/libmrc-fi.so" >&2; exit 2; }
@@ -120,9 +128,10 @@ if [ -n "$STRACE" ]; then
     for ep in ${EPS//,/ }; do
       for v in $VARIANTS; do
         variant
-        for size in 8 1048576; do
-          n=$LAT_IT label=8B
-          [ "$size" = 1048576 ] && n=$BW_IT label=1MiB
+        for z in 8 1m; do
+          want "$z" || continue
+          size=8 n=$LAT_IT label=8B
+          [ "$z" = 1m ] && size=1048576 n=$BW_IT label=1MiB
           ok=1
           one "r$r-$ep-$v-$label-1x" "$prov" "$ep" "$size" "$n" >/dev/null || ok=
           one "r$r-$ep-$v-$label-2x" "$prov" "$ep" "$size" $((2 * n)) >/dev/null || ok=
@@ -147,8 +156,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for v in $VARIANTS; do
       variant
       # a failed run is "-" in the table (its outputs name the cause), not the end
-      bw=$(one "r$r-$ep-$v-bw" "$prov" "$ep" 1048576 "$BW_IT" | awk '{print $6}') || bw=-
-      lat=$(one "r$r-$ep-$v-lat" "$prov" "$ep" 8 "$LAT_IT" | awk '{print $7}') || lat=-
+      bw=- lat=-
+      if want 1m; then bw=$(one "r$r-$ep-$v-bw" "$prov" "$ep" 1048576 "$BW_IT" | awk '{print $6}') || bw=-; fi
+      if want 8; then lat=$(one "r$r-$ep-$v-lat" "$prov" "$ep" 8 "$LAT_IT" | awk '{print $7}') || lat=-; fi
       printf '%-5s %-5s %-8s %-14s %14s %16s\n' "$r" "$ep" "$v" "$prov" "$bw" "$lat" | tee -a "$OUT/table"
     done
   done
@@ -160,7 +170,8 @@ for ep in ${EPS//,/ }; do
         if ($5 ~ /^[0-9.]+$/) bw[n++] = $5 + 0; if ($6 ~ /^[0-9.]+$/) lat[m++] = $6 + 0 }
       function med(a, n,   i, j, x) { if (!n) return -1; for (i = 1; i < n; i++) for (j = i; j > 0 && a[j-1] > a[j]; j--) { x = a[j]; a[j] = a[j-1]; a[j-1] = x }
         return n % 2 ? a[int(n/2)] : (a[n/2-1] + a[n/2]) / 2 }
-      END { printf "  %-4s %-8s 1MiB %8.2f MB/s (%d runs)   8B %9.2f usec/xfer (%d runs)\n", ep, t, med(bw, n), n, med(lat, m), m }' "$OUT/table"
+      function fmt(a, n, w) { return n ? sprintf("%" w ".2f", med(a, n)) : sprintf("%" w "s", "-") }
+      END { printf "  %-4s %-8s 1MiB %s MB/s (%d runs)   8B %s usec/xfer (%d runs)\n", ep, t, fmt(bw, n, 8), n, fmt(lat, m, 9), m }' "$OUT/table"
   done
 done | tee -a "$OUT/table"
 echo "outputs in $OUT"

@@ -808,6 +808,10 @@ void push_tx(Ep* ep) {
   }
 }
 
+// Owed credits that go out alone without waiting for a message: a quarter
+// of the ring.
+uint32_t credit_batch(const Ep* ep) { return std::max(1u, ep->slots / 4); }
+
 // Sends the credits the peer is owed in a zero-length WRITE_WITH_IMM (when
 // no message carries them): once `threshold` slots are owed, or with
 // `idle` (the consumer found its CQ empty) when the peer may be short of
@@ -1047,7 +1051,7 @@ void progress_ep(Ep* ep, bool idle = false) {
   }
   drain_rx(ep);
   push_tx(ep);
-  flush_credits(ep, std::max(1u, ep->slots / 4), idle);
+  flush_credits(ep, credit_batch(ep), idle);
 }
 
 // A post of the consumer: its WRs go to libmrc first, then the protocol
@@ -1932,7 +1936,7 @@ ssize_t ep_recvmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
   // its receive between the two). The next CQ read or post runs one.
   if (ep->rxc) {
     drain_rx(ep);
-    flush_credits(ep, std::max(1u, ep->slots / 4));
+    flush_credits(ep, credit_batch(ep));
   }
   return 0;
 }

@@ -19,7 +19,8 @@
 #     receives in one frame (3392 for single-buffer AF_XDP), not what the
 #     planes carry; 4096 lost every full-size packet and 1 MiB hung;
 #     with FI_MRC_FRAME_CHUNKS=3 MSG and RDM at 1 MiB with -c in frames of
-#     up to 8896 payload bytes (checked on the wire), and 18 is refused;
+#     up to 8896 payload bytes (checked on the wire), and 18, 0, -1 and
+#     "abc" are refused;
 #   - on one plane, an 8 B MSG round trip costs each side one sendto (the
 #     ACK leaves with the answer).
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
@@ -155,10 +156,13 @@ for ep in msg rdm; do
 	b1=$(rx_sum rx_bytes) p1=$(rx_sum rx_packets)
 	t_range "chunks3-$ep-1m: bytes per frame B received" "$(((b1 - b0) / (p1 - p0 + 1)))" 4000 9100
 done
-# A value out of range leaves the provider unusable and says why.
-FI_MRC_FRAME_CHUNKS=18 FI_LOG_LEVEL=info on A fi_info -p mrc >"$T_TMP/info.chunks18" 2>&1
-t_check "FI_MRC_FRAME_CHUNKS=18: refused with its reason" \
-	grep -q "FI_MRC_FRAME_CHUNKS must be 1..17" "$T_TMP/info.chunks18"
-t_check "FI_MRC_FRAME_CHUNKS=18: no provider listed" \
-	bash -c "! grep -q 'prov_name: mrc' '$T_TMP/info.chunks18'"
+# A value out of range or not a number (libfabric reads "abc" as 0) leaves
+# the provider unusable and says why.
+for bad in 18 0 -1 abc; do
+	FI_MRC_FRAME_CHUNKS=$bad FI_LOG_LEVEL=info on A fi_info -p mrc >"$T_TMP/info.chunks$bad" 2>&1
+	t_check "FI_MRC_FRAME_CHUNKS=$bad: refused with its reason" \
+		grep -q "FI_MRC_FRAME_CHUNKS must be 1..17" "$T_TMP/info.chunks$bad"
+	t_check "FI_MRC_FRAME_CHUNKS=$bad: no provider listed" \
+		bash -c "! grep -q 'prov_name: mrc' '$T_TMP/info.chunks$bad'"
+done
 t_done
