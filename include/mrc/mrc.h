@@ -107,6 +107,15 @@ enum mrc_device_flags {
 	 * accepts the connection (MRC_MODE=auto|service|exclusive and
 	 * MRC_SERVICE_SOCKET refine this; Documentation/service.md). */
 	MRC_DEVICE_EXCLUSIVE = 1 << 5,
+	/* TX backend of an exclusive device (Documentation/xdp-tx.md): send
+	 * the engine's larger batches as XDP live frames (BPF_PROG_TEST_RUN,
+	 * Linux 5.18+; one kernel copy less than AF_XDP copy mode, path MTU
+	 * at most ~3.2 KB, so frame_chunks is then ignored). TX_LIVE fails the
+	 * open where live frames are unavailable; TX_AUTO falls back to
+	 * AF_XDP. Neither: AF_XDP TX. Both: EINVAL. A device through the host
+	 * service sends as the service is configured. */
+	MRC_DEVICE_TX_LIVE = 1 << 6,
+	MRC_DEVICE_TX_AUTO = 1 << 7,
 };
 
 /* What mrc_device_mode reports. */
@@ -338,6 +347,16 @@ int mrc_progress(struct mrc_device *device, int timeout_ms);
  * NULL, why, as a NUL-terminated sentence cut to len bytes. -1 and EINVAL
  * for a NULL device. An extension (no OCP mrc.h counterpart). */
 int mrc_device_mode(struct mrc_device *device, char *why, size_t len);
+/* What mrc_device_tx reports. */
+enum mrc_device_tx_kind {
+	MRC_DEVICE_TX_KIND_XSK = 1,  /* AF_XDP TX rings */
+	MRC_DEVICE_TX_KIND_LIVE = 2, /* XDP live frames (MRC_DEVICE_TX_LIVE) */
+};
+/* The TX backend the device's engine sends through (enum
+ * mrc_device_tx_kind) and, when note is not NULL, why MRC_DEVICE_TX_AUTO
+ * fell back to AF_XDP ("" otherwise), cut to len bytes. -1 and EINVAL for
+ * a NULL device. An extension (since MRC_3). */
+int mrc_device_tx(struct mrc_device *device, char *note, size_t len);
 /* Arms the CQ's channel for its next completion. solicited_only must be 0
  * (EOPNOTSUPP): MRC has no solicited events. EINVAL without a channel. */
 int mrc_req_notify_cq(struct mrc_cq *cq, int solicited_only);

@@ -7,7 +7,7 @@
 #      lists are checked;
 #   2. the packages are unpacked into a scratch root (dpkg -x);
 #   3. libmrc.so.N: SONAME, exports exactly the functions of the installed
-#      <mrc/mrc.h>, with symbol version MRC_1, and MRC_2 for exactly the
+#      <mrc/mrc.h>, with symbol version MRC_1, and MRC_2 / MRC_3 for exactly the
 #      functions added after it (nm -D --defined-only);
 #   4. examples/ (the installed copies) compiled with
 #      `pkg-config --cflags --libs mrc` (PKG_CONFIG_SYSROOT_DIR into the root),
@@ -114,15 +114,16 @@ step "libmrc.so exports"
 t_eq "SONAME" "$(readelf -d "$ROOT$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')" "libmrc.so.$MRC_SOVERSION"
 t_eq "libmrc.so -> SONAME" "$(readlink "$LIB/libmrc.so")" "libmrc.so.$MRC_SOVERSION"
 nm -D --defined-only --with-symbol-versions "$ROOT$so" | awk '{print $NF}' | sort >"$T_TMP/exports"
-bad=$(grep -Ev '^(mrc_[a-z0-9_]+@@MRC_[12]|MRC_[12])$' "$T_TMP/exports")
-t_eq "symbols outside mrc_*@@MRC_1 and MRC_2 (nm -D --defined-only)" "$(head -5 <<<"$bad" | paste -sd' ')" ""
+bad=$(grep -Ev '^(mrc_[a-z0-9_]+@@MRC_[123]|MRC_[123])$' "$T_TMP/exports")
+t_eq "symbols outside mrc_*@@MRC_1, MRC_2 and MRC_3 (nm -D --defined-only)" "$(head -5 <<<"$bad" | paste -sd' ')" ""
 # The node of a symbol never changes (user/lib/mrc.map): MRC_2 holds exactly
-# what was added after MRC_1.
+# what was added after MRC_1, MRC_3 what was added after MRC_2.
 t_eq "symbols of MRC_2" "$(sed -n 's/@@MRC_2$//p' "$T_TMP/exports" | paste -sd' ')" "mrc_alloc_buf mrc_free_buf mrc_query_path_mtu"
+t_eq "symbols of MRC_3" "$(sed -n 's/@@MRC_3$//p' "$T_TMP/exports" | paste -sd' ')" "mrc_device_tx"
 [ -z "$bad" ] || echo "# $(wc -l <<<"$bad") symbols leak"
 # Exactly the functions of the installed header: no more, no fewer.
 grep -oE '\bmrc_[a-z0-9_]+ *\(' "$ROOT$MRC_INCLUDEDIR/mrc/mrc.h" | tr -d ' (' | sort -u >"$T_TMP/declared"
-sed -n 's/@@MRC_[12]$//p' "$T_TMP/exports" | sort >"$T_TMP/exported"
+sed -n 's/@@MRC_[123]$//p' "$T_TMP/exports" | sort >"$T_TMP/exported"
 t_eq "exported = declared in mrc.h ($(wc -l <"$T_TMP/declared") functions)" \
 	"$(comm -3 "$T_TMP/declared" "$T_TMP/exported" | tr -d '\t' | tr '\n' ' ')" ""
 t_eq "libmrc.so resolves every library it needs" "$(ldd "$ROOT$so" | grep -c 'not found')" 0

@@ -95,6 +95,10 @@ struct Config {
   // UMEM frames one packet may fill (FI_MRC_FRAME_CHUNKS; 1: single-buffer
   // AF_XDP, payload at most 3392 bytes per packet even on jumbo planes).
   uint32_t frame_chunks = 1;
+  // TX backend (FI_MRC_TX): 0 (xsk, the default: AF_XDP copy mode),
+  // MRC_DEVICE_TX_LIVE or MRC_DEVICE_TX_AUTO (AF_XDP when
+  // FI_MRC_FRAME_CHUNKS > 1, whose packets live frames cannot carry).
+  uint32_t tx_flag = 0;
   std::string why;  // empty when usable
 };
 
@@ -130,6 +134,21 @@ Config load_config() {
   if (fi_param_get_int(&g_prov, "frame_chunks", &v) == FI_SUCCESS) {
     if (v < 1 || v > 17) c.why = "FI_MRC_FRAME_CHUNKS must be 1..17";
     c.frame_chunks = uint32_t(v);
+  }
+  std::string tx = param_str("tx");
+  if (tx == "auto")
+    c.tx_flag = MRC_DEVICE_TX_AUTO;
+  else if (tx == "live")
+    c.tx_flag = MRC_DEVICE_TX_LIVE;
+  else if (!tx.empty() && tx != "xsk")
+    c.why = "FI_MRC_TX must be xsk, live or auto";
+  if (c.frame_chunks > 1) {
+    if (tx == "live")
+      c.why =
+          "FI_MRC_TX=live carries at most ~3.2 KB per packet: FI_MRC_FRAME_CHUNKS > 1 needs "
+          "xsk (or auto)";
+    else
+      c.tx_flag = 0;
   }
   std::string prog = param_str("progress");
   c.progress_set = !prog.empty();
@@ -224,6 +243,7 @@ int device_get(const Config& c) {
   struct mrc_device_opts opts = {};
   if (c.app_progress) opts.flags |= MRC_DEVICE_APP_PROGRESS;
   opts.frame_chunks = c.frame_chunks;
+  opts.flags |= c.tx_flag;
   g_dev.dev = mrc_open_device(names.data(), int(names.size()), &opts);
   if (!g_dev.dev && c.app_progress && errno == EOPNOTSUPP) {
     // mrc-serviced runs the engine and does not serve application
@@ -266,8 +286,12 @@ int device_get(const Config& c) {
     device_release();
     return errno_to_fi(e);
   }
-  FI_INFO(&g_prov, FI_LOG_CORE, "device %s: %d planes, path MTU %u (FI_MRC_FRAME_CHUNKS %u)\n",
-          c.domain.c_str(), g_dev.num_ports, g_dev.mtu, c.frame_chunks);
+  char note[160] = "";
+  const bool live = mrc_device_tx(g_dev.dev, note, sizeof note) == MRC_DEVICE_TX_KIND_LIVE;
+  FI_INFO(&g_prov, FI_LOG_CORE,
+          "device %s: %d planes, path MTU %u (FI_MRC_FRAME_CHUNKS %u), TX %s%s%s\n",
+          c.domain.c_str(), g_dev.num_ports, g_dev.mtu, c.frame_chunks, live ? "live" : "xsk",
+          note[0] ? ": " : "", note);
   for (int p = 1; p <= g_dev.num_ports; p++) {
     if (mrc_query_gid(g_dev.dev, uint8_t(p), 0, &g_dev.gid[p - 1]))
       std::memset(&g_dev.gid[p - 1], 0, sizeof g_dev.gid[p - 1]);
@@ -2772,6 +2796,11 @@ extern "C" __attribute__((visibility("default"))) struct fi_provider* fi_prov_in
                   "UMEM frames of 4 KiB one packet may fill, 1..17 (default 1, single-buffer "
                   "AF_XDP: at most 3392 payload bytes per packet; 3 on MTU 9000 planes carries "
                   "8896; needs multi-buffer AF_XDP, Linux 6.6+)");
+  fi_param_define(&g_prov, "tx", FI_PARAM_STRING,
+                  "How libmrc sends: xsk (default: AF_XDP copy-mode TX rings), live (XDP live "
+                  "frames, one kernel copy less per packet, path MTU at most ~3.2 KB; no device "
+                  "where the kernel lacks them) or auto (live where available, else xsk; xsk "
+                  "with FI_MRC_FRAME_CHUNKS > 1)");
   fi_param_define(
       &g_prov, "progress", FI_PARAM_STRING,
       "app (the polling thread runs libmrc's engine; default; the engine thread through "

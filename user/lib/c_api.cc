@@ -396,9 +396,14 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
   }
   if (opts) {
     const uint32_t known = MRC_DEVICE_NO_MRCD | MRC_DEVICE_BUSY_POLL | MRC_DEVICE_XDP_GENERIC |
-                           MRC_DEVICE_PIN_CPU | MRC_DEVICE_APP_PROGRESS | MRC_DEVICE_EXCLUSIVE;
+                           MRC_DEVICE_PIN_CPU | MRC_DEVICE_APP_PROGRESS | MRC_DEVICE_EXCLUSIVE |
+                           MRC_DEVICE_TX_LIVE | MRC_DEVICE_TX_AUTO;
     if (opts->flags & ~known)
       return fail_null<mrc_device>(EINVAL, "mrc_open_device: unknown flags");
+    if ((opts->flags & MRC_DEVICE_TX_LIVE) && (opts->flags & MRC_DEVICE_TX_AUTO))
+      return fail_null<mrc_device>(EINVAL,
+                                   "mrc_open_device: MRC_DEVICE_TX_LIVE and MRC_DEVICE_TX_AUTO "
+                                   "exclude each other");
     if (opts->frame_size && opts->frame_size != 2048 && opts->frame_size != 4096)
       return fail_null<mrc_device>(EINVAL, "mrc_open_device: frame_size must be 2048 or 4096");
     if (opts->frame_chunks > 17)
@@ -414,6 +419,8 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
     if (opts->flags & MRC_DEVICE_PIN_CPU) o.engine_cpu = opts->engine_cpu;
     if (opts->flags & MRC_DEVICE_APP_PROGRESS) o.progress = mrc::Progress::kApplication;
     if (opts->flags & MRC_DEVICE_EXCLUSIVE) o.mode = mrc::DeviceMode::kExclusive;
+    if (opts->flags & MRC_DEVICE_TX_LIVE) o.tx = mrc::TxBackend::kLive;
+    if (opts->flags & MRC_DEVICE_TX_AUTO) o.tx = mrc::TxBackend::kAuto;
     o.queues = opts->queues;
     if (opts->frame_size) o.frame_size = opts->frame_size;
     if (opts->umem_frames) o.umem_frames = opts->umem_frames;
@@ -741,6 +748,18 @@ int mrc_device_mode(struct mrc_device* d, char* why, size_t len) {
   }
   return d->ctx->mode() == mrc::DeviceMode::kService ? MRC_DEVICE_MODE_SERVICE
                                                      : MRC_DEVICE_MODE_EXCLUSIVE;
+}
+
+int mrc_device_tx(struct mrc_device* d, char* note, size_t len) {
+  if (!d) return fail(EINVAL, "mrc_device_tx: null device");
+  if (note && len) {
+    const std::string r = d->ctx->tx_note();
+    const size_t n = std::min(len - 1, r.size());
+    std::memcpy(note, r.data(), n);
+    note[n] = 0;
+  }
+  return d->ctx->tx_backend() == mrc::TxBackend::kLive ? MRC_DEVICE_TX_KIND_LIVE
+                                                       : MRC_DEVICE_TX_KIND_XSK;
 }
 
 int mrc_poll_cq(struct mrc_cq* cq, int num_entries, struct mrc_wc* wc) {

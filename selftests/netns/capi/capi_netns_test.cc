@@ -307,13 +307,15 @@ Plan make_plan() {
 
 struct TransferCase {
   bool v6;
-  bool app_progress;  // MRC_DEVICE_APP_PROGRESS on both devices
+  bool app_progress;     // MRC_DEVICE_APP_PROGRESS on both devices
+  bool live_tx = false;  // MRC_DEVICE_TX_LIVE on both devices
 };
 
 class CApiTransfer : public CApiNetns, public ::testing::WithParamInterface<TransferCase> {
  protected:
   uint32_t extra_flags() const override {
-    return GetParam().app_progress ? MRC_DEVICE_APP_PROGRESS : 0;
+    return (GetParam().app_progress ? MRC_DEVICE_APP_PROGRESS : 0) |
+           (GetParam().live_tx ? MRC_DEVICE_TX_LIVE : 0);
   }
 };
 
@@ -495,6 +497,21 @@ TEST_P(CApiTransfer, ClientServerThroughTheCApiVerifiedByteForByte) {
   const bool v6 = GetParam().v6;
   const Plan plan = make_plan();
   const std::string server_ip = topo_.pairs()[0].b_ip4;
+  // The backend each device reports: live frames only when asked for (the
+  // open fails rather than falling back with MRC_DEVICE_TX_LIVE), and then
+  // a path MTU live frames carry (below the planes' 9000 and AF_XDP's 3392).
+  for (int side = 0; side < 2; side++) {
+    char note[128] = "x";
+    const int kind = mrc_device_tx(dev_[side], note, sizeof note);
+    EXPECT_EQ(kind, GetParam().live_tx ? MRC_DEVICE_TX_KIND_LIVE : MRC_DEVICE_TX_KIND_XSK);
+    EXPECT_STREQ(note, "");
+    uint32_t mtu = 0;
+    ASSERT_EQ(mrc_query_path_mtu(dev_[side], 4, &mtu), 0) << err("mrc_query_path_mtu");
+    if (GetParam().live_tx)
+      EXPECT_TRUE(mtu >= 1024 && mtu < 3392) << mtu;
+    else
+      EXPECT_EQ(mtu, 3392u);
+  }
   int lfd;
   {
     auto ns = enter(1);
@@ -519,13 +536,16 @@ TEST_P(CApiTransfer, ClientServerThroughTheCApiVerifiedByteForByte) {
 
 // With application progress the client's mrc_poll_cq runs its engine and
 // the server, which sleeps on its completion channel, relies on its engine
-// thread standing in.
+// thread standing in. LiveTx: both devices send XDP live frames
+// (MRC_DEVICE_TX_LIVE), the client's from its mrc_poll_cq.
 INSTANTIATE_TEST_SUITE_P(Netns, CApiTransfer,
                          ::testing::Values(TransferCase{false, false}, TransferCase{true, false},
-                                           TransferCase{false, true}),
+                                           TransferCase{false, true},
+                                           TransferCase{false, true, true}),
                          [](const auto& i) {
                            return std::string(i.param.v6 ? "IPv6" : "IPv4") +
-                                  (i.param.app_progress ? "_AppProgress" : "");
+                                  (i.param.app_progress ? "_AppProgress" : "") +
+                                  (i.param.live_tx ? "_LiveTx" : "");
                          });
 
 // ---------------------------------------------------------------------------
@@ -575,6 +595,12 @@ TEST_F(CApiNetns, DeviceContextAndObjectErrors) {
   // Progress is the engine thread's here (no MRC_DEVICE_APP_PROGRESS).
   EXPECT_ERRNO(mrc_progress(d, 0), EINVAL);
   EXPECT_ERRNO(mrc_progress(nullptr, 0), EINVAL);
+  // TX backend: AF_XDP unless asked (MRC_DEVICE_TX_LIVE / _AUTO).
+  char note[8] = "x";
+  EXPECT_EQ(mrc_device_tx(d, note, sizeof note), MRC_DEVICE_TX_KIND_XSK);
+  EXPECT_STREQ(note, "");
+  EXPECT_EQ(mrc_device_tx(d, nullptr, 0), MRC_DEVICE_TX_KIND_XSK);
+  EXPECT_ERRNO(mrc_device_tx(nullptr, note, sizeof note), EINVAL);
 
   // Ports and GIDs.
   EXPECT_EQ(mrc_num_ports(d), int(kPlanes));

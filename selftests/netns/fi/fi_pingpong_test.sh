@@ -21,6 +21,11 @@
 #     with FI_MRC_FRAME_CHUNKS=3 MSG and RDM at 1 MiB with -c in frames of
 #     up to 8896 payload bytes (checked on the wire), and 18, 0, -1 and
 #     "abc" are refused;
+#   - there too, FI_MRC_TX=live (XDP live frames): MSG and RDM at 1 MiB with
+#     -c, both ends log "TX live", and the client's frames went out by
+#     BPF_PROG_TEST_RUN (strace; none with the default, AF_XDP);
+#     FI_MRC_TX=auto with FI_MRC_FRAME_CHUNKS=3
+#     keeps AF_XDP; an unknown backend, and live with chunks 3, are refused;
 #   - on one plane, an 8 B MSG round trip costs each side one sendto (the
 #     ACK leaves with the answer).
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
@@ -69,7 +74,7 @@ pingpong() {
 	spid=$!
 	T_PIDS+=("$spid")
 	sleep 0.5 # the server's control socket (fi_pingpong has no readiness signal; the client retries)
-	on A timeout "${PP_TIMEOUT:-300}" fi_pingpong -p "$prov" -e "$ep" -S "$size" -I 10 -c \
+	on A timeout "${PP_TIMEOUT:-300}" ${PP_WRAP:-} fi_pingpong -p "$prov" -e "$ep" -S "$size" -I 10 -c \
 		"$(t_port B 0 ipv4)" >"$T_TMP/$name.cli" 2>&1
 	crc=$?
 	[ "$crc" = 0 ] || kill "$spid" 2>/dev/null # a client that gave up leaves the server waiting
@@ -164,5 +169,42 @@ for bad in 18 0 -1 abc; do
 		grep -q "FI_MRC_FRAME_CHUNKS must be 1..17" "$T_TMP/info.chunks$bad"
 	t_check "FI_MRC_FRAME_CHUNKS=$bad: no provider listed" \
 		bash -c "! grep -q 'prov_name: mrc' '$T_TMP/info.chunks$bad'"
+done
+
+# The TX backend (FI_MRC_TX, libfabric.md "Running"): live frames carry at
+# most ~3.2 KB, so the provider's path MTU drops to theirs on these planes.
+test_runs() { grep -c 'bpf(BPF_PROG_TEST_RUN' "$1"; }
+for tx in xsk live; do
+	for ep in msg rdm; do
+		prov=mrc
+		[ "$ep" = rdm ] && prov="mrc;ofi_rxm"
+		PP_WRAP="strace -f --seccomp-bpf -e trace=bpf -o $T_TMP/$tx-$ep.st" FI_MRC_TX=$tx \
+			FI_LOG_LEVEL=info FI_LOG_PROV=mrc pingpong "$tx-$ep-1m" "$prov" "$ep" 1048576
+		for side in cli srv; do
+			t_check "$tx-$ep-1m: the provider's backend ($side)" \
+				grep -q "planes, path MTU [0-9]* (FI_MRC_FRAME_CHUNKS 1), TX $tx" "$T_TMP/$tx-$ep-1m.$side"
+		done
+	done
+done
+# 10 MiB each way in frames of at most 3264 bytes, up to 64 per run (79-104
+# runs measured; engine passes of fewer than 16 frames use AF_XDP); AF_XDP
+# TX makes none.
+t_range "xsk: the client's BPF_PROG_TEST_RUN calls" "$(($(test_runs "$T_TMP/xsk-msg.st") + $(test_runs "$T_TMP/xsk-rdm.st")))" 0 0
+for ep in msg rdm; do
+	t_range "live-$ep-1m: the client's BPF_PROG_TEST_RUN calls" "$(test_runs "$T_TMP/live-$ep.st")" 20 1000000
+done
+FI_MRC_TX=auto FI_MRC_FRAME_CHUNKS=3 FI_LOG_LEVEL=info FI_LOG_PROV=mrc \
+	pingpong "auto-chunks3-msg-8" mrc msg 8
+t_check "FI_MRC_TX=auto with FI_MRC_FRAME_CHUNKS=3: AF_XDP, 8896 per packet" \
+	grep -q "path MTU 8896 (FI_MRC_FRAME_CHUNKS 3), TX xsk" "$T_TMP/auto-chunks3-msg-8.cli"
+for bad in "FI_MRC_TX=bogus:FI_MRC_TX must be xsk, live or auto" \
+	"FI_MRC_TX=live FI_MRC_FRAME_CHUNKS=3:FI_MRC_FRAME_CHUNKS > 1 needs xsk"; do
+	why=${bad#*:} bad=${bad%%:*}
+	(
+		export $bad FI_LOG_LEVEL=info
+		on A fi_info -p mrc >"$T_TMP/info.tx" 2>&1
+	)
+	t_check "$bad: refused with its reason" grep -q "$why" "$T_TMP/info.tx"
+	t_check "$bad: no provider listed" bash -c "! grep -q 'prov_name: mrc' '$T_TMP/info.tx'"
 done
 t_done

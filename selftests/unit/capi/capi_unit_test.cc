@@ -249,6 +249,9 @@ TEST(CApi, OpenDeviceRefusesBadListsAndOptionsBeforeTouchingAnything) {
   o.frame_chunks = 18;
   expect_errno(open({"lo"}, &o), EINVAL, "frame_chunks");
   o = {};
+  o.flags = MRC_DEVICE_TX_LIVE | MRC_DEVICE_TX_AUTO;
+  expect_errno(open({"lo"}, &o), EINVAL, "exclude each other");
+  o = {};
   o.flags = MRC_DEVICE_PIN_CPU;
   o.engine_cpu = -1;
   expect_errno(open({"lo"}, &o), EINVAL, "engine_cpu");
