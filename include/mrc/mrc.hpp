@@ -376,6 +376,10 @@ class Context {
   // fell back to AF_XDP; empty otherwise).
   TxBackend tx_backend() const;
   std::string tx_note() const;
+  // The options the device was opened with, MRC_ENGINE's settings applied
+  // to `engine` (api.md, "Device options"). Through the service the
+  // service's engine runs, as its own options say.
+  const DeviceOptions& options() const;
   // Live-frames TX counters (xdp::LiveTxCounters; zeros with AF_XDP TX).
   struct LiveTxStats {
     uint64_t submits, frames, bytes, redirected, prog_errors, submit_errors, lost, ring_full;

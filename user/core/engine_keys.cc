@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-3-Clause)
 #include "core/engine_keys.hpp"
 
+#include <cerrno>
+#include <string>
+
 namespace mrc::core {
 namespace {
 
@@ -84,6 +87,40 @@ const EngineKey* find_engine_key(std::string_view name) {
   for (const auto& ek : kEngineKeys)
     if (name == ek.name) return &ek;
   return nullptr;
+}
+
+Status apply_engine_settings(std::string_view list, EngineConfig* e, std::string_view what) {
+  EngineConfig out = *e;
+  size_t pos = 0;
+  while (pos < list.size()) {
+    const size_t end = list.find_first_of(", \t\n", pos);
+    const std::string_view item = list.substr(pos, end == std::string_view::npos ? end : end - pos);
+    pos = end == std::string_view::npos ? list.size() : end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const EngineKey* ek =
+        eq == std::string_view::npos ? nullptr : find_engine_key(item.substr(0, eq));
+    if (!ek)
+      return Error(EINVAL, std::string(what) + ": '" + std::string(item) +
+                               "' is not KEY=VALUE with a known KEY (mrc_perf --help lists them)");
+    const std::string_view v = item.substr(eq + 1);
+    uint64_t n = 0;
+    bool good = !v.empty() && v.size() <= 20;
+    for (char c : v) {
+      if (c < '0' || c > '9' || n > (UINT64_MAX - uint64_t(c - '0')) / 10) {
+        good = false;
+        break;
+      }
+      n = n * 10 + uint64_t(c - '0');
+    }
+    if (!good || n > ek->max)
+      return Error(EINVAL, std::string(what) + ": bad value for " + ek->name + ": '" +
+                               std::string(v) + "' (a whole number from 0 to " +
+                               std::to_string(ek->max) + ")");
+    ek->set(out, n);
+  }
+  *e = std::move(out);
+  return ok_status();
 }
 
 }  // namespace mrc::core

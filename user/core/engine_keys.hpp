@@ -22,4 +22,12 @@ std::span<const EngineKey> engine_keys();
 // The key of that name, or nullptr.
 const EngineKey* find_engine_key(std::string_view name);
 
+// Applies settings "KEY=VALUE" separated by commas or blanks (e.g. the
+// MRC_ENGINE environment variable: "cc_qa=0,sack_bytes=32768") to *e, each
+// as --engine sets it. VALUE is a whole decimal number in 0..the key's max.
+// An unknown key, a bad value or an item without '=' is EINVAL naming it
+// (`what` says where it came from) and leaves *e as it was; an empty list
+// changes nothing.
+Status apply_engine_settings(std::string_view list, EngineConfig* e, std::string_view what);
+
 }  // namespace mrc::core

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 
+#include "core/engine_keys.hpp"
 #include "lib/context_impl.hpp"
 #include "lib/neigh.hpp"
 #include "svc/client.hpp"
@@ -224,6 +225,10 @@ Result<std::unique_ptr<Context>> Context::open(const DeviceOptions& o) {
   std::unique_ptr<Context> ctx(new Context());
   Impl& im = *ctx->impl_;
   im.opts = o;
+  // MRC_ENGINE: the operator's engine tunables, over the program's
+  // (api.md, "Device options"); through the service its --engine decides.
+  if (const char* e = std::getenv("MRC_ENGINE"); e && *e)
+    MRC_TRY(core::apply_engine_settings(e, &im.opts.engine, "open: MRC_ENGINE"));
   MRC_TRY(im.resolve_sched());
   if (*want == DeviceMode::kExclusive) {
     im.mode_why = o.mode == DeviceMode::kExclusive
@@ -494,6 +499,7 @@ TxBackend Context::tx_backend() const {
   return impl_->live ? TxBackend::kLive : TxBackend::kXsk;
 }
 std::string Context::tx_note() const { return impl_->tx_note; }
+const DeviceOptions& Context::options() const { return impl_->opts; }
 
 Context::LiveTxStats Context::live_tx_stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);

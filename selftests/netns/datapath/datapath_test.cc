@@ -47,6 +47,47 @@ INSTANTIATE_TEST_SUITE_P(Netns, Sizes,
                            return std::to_string(i.param.len) + (i.param.imm ? "_imm" : "_write");
                          });
 
+// MRC_ENGINE (api.md, "Device options"): the operator's engine tunables,
+// applied over the program's DeviceOptions::engine at open; both hosts here
+// run without quick adapt and with 32 KiB SACKs, and carry 1 MiB byte for
+// byte. A list with a bad item fails the open with EINVAL naming it.
+class EngineFromEnv : public Datapath {
+ protected:
+  void SetUp() override {
+    setenv("MRC_ENGINE", "cc_qa=0, sack_bytes=32768", 1);
+    Datapath::SetUp();
+    unsetenv("MRC_ENGINE");
+  }
+  void TearDown() override {
+    unsetenv("MRC_ENGINE");
+    Datapath::TearDown();
+  }
+};
+
+TEST_F(EngineFromEnv, SettingsApplyAtOpenAndABadListFailsIt) {
+  for (int s = 0; s < 2; s++) {
+    EXPECT_TRUE(h_[s].ctx->options().engine.default_cc.nscc.disable_qa) << s;
+    EXPECT_EQ(h_[s].ctx->options().engine.sack_bytes, 32768u) << s;
+  }
+  Pair p = connect();
+  write_placed_byte_for_byte(p, 1 << 20, true, 1);
+  auto ns = topo_.enter_a();
+  ASSERT_TRUE(ns.ok()) << ns.error().message();
+  DeviceOptions d;
+  for (const auto& pr : topo_.pairs()) d.interfaces.push_back(pr.a_if);
+  d.use_mrcd = false;
+  setenv("MRC_ENGINE", "cc_qa=0,sack_bytes=lots", 1);
+  auto c = Context::open(d);
+  unsetenv("MRC_ENGINE");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, EINVAL);
+  EXPECT_NE(c.error().message().find("MRC_ENGINE: bad value for sack_bytes: 'lots'"),
+            std::string::npos)
+      << c.error().message();
+  // Without it the defaults hold (quick adapt on).
+  EXPECT_FALSE(DeviceOptions{}.engine.default_cc.nscc.disable_qa);
+}
+
 TEST_F(Datapath, MixOnFourQpsWithImmediatesInOrder) {
   constexpr int kQps = 4, kMsgs = 40;
   std::vector<Pair> pairs;

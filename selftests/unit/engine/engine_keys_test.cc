@@ -1,0 +1,67 @@
+// apply_engine_settings (core/engine_keys.hpp): the MRC_ENGINE list libmrc
+// reads at open. Good lists set every key they name; a bad item refuses the
+// whole list, says which item and where it came from, and changes nothing.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+
+#include "core/engine_keys.hpp"
+
+namespace mrc::testing {
+namespace {
+
+using core::apply_engine_settings;
+using core::EngineConfig;
+
+TEST(EngineSettings, ListsSetEveryKeyTheyName) {
+  EngineConfig e;
+  ASSERT_FALSE(e.default_cc.nscc.disable_qa);
+  auto s = apply_engine_settings("cc_qa=0,sack_bytes=32768  probe_max_us=2500\tcc_qa_floor_us=300,",
+                                 &e, "MRC_ENGINE");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_TRUE(e.default_cc.nscc.disable_qa);
+  EXPECT_EQ(e.sack_bytes, 32768u);
+  EXPECT_EQ(e.paths.probe_max, 2'500'000u);
+  EXPECT_EQ(e.cc_qa_floor, 300'000u);
+  // The last setting of a key wins; an empty list changes nothing.
+  ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
+  EXPECT_FALSE(e.default_cc.nscc.disable_qa);
+  const uint32_t before = e.sack_bytes;
+  ASSERT_TRUE(apply_engine_settings("", &e, "x").ok());
+  ASSERT_TRUE(apply_engine_settings(" , ,", &e, "x").ok());
+  EXPECT_EQ(e.sack_bytes, before);
+}
+
+TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
+  for (const char* bad :
+       {"bogus=1", "cc_qa", "=1", "cc_qa=2", "cc_qa=-1", "cc_qa=1x", "cc_qa=", "cc_qa=0x1",
+        "sack_bytes=4294967296", "cc_qa_floor_us=3600000001", "cc_qa_floor_us=99999999999999999999",
+        "cc_qa_floor_us=184467440737095516160", "sack_bytes=+5", "sack_bytes=1 cc_qa=2",
+        "cc_qa=0,bogus=1"}) {
+    EngineConfig e;
+    e.sack_bytes = 12345;
+    auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().code, EINVAL) << bad;
+    EXPECT_NE(s.error().message().find("open: MRC_ENGINE: "), std::string::npos)
+        << s.error().message();
+    // Nothing of the list applied, not even its good items before the bad one.
+    EXPECT_EQ(e.sack_bytes, 12345u) << bad;
+    EXPECT_FALSE(e.default_cc.nscc.disable_qa) << bad;
+  }
+  EngineConfig e;
+  auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("bad value for cc_qa: '7' (a whole number from 0 to 1)"),
+            std::string::npos)
+      << s.error().message();
+  s = apply_engine_settings("nosuch=1", &e, "MRC_ENGINE");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("'nosuch=1' is not KEY=VALUE with a known KEY"),
+            std::string::npos)
+      << s.error().message();
+}
+
+}  // namespace
+}  // namespace mrc::testing
