@@ -423,6 +423,11 @@ struct QpStats {
   uint64_t min_rtt_ns = 0;  // the smallest RTT sample seen (the base RTT)
   uint64_t plane_tx_bytes[kMaxPorts + 1] = {};
   uint64_t plane_rx_bytes[kMaxPorts + 1] = {};
+  // NSCC's quick adapt: the times it cut the window to what its last window
+  // achieved, and of those the ones a loss (NACK) triggered; the rest were
+  // a delay above its trigger (performance.md, "Quick adapt on a software
+  // host": on a CPU-bound host the hosts' own delay fires it).
+  uint64_t cc_qa_cuts = 0, cc_qa_loss_cuts = 0;
 };
 
 struct EngineStats {

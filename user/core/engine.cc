@@ -364,6 +364,8 @@ Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
   s.inflight_bytes = q->inflight;
   s.srtt_ns = q->srtt;
   s.min_rtt_ns = q->min_rtt;
+  s.cc_qa_cuts = q->cc.qa_cuts();
+  s.cc_qa_loss_cuts = q->cc.qa_loss_cuts();
   s.plane_lossy = q->paths.plane_lossy_events();
   s.plane_relapses = q->paths.plane_relapses();
   s.plane_hold_ns = q->paths.plane_hold_ns();

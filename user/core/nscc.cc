@@ -55,6 +55,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   last_adjust_ = last_dec_ = qa_window_end_ = 0;
   avg_delay_ = 0;
   pen_active_ = false;
+  qa_cuts_ = qa_loss_cuts_ = 0;
 }
 
 void Nscc::update_base(uint64_t rtt) {
@@ -145,6 +146,8 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
     cwnd_ = std::max<uint64_t>(achieved_, p_.mtu);
     ignore_bytes_ = inflight;  // ignore the signals of what is already in flight
     fired = true;
+    qa_cuts_++;
+    if (loss) qa_loss_cuts_++;
   }
   qa_window_end_ = now + base_rtt_ + target_;
   achieved_ = 0;

@@ -79,6 +79,10 @@ class Nscc {
   enum Quadrant : uint8_t { kNone, kProportional, kFast, kFair, kDecrease, kHold };
   Quadrant last_quadrant() const { return last_q_; }
   bool quick_adapted() const { return last_qa_; }
+  // Quick adapt's cuts since configure: all, and those a loss triggered
+  // (the rest were triggered by delay).
+  uint64_t qa_cuts() const { return qa_cuts_; }
+  uint64_t qa_loss_cuts() const { return qa_loss_cuts_; }
 
  private:
   void update_base(uint64_t rtt);
@@ -113,6 +117,7 @@ class Nscc {
   uint64_t saved_cwnd_ = 0;
   Quadrant last_q_ = kNone;
   bool last_qa_ = false;
+  uint64_t qa_cuts_ = 0, qa_loss_cuts_ = 0;
   // Start-up and delay (Params::init_window, delay_md).
   bool slow_start_ = false;
   bool queue_high_ = false;  // the last period's standing delay was above the queue target

@@ -172,7 +172,27 @@ bool qa_fires(uint64_t floor, bool standing, uint64_t rest, uint64_t last) {
   }
   cc.on_ack(4096, last, false, 0, end);
   if (cc.quick_adapted() && cc.cwnd() >= (2u << 20)) ADD_FAILURE() << "fired, window not cut";
+  // Counted once when it fired, never as a loss (QpStats::cc_qa_cuts).
+  if (cc.qa_cuts() != (cc.quick_adapted() ? 1u : 0u)) ADD_FAILURE() << "cuts " << cc.qa_cuts();
+  if (cc.qa_loss_cuts()) ADD_FAILURE() << "loss cuts " << cc.qa_loss_cuts();
   return cc.quick_adapted();
+}
+
+// A NACK (loss) fires it whatever the delay, counted as a loss cut; a new
+// configure starts the counts over.
+TEST(NsccQuickAdapt, LossCutsAreCountedApart) {
+  CcProfile prof;
+  Nscc cc;
+  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget, NsccStart{.init_window = 0});
+  Time now = 1'000'000;
+  cc.on_ack(4096, kBase, false, 0, now);
+  cc.on_nack(4096, 0, now + 3 * kBase);
+  EXPECT_TRUE(cc.quick_adapted());
+  EXPECT_EQ(cc.qa_cuts(), 1u);
+  EXPECT_EQ(cc.qa_loss_cuts(), 1u);
+  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget, NsccStart{.init_window = 0});
+  EXPECT_EQ(cc.qa_cuts(), 0u);
+  EXPECT_EQ(cc.qa_loss_cuts(), 0u);
 }
 
 TEST(NsccQuickAdapt, OneLateAckFiresItByDefault) {
