@@ -15,8 +15,9 @@
 # a table of every round and the medians; raw outputs stay in OUT.
 # -L adds "live-app" after them: application progress with FI_MRC_TX=live
 # (XDP live frames, Documentation/xdp-tx.md; path MTU at most ~3.2 KB).
-# -x 'NAME VAR=VALUE...' adds variant NAME (at most 8 characters) after
-# those: application progress with these environment variables, e.g.
+# -x 'NAME VAR=VALUE...' adds variant NAME (at most 8 characters) the same
+# way: application progress with these environment variables (-L and -x
+# variants run in the order given; a NAME given again replaces it), e.g.
 # -x 'noqa FI_MRC_TX=live MRC_ENGINE=cc_qa=0' (libmrc's engine tunables,
 # Documentation/api.md "Device options"); repeatable.
 # -B DIR adds the provider DIR/libmrc-fi.so (another build, e.g. the one
@@ -49,20 +50,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build ROUNDS=3 OUT= EPS=rdm,msg VARIANTS="mrc tcp"
-BASE_DIR= BASE2_DIR= APP= LIVE= XNAMES= BW_IT=1000 LAT_IT=5000 MTU=1500 STRACE= SIZES=8,1m
+BASE_DIR= BASE2_DIR= APP= XNAMES= BW_IT=1000 LAT_IT=5000 MTU=1500 STRACE= SIZES=8,1m
 declare -A XENV=()
 while getopts b:r:o:e:aLx:B:I:z:m:sh o; do
   case $o in
     b) BUILD=$(cd "$OPTARG" && pwd) ;; r) ROUNDS=$OPTARG ;; o) OUT=$OPTARG ;; e) EPS=$OPTARG ;;
-    a) APP=1 ;; L) LIVE=1 ;;
+    a) APP=1 ;;
+    L) [ -n "${XENV[live-app]:-}" ] || XNAMES+=" live-app"
+       XENV[live-app]=FI_MRC_TX=live ;;
     x) n=${OPTARG%% *}
        [[ $n =~ ^[a-z0-9_]{1,8}$ && $OPTARG =~ ^[a-z0-9_]+(\ +[A-Za-z_][A-Za-z0-9_]*=[^ ]*)+\ *$ ]] ||
          { echo "-x: 'NAME VAR=VALUE...' (NAME: 1-8 of a-z0-9_)" >&2; exit 2; }
-       XNAMES+=" $n" XENV[$n]=${OPTARG#* } ;;
+       [ -n "${XENV[$n]:-}" ] || XNAMES+=" $n"
+       XENV[$n]=${OPTARG#* } ;;
     I) BW_IT=${OPTARG%,*} LAT_IT=${OPTARG#*,} ;; z) SIZES=$OPTARG ;;
     m) MTU=$OPTARG ;; s) STRACE=1 ;;
     B) if [ -z "$BASE_DIR" ]; then BASE_DIR=$(cd "$OPTARG" && pwd); else BASE2_DIR=$(cd "$OPTARG" && pwd); fi ;;
-    *) sed -n '2,47p' "$0"; exit 2 ;;
+    *) sed -n '2,48p' "$0"; exit 2 ;;
   esac
 done
 case $SIZES in
@@ -70,7 +74,7 @@ case $SIZES in
   *) echo "-z: 8, 1m or 8,1m" >&2; exit 2 ;;
 esac
 want() { [[ ",$SIZES," == *",$1,"* ]]; }
-VARIANTS="mrc${APP:+ mrc-app}${LIVE:+ live-app}${XNAMES}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
+VARIANTS="mrc${APP:+ mrc-app}${XNAMES}${BASE_DIR:+ base}${APP:+${BASE_DIR:+ base-app}}${BASE2_DIR:+ base2} tcp"
 for d in $BASE_DIR $BASE2_DIR; do
   [ -f "$d/libmrc-fi.so" ] || { echo "-B: no $d/libmrc-fi.so" >&2; exit 2; }
 done
@@ -82,14 +86,14 @@ bench_setup fi_pingpong "$PROV_DIR/libmrc-fi.so"
 bench_fabric_up planes=4 mtu="$MTU"
 
 # side HOSTNS DEVS PROVIDER EP SIZE ITERS [SERVER]: one fi_pingpong side
-# (PROGRESS: FI_MRC_PROGRESS; TXB: FI_MRC_TX if set; PDIR: the provider directory; WRAP: a command
+# (PROGRESS: FI_MRC_PROGRESS; XE: the variant's environment (-L, -x); PDIR: the provider directory; WRAP: a command
 # fi_pingpong runs under, e.g. strace).
 WRAP=()
 side() {
   local ns=$1 devs=$2 prov=$3 ep=$4 size=$5 iters=$6
   shift 6
   ip netns exec "$ns" env FI_PROVIDER_PATH="$PDIR" LD_LIBRARY_PATH="$BUILD/lib" \
-    FI_MRC_IFACES="$devs" FI_MRC_PROGRESS="$PROGRESS" ${TXB:+FI_MRC_TX=$TXB} "${XE[@]}" \
+    FI_MRC_IFACES="$devs" FI_MRC_PROGRESS="$PROGRESS" "${XE[@]}" \
     FI_TCP_IFACE="${devs%%,*}" \
     timeout 300 "${WRAP[@]}" fi_pingpong -p "$prov" -e "$ep" -S "$size" -I "$iters" "$@"
 }
@@ -113,9 +117,8 @@ one() {
 }
 # 'variant' sets t (provider), PROGRESS and PDIR for variant $v
 variant() {
-  t=${v%-app} PROGRESS=thread PDIR=$PROV_DIR TXB= XE=()
+  t=${v%-app} PROGRESS=thread PDIR=$PROV_DIR XE=()
   [ "$v" != "$t" ] && PROGRESS=app
-  [ "$t" = live ] && t=mrc TXB=live
   if [ -n "${XENV[$v]:-}" ]; then read -ra XE <<<"${XENV[$v]}"; t=mrc PROGRESS=app; fi
   [ "$t" = base ] && t=mrc PDIR=$BASE_DIR
   [ "$t" = base2 ] && t=mrc PDIR=$BASE2_DIR

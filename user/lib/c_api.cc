@@ -738,26 +738,27 @@ int mrc_progress(struct mrc_device* d, int timeout_ms) {
   return *r ? 1 : 0;
 }
 
+namespace {
+// A sentence into the caller's buffer (none when out is NULL or len 0),
+// cut to len bytes with its NUL.
+void copy_sentence(const std::string& s, char* out, size_t len) {
+  if (!out || !len) return;
+  const size_t n = std::min(len - 1, s.size());
+  std::memcpy(out, s.data(), n);
+  out[n] = 0;
+}
+}  // namespace
+
 int mrc_device_mode(struct mrc_device* d, char* why, size_t len) {
   if (!d) return fail(EINVAL, "mrc_device_mode: null device");
-  if (why && len) {
-    const std::string& r = d->ctx->mode_reason();
-    const size_t n = std::min(len - 1, r.size());
-    std::memcpy(why, r.data(), n);
-    why[n] = 0;
-  }
+  copy_sentence(d->ctx->mode_reason(), why, len);
   return d->ctx->mode() == mrc::DeviceMode::kService ? MRC_DEVICE_MODE_SERVICE
                                                      : MRC_DEVICE_MODE_EXCLUSIVE;
 }
 
 int mrc_device_tx(struct mrc_device* d, char* note, size_t len) {
   if (!d) return fail(EINVAL, "mrc_device_tx: null device");
-  if (note && len) {
-    const std::string r = d->ctx->tx_note();
-    const size_t n = std::min(len - 1, r.size());
-    std::memcpy(note, r.data(), n);
-    note[n] = 0;
-  }
+  copy_sentence(d->ctx->tx_note(), note, len);
   return d->ctx->tx_backend() == mrc::TxBackend::kLive ? MRC_DEVICE_TX_KIND_LIVE
                                                        : MRC_DEVICE_TX_KIND_XSK;
 }

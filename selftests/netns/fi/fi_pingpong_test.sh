@@ -21,11 +21,11 @@
 #     with FI_MRC_FRAME_CHUNKS=3 MSG and RDM at 1 MiB with -c in frames of
 #     up to 8896 payload bytes (checked on the wire), and 18, 0, -1 and
 #     "abc" are refused;
-#   - there too, FI_MRC_TX=live (XDP live frames): MSG and RDM at 1 MiB with
-#     -c, both ends log "TX live", and the client's frames went out by
-#     BPF_PROG_TEST_RUN (strace; none with the default, AF_XDP);
-#     FI_MRC_TX=auto with FI_MRC_FRAME_CHUNKS=3
-#     keeps AF_XDP; an unknown backend, and live with chunks 3, are refused;
+#   - there too, FI_MRC_TX=xsk and =live: MSG and RDM at 1 MiB with -c, both
+#     ends log the backend asked for, and the client's frames went out by
+#     BPF_PROG_TEST_RUN with live only (strace); FI_MRC_TX=auto with
+#     FI_MRC_FRAME_CHUNKS=3 keeps AF_XDP; an unknown backend, and live with
+#     chunks 3, are refused;
 #   - on one plane, an 8 B MSG round trip costs each side one sendto (the
 #     ACK leaves with the answer).
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
@@ -171,8 +171,8 @@ for bad in 18 0 -1 abc; do
 		bash -c "! grep -q 'prov_name: mrc' '$T_TMP/info.chunks$bad'"
 done
 
-# The TX backend (FI_MRC_TX, libfabric.md "Running"): live frames carry at
-# most ~3.2 KB, so the provider's path MTU drops to theirs on these planes.
+# The TX backend (FI_MRC_TX, libfabric.md "Running"): the backend each end
+# logs, and the system calls live frames go out by.
 test_runs() { grep -c 'bpf(BPF_PROG_TEST_RUN' "$1"; }
 for tx in xsk live; do
 	for ep in msg rdm; do
