@@ -587,10 +587,18 @@ int mrc_xdp_rx(struct xdp_md *ctx)
 		p.kind = MRC_META_KIND_CONTROL;
 		p.xlen = sizeof(struct mrc_aeth);
 		break;
-	case MRC_OP_SACK:
+	case MRC_OP_SACK: {
+		/* SETH next = CC_STATE_SVC: a service time follows CC_STATE */
+		struct mrc_seth *seth = (void *)(bth + 1);
+
 		p.kind = MRC_META_KIND_CONTROL;
 		p.xlen = MRC_SACK_HDR_LEN;
+		if ((void *)seth + sizeof(seth->hdr) <= data_end &&
+		    ((bpf_ntohs(seth->hdr) & MRC_XH_NEXT_MASK) >> MRC_XH_NEXT_SHIFT) ==
+			MRC_XH_NEXT_CC_STATE_SVC)
+			p.xlen = MRC_SACK_SVC_HDR_LEN;
 		break;
+	}
 	case MRC_OP_NACK:
 		p.kind = MRC_META_KIND_CONTROL;
 		p.xlen = sizeof(struct mrc_neth);

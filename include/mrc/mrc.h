@@ -116,6 +116,13 @@ enum mrc_device_flags {
 	 * service sends as the service is configured. */
 	MRC_DEVICE_TX_LIVE = 1 << 6,
 	MRC_DEVICE_TX_AUTO = 1 << 7,
+	/* NSCC's quick adapt judges the fabric's part of each RTT: the RTT
+	 * less the peer's service time (carried in its SACKs), the SACK's wait
+	 * here and the packet's time in this host's transmit. For bursty,
+	 * CPU-bound traffic (request/response, MPI); off, the whole RTT
+	 * (Documentation/design.md, "Quick adapt measures the fabric").
+	 * MRC_ENGINE=cc_qa_fabric=0 overrides it. An exclusive device only. */
+	MRC_DEVICE_QA_FABRIC = 1 << 8,
 };
 
 /* What mrc_device_mode reports. */

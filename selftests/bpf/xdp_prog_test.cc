@@ -275,6 +275,11 @@ std::vector<Row> make_rows() {
     p.eth.vlan_tci = 0x2064;
     rows.push_back(redirect_row(std::string("redirect_") + ipname(v) + "_sack_vlan", p,
                                 MRC_META_KIND_CONTROL));
+    p = make_packet(MRC_OP_SACK, v);  // with the service time: 4 bytes more
+    p.cc.has_svc = true;
+    p.cc.svc_time_ns = 123456;
+    rows.push_back(redirect_row(std::string("redirect_") + ipname(v) + "_sack_svc_time", p,
+                                MRC_META_KIND_CONTROL));
     p = make_packet(MRC_OP_EP_REQUEST, v);
     Row r = redirect_row(std::string("redirect_") + ipname(v) + "_ev_probe_when_disabled", p,
                          MRC_META_KIND_ENDPOINT);
@@ -593,6 +598,14 @@ std::vector<Row> make_rows() {
       f.insert(f.end(), {0, 0, 0, 0});  // 4 bytes after the ICRC
       fix_lengths(f, l3_of(sack), v6);
       rows.push_back(drop_row("drop_bad_length_control_trailing" + s, f, "drop_bad_length"));
+    }
+    {
+      // SETH next = CC_STATE_SVC on a SACK without the service time's 4 bytes
+      Frame f = build_frame(sack);
+      const size_t b = bth_of(sack) + sizeof(mrc_bth);
+      f[b] = uint8_t((f[b] & 0xf0) | (MRC_XH_NEXT_CC_STATE_SVC >> 1));
+      f[b + 1] = uint8_t((f[b + 1] & 0x7f) | (MRC_XH_NEXT_CC_STATE_SVC & 1) << 7);
+      rows.push_back(drop_row("drop_bad_length_sack_svc_short" + s, f, "drop_bad_length"));
     }
     {
       Frame f = build_frame(make_packet(MRC_OP_ACK, v));

@@ -721,6 +721,8 @@ bool craft(World& w, FuzzedDataProvider& f, int to, uint8_t port, std::vector<ui
       p.cc.restore_cwnd = f.ConsumeBool();
       p.cc.rcv_cwnd_pen = f.ConsumeIntegral<uint8_t>() & 0x7f;
       p.cc.rcvd_bytes = f.ConsumeIntegral<uint32_t>() & 0xffffff;
+      p.cc.has_svc = f.ConsumeBool();  // the service time: any value, even past the RTT
+      if (p.cc.has_svc) p.cc.svc_time_ns = f.ConsumeIntegral<uint32_t>();
       break;
     }
     case MRC_OP_NACK: {

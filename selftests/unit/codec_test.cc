@@ -497,6 +497,46 @@ TEST(Codec, PsnArithmeticWraps) {
 }
 
 // Conformance 49: PSNs 0-11 sent, 5 and 8 lost -> cack 4, offset 1, bitmap 0110111.
+// MRC's service time: SETH next = CC_STATE_SVC and 4 more bytes after
+// CC_STATE; a SACK without it is the 36-byte stack it always was. A next
+// that does not match the frame's length, or names nothing we define, is
+// refused.
+TEST(Codec, SackServiceTime) {
+  for (IpVersion v : {IpVersion::kV4, IpVersion::kV6}) {
+    Packet in = make_packet(MRC_OP_SACK, v);
+    const auto plain = build_frame(in);
+    in.cc.has_svc = true;
+    in.cc.svc_time_ns = 0x89abcdef;
+    const auto f = build_frame(in);
+    ASSERT_EQ(f.size(), plain.size() + sizeof(mrc_cc_svc));
+    ASSERT_EQ(f.size(), frame_size(in));
+    Packet out;
+    ASSERT_EQ(parse(f, cfg, out), ParseError::kOk);
+    EXPECT_TRUE(out.cc.has_svc);
+    EXPECT_EQ(out.cc.svc_time_ns, 0x89abcdefu);
+    EXPECT_TRUE(out.hdrs & kHdrSvc);
+    EXPECT_EQ(out.cc.rcvd_bytes, in.cc.rcvd_bytes);
+    EXPECT_EQ(out.seth.sack_bitmap, in.seth.sack_bitmap);
+    ASSERT_EQ(parse(plain, cfg, out), ParseError::kOk);
+    EXPECT_FALSE(out.cc.has_svc);
+    EXPECT_EQ(out.cc.svc_time_ns, 0u);
+
+    const size_t bth = out.bth_off;
+    const auto with_next = [&](std::vector<uint8_t> g, uint8_t next) {
+      store_be16(&g[bth + 12], uint16_t((load_be16(&g[bth + 12]) & ~MRC_XH_NEXT_MASK) |
+                                        (next << MRC_XH_NEXT_SHIFT)));
+      seal(g, 14);
+      return g;
+    };
+    // The plain stack claiming a service time: 4 bytes short of it.
+    EXPECT_NE(parse(with_next(plain, MRC_XH_NEXT_CC_STATE_SVC), cfg, out), ParseError::kOk);
+    // A service time's 4 bytes under next = CC_STATE: bytes after the stack.
+    EXPECT_EQ(parse(with_next(f, MRC_XH_NEXT_CC_STATE), cfg, out), ParseError::kBadLength);
+    for (uint8_t next : {uint8_t(0), uint8_t(3), uint8_t(31)})
+      EXPECT_EQ(parse(with_next(f, next), cfg, out), ParseError::kBadHeaderStack) << int(next);
+  }
+}
+
 TEST(Codec, SackBitmapWorkedExample) {
   PsnWindow w(0, 1024);
   for (uint32_t psn = 0; psn < 12; psn++) {

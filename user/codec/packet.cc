@@ -41,6 +41,7 @@ uint32_t hdrs_len(uint16_t h) {
   if (h & kHdrReth) n += sizeof(mrc_reth);
   if (h & kHdrImm) n += sizeof(mrc_immdt);
   if (h & kHdrSeth) n += sizeof(mrc_seth) + sizeof(mrc_cc_state);
+  if (h & kHdrSvc) n += sizeof(mrc_cc_svc);
   if (h & kHdrNeth) n += sizeof(mrc_neth);
   if (h & kHdrPeth) n += sizeof(mrc_peth);
   if (h & kHdrErth) n += sizeof(mrc_erth);
@@ -250,8 +251,9 @@ ParseError parse_data_headers(const uint8_t* h, Packet& out) {
 // SETH and the CC state that follows it.
 ParseError parse_seth(const uint8_t* h, Packet& out) {
   uint16_t w = load_be16(h);
+  const uint16_t next = (w & MRC_XH_NEXT_MASK) >> MRC_XH_NEXT_SHIFT;
   if ((w & MRC_XH_TYPE_MASK) >> MRC_XH_TYPE_SHIFT != MRC_XH_TYPE_SACK ||
-      (w & MRC_XH_NEXT_MASK) >> MRC_XH_NEXT_SHIFT != MRC_XH_NEXT_CC_STATE)
+      next != ((out.hdrs & kHdrSvc) ? MRC_XH_NEXT_CC_STATE_SVC : MRC_XH_NEXT_CC_STATE))
     return ParseError::kBadHeaderStack;
   if (w & MRC_SETH_RESV_MASK) return ParseError::kBadReservedBits;
   Seth& s = out.seth;
@@ -278,6 +280,8 @@ ParseError parse_seth(const uint8_t* h, Packet& out) {
   out.cc.restore_cwnd = pr & MRC_CC_RESTORE_CWND;
   out.cc.rcv_cwnd_pen = uint8_t((pr & MRC_CC_PEN_MASK) >> MRC_CC_PEN_SHIFT);
   out.cc.rcvd_bytes = pr & MRC_CC_RCVD_MASK;
+  out.cc.has_svc = out.hdrs & kHdrSvc;
+  if (out.cc.has_svc) out.cc.svc_time_ns = load_be32(c + sizeof(mrc_cc_state));
   return ParseError::kOk;
 }
 
@@ -449,6 +453,10 @@ ParseError parse(std::span<const uint8_t> frame, const CodecConfig& cfg, Packet&
   if ((e = parse_bth(p, off, l3_end, out, oi)) != ParseError::kOk) return e;
   off += sizeof(mrc_bth);
   out.hdrs = uint16_t(oi->hdrs | (out.bth.ts ? kHdrTseth : 0));
+  // A SACK's SETH says whether the service time follows its CC_STATE.
+  if ((out.hdrs & kHdrSeth) && l3_end >= off + 2 &&
+      (load_be16(p + off) & MRC_XH_NEXT_MASK) >> MRC_XH_NEXT_SHIFT == MRC_XH_NEXT_CC_STATE_SVC)
+    out.hdrs |= kHdrSvc;
   const size_t hl = hdrs_len(out.hdrs);
   if (l3_end < off + hl) return ParseError::kTruncated;
   if ((e = parse_ext_headers(p + off, oi->data, out)) != ParseError::kOk) return e;
@@ -486,7 +494,9 @@ uint32_t frame_size(const Packet& pk) {
   uint32_t l3 = pk.ip.src.ver == IpVersion::kV4 ? 20 : 40;
   uint32_t plen = oi->data ? pk.payload_len : 0;
   uint32_t pad = (4 - plen % 4) % 4;
-  return l2 + l3 + 8 + 12 + ext_header_len(pk.bth.opcode, pk.bth.ts) + plen + pad + MRC_ICRC_LEN;
+  const uint32_t svc = (oi->hdrs & kHdrSeth) && pk.cc.has_svc ? sizeof(mrc_cc_svc) : 0;
+  return l2 + l3 + 8 + 12 + ext_header_len(pk.bth.opcode, pk.bth.ts) + svc + plen + pad +
+         MRC_ICRC_LEN;
 }
 
 size_t build(const Packet& pk, std::span<uint8_t> out) {
@@ -590,7 +600,8 @@ uint8_t* put_data_headers(const Packet& pk, bool imm, uint8_t* h) {
 
 uint8_t* put_seth(const Packet& pk, uint8_t* h) {
   const Seth& s = pk.seth;
-  store_be16(h, uint16_t(xh_word(MRC_XH_TYPE_SACK, MRC_XH_NEXT_CC_STATE) |
+  const uint8_t next = pk.cc.has_svc ? MRC_XH_NEXT_CC_STATE_SVC : MRC_XH_NEXT_CC_STATE;
+  store_be16(h, uint16_t(xh_word(MRC_XH_TYPE_SACK, next) |
                          (s.verdict << MRC_SETH_M_SHIFT & MRC_SETH_M_MASK) |
                          (s.probe_resp ? MRC_SETH_PR : 0)));
   store_be16(h + 2, uint16_t(s.ack_psn_offset));
@@ -609,7 +620,9 @@ uint8_t* put_seth(const Packet& pk, uint8_t* h) {
   store_be32(c + 4, (pk.cc.restore_cwnd ? MRC_CC_RESTORE_CWND : 0) |
                         (uint32_t(pk.cc.rcv_cwnd_pen & 0x7f) << MRC_CC_PEN_SHIFT) |
                         (pk.cc.rcvd_bytes & MRC_CC_RCVD_MASK));
-  return h + sizeof(mrc_seth) + sizeof(mrc_cc_state);
+  if (!pk.cc.has_svc) return h + sizeof(mrc_seth) + sizeof(mrc_cc_state);
+  store_be32(c + sizeof(mrc_cc_state), pk.cc.svc_time_ns);
+  return h + sizeof(mrc_seth) + sizeof(mrc_cc_state) + sizeof(mrc_cc_svc);
 }
 
 uint8_t* put_neth(const Neth& k, uint8_t* h) {

@@ -34,6 +34,7 @@ enum Hdr : uint16_t {
   kHdrErth = 1 << 7,
   kHdrEeth = 1 << 8,
   kHdrAeth = 1 << 9,
+  kHdrSvc = 1 << 10,  // the SACK's service time after CC_STATE (SETH next = CC_STATE_SVC)
 };
 
 struct Eth {
@@ -100,6 +101,9 @@ struct CcState {
   bool restore_cwnd = false;
   uint8_t rcv_cwnd_pen = 0;  // 0..127
   uint32_t rcvd_bytes = 0;   // 24 bits, units of 256 bytes
+  // The responder's service time (struct mrc_cc_svc), carried when has_svc.
+  bool has_svc = false;
+  uint32_t svc_time_ns = 0;
 };
 struct Neth {
   uint8_t reason = 0;  // enum mrc_nack_reason
@@ -205,7 +209,8 @@ inline bool is_data_opcode(uint8_t op) {
 inline bool opcode_has_imm(uint8_t op) {
   return op == MRC_OP_WRITE_LAST_IMM || op == MRC_OP_WRITE_ONLY_IMM;
 }
-// Bytes of headers after the BTH for an opcode (with TSETH when ts is set).
+// Bytes of headers after the BTH for an opcode (with TSETH when ts is set;
+// a SACK without the optional service time).
 uint32_t ext_header_len(uint8_t opcode, bool ts);
 
 // ---------------------------------------------------------------------------

@@ -39,6 +39,7 @@ Engine::Engine(EngineConfig cfg)
       ctrl_(std::make_unique<CtrlQueue>()) {
   ev_events_.resize(std::max<uint32_t>(cfg_.ev_event_capacity, 1));
   sack_due_.reserve(256);
+  tx_log_.reserve(1024);
   for (const PortConfig& p : cfg_.ports)
     if (!p.up && p.port < 32) ports_down_ |= 1u << p.port;
 }
@@ -605,7 +606,7 @@ void Engine::enter_rts(Qp& q) {
   if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
   q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target,
                  Nscc::Start{cfg_.cc_init_window, cfg_.cc_delay_md, cfg_.cc_queue_target,
-                             cfg_.cc_qa_floor, cfg_.cc_qa_standing});
+                             cfg_.cc_qa_floor, cfg_.cc_qa_standing, cfg_.cc_qa_fabric});
   hold_peer_rtt(q);
   q.reo_wnd = cfg_.min_reorder;
 }
@@ -1102,9 +1103,9 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
         continue;
       }
       if (op == MRC_OP_PROBE)
-        on_probe(*q, p, f.port, now);
+        on_probe(*q, p, f.port, rx_ts);
       else if (p.trim != codec::TrimKind::kNone)
-        on_trimmed(*q, p, f.port, now);
+        on_trimmed(*q, p, f.port, rx_ts);
       else
         on_data(*q, p, f.port, rx_ts, now);
       arm(*q);
@@ -1116,7 +1117,7 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
     }
     switch (op) {
       case MRC_OP_SACK:
-        on_sack(*q, p, f.port, now);
+        on_sack(*q, p, f.port, rx_ts, now);
         break;
       case MRC_OP_NACK:
         on_nack(*q, p, now);
@@ -1312,6 +1313,13 @@ bool Engine::emit_ctrl(const Ctrl& queued, TxSink& sink, Time now) {
         pk.cc.rcv_cwnd_pen = rcv_pen_;
         pk.cc.restore_cwnd = rcv_restore_;
         pk.cc.rcvd_bytes = uint32_t(q->rcvd_bytes >> MRC_RCVD_SHIFT) & MRC_CC_RCVD_MASK;
+        // MRC's service time: how long this host held the trigger, from
+        // its arrival at XDP to now (a peer that cannot parse it has
+        // SVC_TIME_DEST_UNSUPPORTED on this QP).
+        pk.cc.has_svc = c.rx_ts && (cfg_.device.cap & kDevCapSvcTime) &&
+                        !(q->attr.cap_flags & kQpCapSvcTimeDestUnsupported);
+        if (pk.cc.has_svc)
+          pk.cc.svc_time_ns = uint32_t(std::min<Time>(now > c.rx_ts ? now - c.rx_ts : 0, ~0u));
         q->stats.tx_sacks++;
         q->unacked_bytes = 0;
         break;
@@ -1371,6 +1379,17 @@ bool Engine::emit_ctrl(const Ctrl& queued, TxSink& sink, Time now) {
   return true;
 }
 
+size_t Engine::tx_control(TxSink& sink, Time now, size_t budget) {
+  now_ = now;
+  size_t sent = 0;
+  while (sent < budget && !ctrl_->empty()) {
+    if (!emit_ctrl(ctrl_->front(), sink, now)) break;  // port full: retry later
+    ctrl_->pop();
+    sent++;
+  }
+  return sent;
+}
+
 bool Engine::tx_ready() const {
   if (!ctrl_->empty()) return true;
   for (uint32_t qpn : active_) {
@@ -1403,6 +1422,18 @@ void Engine::run_timers(Qp& q, Time now) {
     }
   }
   if (q.state == QpState::kRts) requester_timers(q, now);
+}
+
+void Engine::tx_done(Time now) {
+  for (const TxLog& l : tx_log_) {
+    Qp* q = qp_by_num(l.qpn);
+    if (!q || !q->win_ready() || codec::psn_diff(l.psn, q->una) < 0 ||
+        codec::psn_diff(q->next_psn, l.psn) <= 0)
+      continue;  // gone or acknowledged already
+    TxPkt& t = q->pkt(l.psn);
+    if (t.sent == l.stamp && now > l.stamp) t.hold = uint32_t(std::min<Time>(now - l.stamp, ~0u));
+  }
+  tx_log_.clear();
 }
 
 size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
@@ -1451,11 +1482,7 @@ size_t Engine::tx(TxSink& sink, Time now, size_t budget) {
     for (uint32_t qpn : timers_due_)
       if (Qp* q = qp_by_num(qpn)) arm(*q);
   }
-  while (sent < budget && !ctrl_->empty()) {
-    if (!emit_ctrl(ctrl_->front(), sink, now)) break;  // port full: retry later
-    ctrl_->pop();
-    sent++;
-  }
+  sent += tx_control(sink, now, budget - sent);
   // Data: round-robin over the QPs that may have something to send, up to
   // tx_quantum payload bytes per QP per turn (one packet when 0). A QP found
   // with nothing to send (no probe, retransmission or unsent packet: the

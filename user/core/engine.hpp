@@ -166,6 +166,17 @@ class Engine {
   // Emits up to `budget` frames (control first, then retransmissions, then new
   // data). Returns the number emitted. Also runs timers that are due.
   size_t tx(TxSink& sink, Time now, size_t budget);
+  // The control frames alone (SACKs, NACKs, responses), up to `budget`: a
+  // driver sends them ahead of a data burst (data_queued()), which they
+  // would otherwise wait behind. tx() emits what is left.
+  size_t tx_control(TxSink& sink, Time now, size_t budget);
+  // Some QP may have data to send (cheap; may be true when none has).
+  bool data_queued() const { return !txq_.empty(); }
+  // The frames of the tx() calls since the last tx_done() were handed over
+  // (the transmit's system calls returned) at `now`. Their time from their
+  // stamp to now is this host's own, which quick adapt leaves out
+  // (EngineConfig::cc_qa_fabric). Drivers that do not call it lose only that.
+  void tx_done(Time now);
   // Earliest time tx() has something to do without new input (kNever if idle).
   Time next_deadline() const;
   // True when tx() would emit a frame right now.
@@ -214,7 +225,8 @@ class Engine {
   uint32_t port_mask_for(const Qp& qp) const;
 
   // requester
-  void on_sack(Qp& qp, const codec::Packet& p, uint8_t port, Time now);
+  // rx_ts: the SACK's arrival (XDP timestamp; `now` when not known).
+  void on_sack(Qp& qp, const codec::Packet& p, uint8_t port, Time rx_ts, Time now);
   void on_nack(Qp& qp, const codec::Packet& p, Time now);
   void on_aeth(Qp& qp, const codec::Packet& p, Time now);
   bool on_refusal(Qp& qp, uint32_t psn, Time now);
@@ -241,8 +253,9 @@ class Engine {
 
   // responder
   void on_data(Qp& qp, const codec::Packet& p, uint8_t port, Time rx_ts, Time now);
-  void on_trimmed(Qp& qp, const codec::Packet& p, uint8_t port, Time now);
-  void on_probe(Qp& qp, const codec::Packet& p, uint8_t port, Time now);
+  // rx_ts: the packet's arrival (for the service time of the SACK it triggers).
+  void on_trimmed(Qp& qp, const codec::Packet& p, uint8_t port, Time rx_ts);
+  void on_probe(Qp& qp, const codec::Packet& p, uint8_t port, Time rx_ts);
   void queue_sack(Qp& qp, const Trigger& trigger, uint8_t verdict, bool probe_resp, bool ecn);
   void queue_nack(Qp& qp, uint32_t psn, uint8_t reason, uint32_t entropy, uint16_t ts_echo,
                   uint8_t port);
@@ -273,6 +286,13 @@ class Engine {
   std::unique_ptr<CtrlQueue> ctrl_;
   std::vector<uint32_t> active_;    // QPs with work or timers (qpn)
   std::vector<uint32_t> sack_due_;  // QPs owing a SACK at the end of this rx() burst
+  // Data packets sent since the last tx_done(), for their hold (bounded by
+  // its reserved capacity: no allocation on the hot path).
+  struct TxLog {
+    uint32_t qpn, psn;
+    Time stamp;
+  };
+  std::vector<TxLog> tx_log_;
   size_t rr_ = 0;
   // QPs that may have a probe, retransmission or new data to send (qpn;
   // Qp::in_txq): tx() walks these, not every active QP, and drops the ones

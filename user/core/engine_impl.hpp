@@ -84,9 +84,12 @@ enum TxFlag : uint8_t {
 };
 
 struct TxPkt {
-  uint32_t wqe = 0;       // SQ slot
-  uint32_t offset = 0;    // byte offset in the message
-  uint32_t len = 0;       // payload bytes
+  uint32_t wqe = 0;     // SQ slot
+  uint32_t offset = 0;  // byte offset in the message
+  uint32_t len = 0;     // payload bytes
+  // ns from `sent` to the end of the transmit that handed the last
+  // transmission to the kernel (Engine::tx_done; 0: not reported)
+  uint32_t hold = 0;
   Time sent = 0;          // last transmission
   uint16_t ev = 0;        // EV index of the last transmission
   uint16_t ev_first = 0;  // EV index of the first transmission
@@ -110,6 +113,7 @@ struct Trigger {
   uint16_t ts = 0;
   uint8_t port = 0;
   bool valid = false;
+  Time rx_ts = 0;  // its arrival (XDP timestamp); 0: not known, no service time
 };
 
 struct Engine::Qp {
@@ -278,6 +282,7 @@ struct Engine::Ctrl {
   uint8_t code = 0;  // SACK verdict / NACK reason / AETH syndrome
   bool probe_resp = false;
   bool ecn = false;
+  Time rx_ts = 0;  // SACK: the trigger's arrival, for its service time (0: none)
   // endpoint operations
   codec::IpAddr peer;
   codec::Mac peer_mac{};

@@ -39,6 +39,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.queue_target = start.queue_target;
   p_.qa_floor = start.qa_floor;
   p_.qa_standing = start.qa_standing;
+  p_.qa_fabric = start.qa_fabric;
   slow_start_ = p_.init_window && p_.init_window < p_.max_cwnd;
   cwnd_ = slow_start_ ? std::max<uint64_t>(p_.init_window, mtu) : p_.max_cwnd;
   queue_high_ = false;
@@ -47,6 +48,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   win_samples_ = 0;
   win_start_ = 0;
   base_rtt_ = p_.base_rtt;
+  fabric_base_ = ~uint64_t(0);
   shared_base_ = nullptr;
   target_ = p_.target_delay ? p_.target_delay : std::max<uint64_t>(base_rtt_, p_.min_target);
   inc_ = 0;
@@ -155,13 +157,27 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   return fired;
 }
 
-void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Time now) {
+void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Time now,
+                  uint64_t fabric_rtt) {
   last_q_ = kNone;
   last_qa_ = false;
   if (!p_.enabled) return;
   update_base(rtt);
   achieved_ += bytes;
   const uint64_t delay = rtt > base_rtt_ ? rtt - base_rtt_ : 0;
+  // Quick adapt answers a queue in the fabric (an incast). On a software
+  // host most of an RTT is the hosts' own time: the responder's burst that
+  // a SACK waits behind, the sender's batch that keeps it unread. That
+  // delay fired quick adapt on an idle fabric and held the window at a few
+  // packets (performance.md, "Quick adapt on a software host"); measured
+  // without it, against the smallest such RTT (or the profile's base RTT),
+  // it sees the fabric's queue.
+  uint64_t qa_delay = delay;
+  if (rtt && fabric_rtt && p_.qa_fabric) {
+    const uint64_t f = std::min(fabric_rtt, rtt);
+    fabric_base_ = p_.base_rtt ? p_.base_rtt : std::min(fabric_base_, f);
+    qa_delay = f > fabric_base_ ? f - fabric_base_ : 0;
+  }
   if (rtt) update_avg(!ecn && delay > target_ ? 0.25 * double(base_rtt_) : double(delay));
   if (ignore_bytes_) {
     ignore_bytes_ = bytes >= ignore_bytes_ ? 0 : ignore_bytes_ - bytes;
@@ -173,7 +189,7 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
     return;
   }
   if (ecn) slow_start_ = false;
-  if (rtt && quick_adapt(false, delay, inflight, now)) {
+  if (rtt && quick_adapt(false, qa_delay, inflight, now)) {
     last_qa_ = true;
     return;
   }

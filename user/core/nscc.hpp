@@ -20,6 +20,7 @@ struct NsccStart {
   uint64_t queue_target = 0;
   uint64_t qa_floor = 0;
   bool qa_standing = false;
+  bool qa_fabric = false;
 };
 
 class Nscc {
@@ -35,6 +36,7 @@ class Nscc {
     uint64_t qa_threshold = 0;             // 0: max(4 x target, qa_floor)
     uint64_t qa_floor = 0;                 // EngineConfig::cc_qa_floor
     bool qa_standing = false;              // EngineConfig::cc_qa_standing
+    bool qa_fabric = false;                // EngineConfig::cc_qa_fabric
     uint8_t qa_gate = 3;
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
     uint64_t adjust_period = 0;  // 0: base_rtt + target
@@ -55,6 +57,8 @@ class Nscc {
   // Bytes that may be in flight. Unlimited (~0) when CC is disabled.
   uint64_t cwnd() const { return p_.enabled ? cwnd_ : ~uint64_t(0); }
   uint64_t base_rtt() const { return base_rtt_; }
+  // The smallest fabric RTT seen (qa_fabric), 0 before the first.
+  uint64_t fabric_base() const { return fabric_base_ == ~uint64_t(0) ? 0 : fabric_base_; }
   // The smallest RTT of every QP to the same peer (EngineConfig::
   // cc_share_base_rtt): the learned base RTT is never above it. Owned by
   // the engine; null: this QP's own samples only. configure() clears it.
@@ -67,7 +71,11 @@ class Nscc {
   bool slow_start() const { return slow_start_; }
 
   // A SACK acknowledged `bytes` new bytes; `rtt` is 0 when no sample.
-  void on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Time now);
+  // `fabric_rtt` is the sample less the hosts' own time (the responder's
+  // service time and the SACK's wait here; 0: not known, the whole RTT):
+  // with qa_fabric, quick adapt measures its delay on it.
+  void on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Time now,
+              uint64_t fabric_rtt = 0);
   // NACK TRIMMED/TRIMMED_LASTHOP for `bytes`.
   void on_nack(uint64_t bytes, uint64_t inflight, Time now);
   // ACK timeout of `bytes`.
@@ -102,6 +110,7 @@ class Nscc {
   Params p_;
   uint64_t cwnd_ = 0;
   uint64_t base_rtt_ = 0;
+  uint64_t fabric_base_ = ~uint64_t(0);
   uint64_t* shared_base_ = nullptr;
   uint64_t target_ = 0;
   double inc_ = 0;

@@ -480,7 +480,32 @@ inline void Engine::Qp::rtt_update(const TxPkt& t, Time rtt, Time min_reorder) {
   }
 }
 
-void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
+namespace {
+
+// The fabric's part of an RTT sample: the RTT less the hosts' own time, as
+// far as they know it: the time the SACK waited here (its arrival at XDP to
+// now, `local`), the time the responder held the trigger (its service time,
+// when the SACK carries one) and the time the packet spent in this host's
+// transmit (`hold`, TxPkt). Quick adapt acts on it (Nscc::on_ack). A
+// service time that leaves nothing of the RTT cannot be true: counted,
+// unused. The hold may overlap the SACK's wait (the SACK can arrive while
+// the transmit's system call still runs): then the fabric's part is ~0.
+Time fabric_rtt(QpStats& st, const codec::CcState& cc, Time rtt, Time local, Time hold) {
+  if (local >= rtt) return 1;
+  Time f = rtt - local;
+  if (cc.has_svc) {
+    st.rx_sack_svc++;
+    if (cc.svc_time_ns >= f)
+      st.bad_svc_time++;
+    else
+      f -= cc.svc_time_ns;
+  }
+  return f > hold ? f - hold : 1;
+}
+
+}  // namespace
+
+void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Time now) {
   const codec::Seth& s = p.seth;
   q.stats.rx_sacks++;
   if (!q.win_ready()) return;
@@ -541,8 +566,8 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   advance_cack(q, s.cack_psn, now, newly);
   const uint32_t base = codec::psn_add(s.cack_psn, s.sack_offset);
   q.sack_bitmap(base, s.sack_bitmap, now, newly);
-  // RTT from the transmission that triggered this SACK.
-  Time rtt = 0;
+  // RTT from the transmission that triggered this SACK, and its fabric part.
+  Time rtt = 0, fabric = 0;
   // The SACK right behind another with the same trigger and echo (the
   // responder's second bitmap) carries no second sample.
   const bool sampled = trig == q.sampled_psn && p.cc.tx_ts_echo == q.sampled_ts;
@@ -552,6 +577,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
     TxPkt& t = q.pkt(trig);
     rtt = q.rtt_sample(t, p.cc.tx_ts_echo, cfg_, now);
     if (rtt) q.rtt_update(t, rtt, cfg_.min_reorder);
+    if (rtt) fabric = fabric_rtt(q.stats, p.cc, rtt, now > rx_ts ? now - rx_ts : 0, t.hold);
   }
   // Verdict on the reflected EV.
   const bool ecn = (s.cc_flags & MRC_CC_F_ECN_CE) || s.verdict == MRC_MP_SKIP_ONCE;
@@ -583,7 +609,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   rack(q, base, codec::psn_add(base, 64), now);
   if ((q.attr.cap_flags & kQpCapDynamicMpr) && s.mpr)
     q.mpr_eff = uint32_t(std::min(q.attr.mpr, s.mpr)) * 128;
-  q.cc.on_ack(newly, rtt, ecn, q.inflight, now);
+  q.cc.on_ack(newly, rtt, ecn, q.inflight, now, fabric);
   q.cc.on_penalty(p.cc.rcv_cwnd_pen, p.cc.restore_cwnd, newly, q.inflight);
   if (q.una != una_before) complete_sends(q);
 }
@@ -837,6 +863,8 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   // a whole batch the same `now`): "sent after it" must mean what it says.
   const Time stamp = q.last_send >= now ? q.last_send + 1 : now;
   t.sent = stamp;
+  t.hold = 0;
+  if (tx_log_.size() < tx_log_.capacity()) tx_log_.push_back({q.qpn, psn, stamp});
   t.ts = pk.tseth.tx_ts;
   if (!rtx) {
     t.ts_first = t.ts;

@@ -38,6 +38,7 @@ void Engine::queue_sack(Qp& q, const Trigger& t, uint8_t verdict, bool probe_res
   c.code = verdict;
   c.probe_resp = probe_resp;
   c.ecn = ecn;
+  c.rx_ts = t.rx_ts;
   ctrl_->push(c);
   q.sack_deadline = kNever;
   q.unacked_bytes = 0;
@@ -106,9 +107,9 @@ void Engine::deliver_imm(Qp& q) {
 }
 
 void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Time now) {
-  (void)rx_ts;
   const uint32_t psn = p.bth.psn;
   Trigger trig;
+  trig.rx_ts = rx_ts;
   trig.psn = psn;
   trig.entropy = codec::ev_from_wire(p.ip, p.udp, q.fmt);
   trig.ts = p.bth.ts ? p.tseth.tx_ts : 0;
@@ -208,8 +209,7 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   }
 }
 
-void Engine::on_trimmed(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
-  (void)now;
+void Engine::on_trimmed(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts) {
   const int32_t d = codec::psn_diff(p.bth.psn, q.rwin.next_expected());
   if (d >= 0 && uint32_t(d) >= q.rwin.window()) {
     q.stats.rx_oor_pkts++;  // no request of this QP's peer: no NACK
@@ -221,6 +221,7 @@ void Engine::on_trimmed(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
   trig.ts = p.bth.ts ? p.tseth.tx_ts : 0;
   trig.port = port;
   trig.valid = true;
+  trig.rx_ts = rx_ts;
   if (q.rwin.received(trig.psn)) {
     queue_sack(q, trig, MRC_MP_NONE, false, false);
     return;
@@ -233,9 +234,9 @@ void Engine::on_trimmed(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
       trig.entropy, trig.ts, port);
 }
 
-void Engine::on_probe(Qp& q, const codec::Packet& p, uint8_t port, Time now) {
-  (void)now;
+void Engine::on_probe(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts) {
   Trigger trig;
+  trig.rx_ts = rx_ts;
   trig.psn = q.rwin.cack();
   trig.entropy = codec::ev_from_wire(p.ip, p.udp, q.fmt);
   trig.ts = p.peth.tx_ts;

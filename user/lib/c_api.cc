@@ -397,7 +397,7 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
   if (opts) {
     const uint32_t known = MRC_DEVICE_NO_MRCD | MRC_DEVICE_BUSY_POLL | MRC_DEVICE_XDP_GENERIC |
                            MRC_DEVICE_PIN_CPU | MRC_DEVICE_APP_PROGRESS | MRC_DEVICE_EXCLUSIVE |
-                           MRC_DEVICE_TX_LIVE | MRC_DEVICE_TX_AUTO;
+                           MRC_DEVICE_TX_LIVE | MRC_DEVICE_TX_AUTO | MRC_DEVICE_QA_FABRIC;
     if (opts->flags & ~known)
       return fail_null<mrc_device>(EINVAL, "mrc_open_device: unknown flags");
     if ((opts->flags & MRC_DEVICE_TX_LIVE) && (opts->flags & MRC_DEVICE_TX_AUTO))
@@ -421,6 +421,7 @@ struct mrc_device* mrc_open_device(const char* const* ifnames, int num_ifnames,
     if (opts->flags & MRC_DEVICE_EXCLUSIVE) o.mode = mrc::DeviceMode::kExclusive;
     if (opts->flags & MRC_DEVICE_TX_LIVE) o.tx = mrc::TxBackend::kLive;
     if (opts->flags & MRC_DEVICE_TX_AUTO) o.tx = mrc::TxBackend::kAuto;
+    if (opts->flags & MRC_DEVICE_QA_FABRIC) o.engine.cc_qa_fabric = true;  // MRC_ENGINE may undo
     o.queues = opts->queues;
     if (opts->frame_size) o.frame_size = opts->frame_size;
     if (opts->umem_frames) o.umem_frames = opts->umem_frames;

@@ -38,6 +38,9 @@ namespace mrc::lib {
 
 // Frames the engine loop receives, completes and sends per burst.
 constexpr size_t kBurst = 64;
+// Data frames that leave with the control frames ahead of a larger burst
+// (engine_loop.cc: the SACKs do not wait for the burst's build).
+constexpr size_t kCtrlLead = 16;
 // Live-frames slots reserved per port at a time (what an iteration does not
 // use goes back at its end).
 constexpr uint32_t kLiveReserve = 16;

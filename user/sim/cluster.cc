@@ -85,6 +85,7 @@ void Cluster::service(uint32_t h) {
   const Time now = net_->now();
   while (host.eng->tx(sink, now, 64) > 0) {
   }
+  host.eng->tx_done(now);  // the simulated transmit takes no time
   host.in_service = false;
   // Next wake-up: the engine's own deadline, or soon when the uplinks pushed
   // back while it still had frames to send.

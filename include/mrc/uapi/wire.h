@@ -128,6 +128,9 @@ enum mrc_xh_type {
 enum mrc_xh_next {
 	MRC_XH_NEXT_NONE = 0,
 	MRC_XH_NEXT_CC_STATE = 1,
+	/* CC_STATE followed by the responder's service time (struct
+	 * mrc_cc_svc): sent unless the QP has SVC_TIME_DEST_UNSUPPORTED. */
+	MRC_XH_NEXT_CC_STATE_SVC = 2,
 };
 
 /* ------------------------------------------------------------------ */
@@ -178,6 +181,16 @@ MRC_ASSERT_SIZE(struct mrc_cc_state, 8);
 #define MRC_CC_RCVD_MASK 0x00ffffffu
 /* rcvd_bytes counts units of 2^MRC_RCVD_SHIFT bytes (256 B), modulo 2^24. */
 #define MRC_RCVD_SHIFT 8
+
+/* Service time, after CC_STATE when SETH next = CC_STATE_SVC: nanoseconds
+ * from the arrival of the triggering packet at the responder to the SACK's
+ * transmission (saturating). The requester subtracts it, and its own time
+ * from the SACK's arrival to its processing, from the RTT it measures:
+ * what remains is the fabric's part, which quick adapt acts on. */
+struct mrc_cc_svc {
+	__be32 svc_time_ns;
+} MRC_PACKED;
+MRC_ASSERT_SIZE(struct mrc_cc_svc, 4);
 
 /* ------------------------------------------------------------------ */
 /* NACK: NETH, 20 bytes.                                               */
@@ -268,6 +281,7 @@ MRC_ASSERT_SIZE(struct mrc_eeth, 36);
 /* Header stack sizes after the BTH, for each opcode. */
 #define MRC_DATA_HDR_LEN (sizeof(struct mrc_meth) + sizeof(struct mrc_reth))
 #define MRC_SACK_HDR_LEN (sizeof(struct mrc_seth) + sizeof(struct mrc_cc_state))
+#define MRC_SACK_SVC_HDR_LEN (MRC_SACK_HDR_LEN + sizeof(struct mrc_cc_svc))
 
 /* Default DSCP classes (configuration; see Documentation/wire-format.md). */
 #define MRC_DSCP_CONTROL_DEFAULT 46

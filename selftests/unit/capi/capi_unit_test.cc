@@ -245,6 +245,8 @@ TEST(CApi, OpenDeviceRefusesBadListsAndOptionsBeforeTouchingAnything) {
   o = {};
   o.frame_size = 1000;
   expect_errno(open({"lo"}, &o), EINVAL, "frame_size");
+  o.flags = MRC_DEVICE_QA_FABRIC;  // a known flag: the next check refuses it
+  expect_errno(open({"lo"}, &o), EINVAL, "frame_size");
   o = {};
   o.frame_chunks = 18;
   expect_errno(open({"lo"}, &o), EINVAL, "frame_chunks");

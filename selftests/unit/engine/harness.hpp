@@ -26,6 +26,7 @@ struct WireFrame {
   int to = 0;  // host index
   uint8_t port = 0;
   std::vector<uint8_t> bytes;
+  Time arrived = 0;  // at the receiving host (its XDP timestamp); 0: when delivered
 };
 
 // Verdict of the wire hook for one frame.
@@ -33,6 +34,9 @@ struct Hook {
   bool drop = false;
   bool dup = false;  // deliver a second copy right after the first
   Time extra_delay = 0;
+  // The last host_wait of extra_delay the frame spends at the receiving
+  // host, arrived (XDP stamps it then) but not yet read by its engine.
+  Time host_wait = 0;
 };
 
 // Rewrites a built frame in place: ECN-CE, or trimmed to its headers with a
@@ -116,7 +120,8 @@ struct PairOptions {
 // A wire hook for Pair::hook: the hosts' threads sleep and wake. Half the
 // frames find the receiving thread awake; the rest wait 50-250 us for it,
 // in order per host (a frame that waits holds back the ones behind it, as
-// a sleeping thread does). `latency` is the harness's one-way latency.
+// a sleeping thread does), stamped on arrival as XDP stamps them. `latency`
+// is the harness's one-way latency.
 inline auto host_wakeups(uint64_t seed, core::Time latency = 5'000) {
   return [r = core::Rng(seed), last = std::array<core::Time, 2>{}, latency](
              int from, uint8_t, std::vector<uint8_t>&, core::Time now) mutable {
@@ -127,6 +132,7 @@ inline auto host_wakeups(uint64_t seed, core::Time latency = 5'000) {
     last[size_t(to)] = at;
     Hook h;
     h.extra_delay = at - arrive;
+    h.host_wait = h.extra_delay;
     return h;
   };
 }
@@ -270,7 +276,8 @@ class Pair {
         for (size_t i = 0; i < due.size(); i += rx_burst) {
           std::vector<core::RxFrame> rf;
           for (size_t j = i; j < std::min(due.size(), i + rx_burst); j++)
-            rf.push_back({due[j].bytes.data(), uint32_t(due[j].bytes.size()), due[j].port, now});
+            rf.push_back({due[j].bytes.data(), uint32_t(due[j].bytes.size()), due[j].port,
+                          due[j].arrived ? due[j].arrived : now});
           e(to).rx(rf, now);
           rx_calls[to]++;
           frames_delivered += rf.size();
@@ -281,7 +288,8 @@ class Pair {
       auto it = flight.begin();
       WireFrame f = std::move(it->second);
       flight.erase(it);
-      core::RxFrame rf{f.bytes.data(), uint32_t(f.bytes.size()), f.port, now};
+      core::RxFrame rf{f.bytes.data(), uint32_t(f.bytes.size()), f.port,
+                       f.arrived ? f.arrived : now};
       // Multi-buffer delivery: every buffer its own allocation, so a read
       // past one (in the codec or the engine) is caught by ASan.
       std::vector<std::vector<uint8_t>> bufs;
@@ -363,10 +371,10 @@ class Pair {
         p.frames_dropped++;
         return;
       }
-      if (h.dup)
-        p.flight.emplace(depart + p.o_.latency + h.extra_delay + 1, WireFrame{1 - from, port, f});
-      p.flight.emplace(depart + p.o_.latency + h.extra_delay,
-                       WireFrame{1 - from, port, std::move(f)});
+      const Time at = depart + p.o_.latency + h.extra_delay;
+      const Time arrived = h.host_wait ? at - std::min(h.host_wait, at) : 0;
+      if (h.dup) p.flight.emplace(at + 1, WireFrame{1 - from, port, f, arrived});
+      p.flight.emplace(at, WireFrame{1 - from, port, std::move(f), arrived});
     }
     Pair& p;
     int from;
