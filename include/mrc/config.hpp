@@ -201,7 +201,7 @@ struct EngineConfig {
   // responder's service time (carried in the SACK), the SACK's wait at this
   // host and the packet's time in this host's transmit, against the
   // smallest such RTT. It keeps a CPU-bound host's own delay from firing
-  // quick adapt (fi_pingpong RDM 1 MiB over the libfabric provider 1.25x,
+  // quick adapt (fi_pingpong RDM 1 MiB over the libfabric provider 1.36x,
   // which turns it on: MRC_DEVICE_QA_FABRIC), but on this machine's shaped
   // 1 Gbit/s planes one bulk QP then keeps 0.57-0.62 of the capacity
   // against 0.96 (performance.md, "Quick adapt on a software host"). Off by

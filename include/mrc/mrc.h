@@ -120,7 +120,7 @@ enum mrc_device_flags {
 	 * less the peer's service time (carried in its SACKs), the SACK's wait
 	 * here and the packet's time in this host's transmit. For bursty,
 	 * CPU-bound traffic (request/response, MPI); off, the whole RTT
-	 * (Documentation/design.md, "Quick adapt measures the fabric").
+	 * (Documentation/design.md, "Quick adapt can measure the fabric").
 	 * MRC_ENGINE=cc_qa_fabric=0 overrides it. An exclusive device only. */
 	MRC_DEVICE_QA_FABRIC = 1 << 8,
 };

@@ -39,7 +39,7 @@ Engine::Engine(EngineConfig cfg)
       ctrl_(std::make_unique<CtrlQueue>()) {
   ev_events_.resize(std::max<uint32_t>(cfg_.ev_event_capacity, 1));
   sack_due_.reserve(256);
-  tx_log_.reserve(1024);
+  if (cfg_.cc_qa_fabric) tx_log_.reserve(1024);  // TxPkt::hold (tx_done)
   for (const PortConfig& p : cfg_.ports)
     if (!p.up && p.port < 32) ports_down_ |= 1u << p.port;
 }

@@ -57,8 +57,6 @@ class Nscc {
   // Bytes that may be in flight. Unlimited (~0) when CC is disabled.
   uint64_t cwnd() const { return p_.enabled ? cwnd_ : ~uint64_t(0); }
   uint64_t base_rtt() const { return base_rtt_; }
-  // The smallest fabric RTT seen (qa_fabric), 0 before the first.
-  uint64_t fabric_base() const { return fabric_base_ == ~uint64_t(0) ? 0 : fabric_base_; }
   // The smallest RTT of every QP to the same peer (EngineConfig::
   // cc_share_base_rtt): the learned base RTT is never above it. Owned by
   // the engine; null: this QP's own samples only. configure() clears it.
@@ -72,7 +70,8 @@ class Nscc {
 
   // A SACK acknowledged `bytes` new bytes; `rtt` is 0 when no sample.
   // `fabric_rtt` is the sample less the hosts' own time (the responder's
-  // service time and the SACK's wait here; 0: not known, the whole RTT):
+  // service time, the SACK's wait here and the packet's hold in this
+  // host's transmit; 0: not known, the whole RTT):
   // with qa_fabric, quick adapt measures its delay on it.
   void on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Time now,
               uint64_t fabric_rtt = 0);

@@ -864,7 +864,9 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   const Time stamp = q.last_send >= now ? q.last_send + 1 : now;
   t.sent = stamp;
   t.hold = 0;
-  if (tx_log_.size() < tx_log_.capacity()) tx_log_.push_back({q.qpn, psn, stamp});
+  // The hold only matters to quick adapt on the fabric's delay.
+  if (cfg_.cc_qa_fabric && tx_log_.size() < tx_log_.capacity())
+    tx_log_.push_back({q.qpn, psn, stamp});
   t.ts = pk.tseth.tx_ts;
   if (!rtx) {
     t.ts_first = t.ts;

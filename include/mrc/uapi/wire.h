@@ -184,8 +184,8 @@ MRC_ASSERT_SIZE(struct mrc_cc_state, 8);
 
 /* Service time, after CC_STATE when SETH next = CC_STATE_SVC: nanoseconds
  * from the arrival of the triggering packet at the responder to the SACK's
- * transmission (saturating). The requester subtracts it, and its own time
- * from the SACK's arrival to its processing, from the RTT it measures:
+ * build (saturating). The requester subtracts it, and its own time from
+ * the SACK's arrival to its processing, from the RTT it measures:
  * what remains is the fabric's part, which quick adapt acts on. */
 struct mrc_cc_svc {
 	__be32 svc_time_ns;

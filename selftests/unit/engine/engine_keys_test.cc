@@ -24,6 +24,9 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_EQ(e.sack_bytes, 32768u);
   EXPECT_EQ(e.paths.probe_max, 2'500'000u);
   EXPECT_EQ(e.cc_qa_floor, 300'000u);
+  ASSERT_FALSE(e.cc_qa_fabric);
+  ASSERT_TRUE(apply_engine_settings("cc_qa_fabric=1", &e, "x").ok());
+  EXPECT_TRUE(e.cc_qa_fabric);
   // The last setting of a key wins; an empty list changes nothing.
   ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
   EXPECT_FALSE(e.default_cc.nscc.disable_qa);
@@ -38,7 +41,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
        {"bogus=1", "cc_qa", "=1", "cc_qa=2", "cc_qa=-1", "cc_qa=1x", "cc_qa=", "cc_qa=0x1",
         "sack_bytes=4294967296", "cc_qa_floor_us=3600000001", "cc_qa_floor_us=99999999999999999999",
         "cc_qa_floor_us=184467440737095516160", "sack_bytes=+5", "sack_bytes=1 cc_qa=2",
-        "cc_qa=0,bogus=1"}) {
+        "cc_qa_fabric=2", "cc_qa_fabric=-1", "cc_qa_fabric=yes", "cc_qa=0,bogus=1"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
     auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
