@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 #include <rdma/fabric.h>
@@ -25,6 +26,9 @@ enum class ImmType : uint8_t {
   kReadReq = 4,    // an emulated-read request in ring slot `slot`
   kReadResp = 5,   // the data of read `slot` (written into the reader's buffer)
   kReadErr = 6,    // read `slot` failed at the target (bad key or range)
+  kRecvAd = 7,     // an advert of a posted receive buffer (RecvAd) in ring slot `slot`
+  kDirect = 8,     // a whole message written straight into the advertised receive
+                   // whose sequence number is `slot` modulo 65536 (no ring slot)
 };
 
 inline constexpr uint32_t kMaxCredits = 0xfff;
@@ -70,6 +74,52 @@ struct ReadReq {
   uint32_t lrkey;
   uint32_t id;
   uint32_t reserved;
+};
+
+// A receive buffer the peer may write one message into directly (the
+// "direct" path, Documentation/libfabric.md): the receiver's `seq`-th posted
+// receive (counted from 0 over the endpoint's life) is [addr, addr+len),
+// registered for this receive alone under `rkey`. The sender's `seq`-th
+// message matches it (FI_MSG matches messages to receives in order).
+struct RecvAd {
+  uint64_t addr;
+  uint64_t len;
+  uint64_t seq;
+  uint32_t rkey;
+  uint32_t reserved;
+};
+static_assert(sizeof(RecvAd) == 32);
+
+// The sender's adverts, in sequence order, bounded. A message numbered n
+// uses the advert of sequence n if it has arrived; adverts older than the
+// next message are stale (their receives took ring messages) and dropped.
+class AdQueue {
+ public:
+  static constexpr size_t kMax = 256;
+  // An advert arrived (after `next_msg` messages were numbered). False,
+  // and nothing kept, for one that does not follow the last (a forged or
+  // replayed sequence) or when full; a stale one is dropped and true.
+  bool push(const RecvAd& ad, uint64_t next_msg) {
+    if (have_last_ && ad.seq <= last_) return false;
+    if (ad.len == 0) return false;
+    have_last_ = true;
+    last_ = ad.seq;
+    if (ad.seq < next_msg) return true;
+    if (q_.size() >= kMax) return false;
+    q_.push_back(ad);
+    return true;
+  }
+  // The advert for message `msg` (nullptr if none): drops older ones.
+  const RecvAd* match(uint64_t msg) {
+    while (!q_.empty() && q_.front().seq < msg) q_.pop_front();
+    return !q_.empty() && q_.front().seq == msg ? &q_.front() : nullptr;
+  }
+  size_t size() const { return q_.size(); }
+
+ private:
+  std::deque<RecvAd> q_;
+  uint64_t last_ = 0;
+  bool have_last_ = false;
 };
 
 // Credits travel as a counter, not as a delta: the 12-bit credit field of
@@ -192,6 +242,8 @@ enum class RxFault : uint8_t {
   kLength,    // header length past the slot, or more than the WRITE carried
   kSequence,  // segment flags/lengths that do not continue the message
   kReadId,    // read answer for a read not in flight, or of the wrong length
+  kAdvert,    // receive advert out of sequence, empty, or beyond the bound
+  kDirect,    // direct message not for the oldest receive, not advertised, or too long
   kCount,
 };
 
@@ -209,6 +261,10 @@ inline const char* rx_fault_name(RxFault f) {
       return "sequence";
     case RxFault::kReadId:
       return "read-id";
+    case RxFault::kAdvert:
+      return "advert";
+    case RxFault::kDirect:
+      return "direct";
     case RxFault::kCount:
       break;
   }
@@ -233,6 +289,8 @@ enum class RxAction : uint8_t {
   kReadReq,    // a read request (req validated for size); slot occupied until released
   kReadResp,   // read `slot` answered with data
   kReadErr,    // read `slot` failed at the target
+  kRecvAd,     // an advert of the peer's receive (ad validated for size); slot occupied
+  kDirect,     // a direct message of byte_len bytes for receive sequence `slot` (mod 2^16)
 };
 
 struct Arrival {
@@ -240,6 +298,8 @@ struct Arrival {
   uint32_t slot = 0;
   SlotHdr hdr = {};
   ReadReq req = {};
+  RecvAd ad = {};
+  uint32_t byte_len = 0;
   bool fault = false;  // something in it was refused (counted)
 };
 
@@ -256,6 +316,9 @@ class RxCheck {
 
   RxRing& ring() { return ring_; }
   const RxFaults& faults() const { return faults_; }
+  // Counts a refusal the endpoint decided (a direct message or an advert
+  // that does not fit its state).
+  void refused(RxFault f) { faults_.n[size_t(f)]++; }
 
   // A read `id` of `len` bytes is in flight (answers are accepted for it).
   void read_started(uint32_t id, uint64_t len) {
@@ -272,7 +335,7 @@ class RxCheck {
     Arrival a;
     Imm imm = imm_decode(imm_host);
     uint32_t type = imm_host >> 28;
-    if (type < uint32_t(ImmType::kMsg) || type > uint32_t(ImmType::kReadErr))
+    if (type < uint32_t(ImmType::kMsg) || type > uint32_t(ImmType::kDirect))
       return refuse(a, RxFault::kType);
     if (!tx || !tx->credit_word(imm.credits)) {
       // the rest of the arrival may still be good: only the credits go
@@ -285,7 +348,13 @@ class RxCheck {
       case ImmType::kMsg:
       case ImmType::kWriteData:
       case ImmType::kReadReq:
+      case ImmType::kRecvAd:
         return slot_arrival(a, imm.type, byte_len, ring);
+      case ImmType::kDirect:
+        // Matched against the receives by the endpoint (refuse_direct).
+        a.action = RxAction::kDirect;
+        a.byte_len = byte_len;
+        return a;
       case ImmType::kReadResp:
       case ImmType::kReadErr: {
         if (imm.slot >= read_len_.size() || read_len_[imm.slot] == kNoRead)
@@ -328,16 +397,21 @@ class RxCheck {
       f = check_segment(a.hdr);
     else if (type == ImmType::kWriteData)
       f = a.hdr.seg_len == 0 ? f : RxFault::kLength;
+    else if (type == ImmType::kRecvAd)
+      f = a.hdr.seg_len == sizeof(RecvAd) ? f : RxFault::kLength;
     else if (a.hdr.seg_len != sizeof(ReadReq))
       f = RxFault::kLength;
-    else
+    if (f == RxFault::kCount && type == ImmType::kReadReq)
       std::memcpy(&a.req, p + sizeof(SlotHdr), sizeof a.req);
+    if (f == RxFault::kCount && type == ImmType::kRecvAd)
+      std::memcpy(&a.ad, p + sizeof(SlotHdr), sizeof a.ad);
     if (f != RxFault::kCount) {
       ring_.release(a.slot);
       return refuse(a, f);
     }
     a.action = type == ImmType::kMsg         ? RxAction::kSegment
                : type == ImmType::kWriteData ? RxAction::kWriteData
+               : type == ImmType::kRecvAd    ? RxAction::kRecvAd
                                              : RxAction::kReadReq;
     return a;
   }

@@ -101,6 +101,10 @@ struct Config {
   // copy mode). Auto since 2026-12-04: with quick adapt measuring the
   // fabric, live frames carry 1 MiB ~1.3x faster (libfabric.md "Running").
   uint32_t tx_flag = MRC_DEVICE_TX_AUTO;
+  // Messages of at least this many bytes go straight into a receive buffer
+  // the peer advertised (FI_MRC_DIRECT_MIN; 0: never; libfabric.md
+  // "Direct messages"), receives of at least this size are advertised.
+  uint64_t direct_min = 65536;
   std::string why;  // empty when usable
 };
 
@@ -151,6 +155,16 @@ Config load_config() {
           "xsk (or auto)";
     else
       c.tx_flag = 0;
+  }
+  std::string dm = param_str("direct_min");
+  if (!dm.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long d = std::strtoull(dm.c_str(), &end, 10);
+    if (errno || !end || *end || dm[0] == '-' || d > (1ull << 30))
+      c.why = "FI_MRC_DIRECT_MIN must be 0 (off) or a byte count up to 1073741824";
+    else
+      c.direct_min = d;
   }
   std::string prog = param_str("progress");
   c.progress_set = !prog.empty();
@@ -371,7 +385,8 @@ void sock_timeouts(int fd) {
 
 constexpr uint32_t kCmMagic = 0x4d524346;  // "MRCF"
 // 2: credits as a counter of freed slots (proto.hpp, kCreditMod)
-constexpr uint16_t kCmVersion = 2;
+// 3: receive adverts and direct messages (ImmType::kRecvAd, kDirect)
+constexpr uint16_t kCmVersion = 3;
 constexpr uint32_t kCmDataMax = 256;
 enum CmType : uint16_t { kConnReq = 1, kAccept = 2, kReject = 3, kReady = 4, kBye = 5 };
 
@@ -482,7 +497,7 @@ struct Pep {
 };
 
 // One operation on the send side (pooled; index is its id in wr_id).
-enum class OpKind : uint8_t { kMsg, kWrite, kRead };
+enum class OpKind : uint8_t { kMsg, kWrite, kRead, kAd };
 
 struct TxOp {
   OpKind kind;
@@ -500,14 +515,27 @@ struct TxOp {
   uint64_t sent;       // bytes staged so far
   uint32_t segs_left;  // WRs posted whose completion is still due
   bool all_posted;
+  // kMsg: its number among the endpoint's messages (kUnnumbered until it
+  // starts), which names the peer's receive it matches (RecvAd::seq)
+  uint64_t msg_seq;
   // RMA
   uint64_t raddr;
   uint64_t rkey;
-  void* desc;
+  void* desc;  // RMA: Mr* (or the inject copy's mrc_mr*); kMsg: the consumer's Mr* or null
+  RecvAd ad;   // kAd: the advert to send
   std::vector<uint8_t> copy;
 };
 
-enum WrKind : uint64_t { kWrSeg = 1, kWrCredit = 2, kWrRma = 3, kWrReadResp = 4, kWrNote = 5 };
+constexpr uint64_t kUnnumbered = ~uint64_t(0);
+
+enum WrKind : uint64_t {
+  kWrSeg = 1,
+  kWrCredit = 2,
+  kWrRma = 3,
+  kWrReadResp = 4,
+  kWrNote = 5,
+  kWrDirect = 6
+};
 
 inline uint64_t wr_id(WrKind k, uint32_t op) { return uint64_t(k) << 56 | op; }
 
@@ -525,6 +553,9 @@ struct PostedRecv {
   uint64_t total;
   bool has_data;
   uint64_t data;
+  uint64_t seq;          // its number among the endpoint's receives
+  bool ad_tried;         // considered for an advert (once)
+  struct mrc_mr* ad_mr;  // registered for the peer's direct message, or null
 };
 
 // A message segment waiting in the ring for a receive buffer, with its
@@ -573,6 +604,11 @@ struct Ep {
   std::vector<uint32_t> free_ops;
   std::deque<uint32_t> inflight_segs;  // op of each posted slot WRITE (bounce order)
   std::vector<int64_t> reads;          // read id -> op (-1 free)
+  // direct messages (libfabric.md "Direct messages")
+  uint64_t recv_seq = 0;  // receives posted so far
+  uint64_t tx_msgs = 0;   // messages numbered so far
+  AdQueue ads;            // the peer's adverts
+  uint64_t direct_tx = 0, direct_rx = 0, ads_sent = 0, ad_reg_failed = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -758,6 +794,38 @@ void msg_staged(Ep* ep, TxOp& op) {
   op.reported = true;
 }
 
+// Writes message op straight into the peer's receive buffer when the
+// peer advertised the receive it matches (libfabric.md "Direct messages"):
+// one WRITE-with-immediate from the consumer's registered buffer, no ring
+// slot, no credit, no copy. The send completes when the WRITE does (every
+// byte acknowledged): the engine reads the buffer until then. 1: posted;
+// 0: not eligible (the ring carries it); -1: no SQ room yet.
+int try_direct(Ep* ep, uint32_t opi) {
+  TxOp& op = ep->ops[opi];
+  const uint64_t min = ep->dom->fab->cfg.direct_min;
+  if (!min || op.total < min || op.total > UINT32_MAX || op.inject || op.has_data ||
+      op.iov_count != 1 || !op.desc)
+    return 0;
+  const struct mrc_mr* m = static_cast<Mr*>(op.desc)->m;
+  const uint64_t a = uintptr_t(op.iov[0].iov_base), base = uintptr_t(m->addr);
+  if (a < base || op.total > m->length || a - base > m->length - op.total) return 0;
+  const RecvAd* ad = ep->ads.match(op.msg_seq);
+  if (!ad || ad->len < op.total) return 0;
+  if (ep->sq_used >= ep->send_wrs) return -1;
+  uint32_t imm = imm_encode(Imm{ImmType::kDirect, credit_word(ep), uint32_t(op.msg_seq & 0xffff)});
+  if (post_write(ep, wr_id(kWrDirect, opi), op.iov[0].iov_base, uint32_t(op.total), m->lkey,
+                 ad->addr, ad->rkey, true, imm)) {
+    MRC_FI_WARN("post_send: %s\n", mrc_last_error());
+    ep->qp_error = true;
+    return -1;
+  }
+  op.sent = op.total;
+  op.segs_left = 1;
+  op.all_posted = true;
+  ep->direct_tx++;
+  return 1;
+}
+
 // Moves queued operations onto the wire while credits and SQ room last.
 void push_tx(Ep* ep) {
   if (ep->state != EpState::kConnected || ep->qp_error) return;
@@ -766,6 +834,15 @@ void push_tx(Ep* ep) {
     uint32_t opi = ep->txq.front();
     TxOp& op = ep->ops[opi];
     if (op.kind == OpKind::kMsg) {
+      if (op.msg_seq == kUnnumbered) op.msg_seq = ep->tx_msgs++;
+      if (op.sent == 0 && !op.all_posted) {
+        int d = try_direct(ep, opi);
+        if (d < 0) return;
+        if (d > 0) {
+          ep->txq.pop_front();
+          continue;
+        }
+      }
       while (!op.all_posted) {
         uint64_t n = std::min<uint64_t>(payload, op.total - op.sent);
         uint16_t fl = 0;
@@ -815,6 +892,11 @@ void push_tx(Ep* ep) {
           return;
         op.segs_left++;
       }
+      op.all_posted = true;
+    } else if (op.kind == OpKind::kAd) {
+      if (!send_slot(ep, opi, ImmType::kRecvAd, &op.ad, sizeof op.ad, kSlotFirst | kSlotLast, 0, 0))
+        return;
+      op.segs_left++;
       op.all_posted = true;
     } else {  // kRead: a request in the ring
       ReadReq rq = {op.raddr,
@@ -894,6 +976,14 @@ void scatter(PostedRecv& r, const uint8_t* src, size_t n) {
   }
 }
 
+// The oldest posted receive is done: its advert's registration (if any)
+// ends, so the peer's key for it is dead.
+void recv_retire(Ep* ep) {
+  PostedRecv& r = ep->recvs.front();
+  if (r.ad_mr) mrc_dereg_mr(r.ad_mr);
+  ep->recvs.pop_front();
+}
+
 // Delivers waiting ring messages into posted receives, in order. The
 // headers were validated on arrival (RxCheck): lengths fit the slot and
 // segments continue their message, except after a refused segment cut a
@@ -909,7 +999,7 @@ void drain_rx(Ep* ep) {
     if ((h.flags & kSlotFirst) && r.started) {
       // the previous message was cut (a refused segment): fail its receive
       if (ep->rxcq) cq_push_err(ep->rxcq, r.ctx, fl, r.off, FI_EIO, 0);
-      ep->recvs.pop_front();
+      recv_retire(ep);
       continue;
     }
     if (h.flags & kSlotFirst) {
@@ -933,9 +1023,50 @@ void drain_rx(Ep* ep) {
       } else if (ep->rxcq && (!ep->rx_selective || (r.flags & FI_COMPLETION))) {
         cq_push(ep->rxcq, Completion{r.ctx, fl, r.off, nullptr, r.data});
       }
-      ep->recvs.pop_front();
+      recv_retire(ep);
     }
   }
+}
+
+// Advertises a posted receive to the peer (libfabric.md "Direct messages"):
+// one of at least FI_MRC_DIRECT_MIN bytes in one buffer, registered for
+// this receive alone (recv_retire ends it), so the peer can write into
+// nothing else and nothing after. A registration that fails leaves the
+// receive to the ring.
+void advertise(Ep* ep, PostedRecv& r) {
+  r.ad_tried = true;
+  const uint64_t min = ep->dom->fab->cfg.direct_min;
+  if (!min || r.cap < min || r.iov_count != 1 || r.cap > UINT32_MAX) return;
+  r.ad_mr = mrc_reg_mr(g_dev.pd, r.iov[0].iov_base, r.cap,
+                       MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
+  if (!r.ad_mr) {
+    if (ep->ad_reg_failed++ == 0)
+      FI_INFO(&g_prov, FI_LOG_EP_DATA, "QP %u: receive not advertised (ring instead): %s\n",
+              ep->qpn, mrc_last_error());
+    return;
+  }
+  uint32_t opi = op_alloc(ep);
+  TxOp& op = ep->ops[opi];
+  op.kind = OpKind::kAd;
+  op.completion = op.inject = op.has_data = op.failed = op.reported = op.all_posted = false;
+  op.ctx = nullptr;
+  op.flags = op.data = op.total = op.sent = 0;
+  op.iov_count = 0;
+  op.segs_left = 0;
+  op.msg_seq = kUnnumbered;
+  op.desc = nullptr;
+  op.ad = RecvAd{uint64_t(uintptr_t(r.iov[0].iov_base)), r.cap, r.seq, r.ad_mr->rkey, 0};
+  ep->txq.push_back(opi);
+  ep->ads_sent++;
+}
+
+// Advertises the receives posted since the last call (newest last), once
+// connected.
+void advertise_recvs(Ep* ep) {
+  if (ep->state != EpState::kConnected || ep->qp_error || !ep->txr) return;
+  auto it = ep->recvs.end();
+  while (it != ep->recvs.begin() && !std::prev(it)->ad_tried) --it;
+  for (; it != ep->recvs.end(); ++it) advertise(ep, *it);
 }
 
 // A READ_REQ from the peer: write the asked range back with READ_RESP. The
@@ -968,11 +1099,34 @@ void log_faults(Ep* ep, uint32_t imm) {
   const RxFaults& f = ep->rxc->faults();
   MRC_FI_WARN(
       "QP %u: %llu arrival(s) refused (last imm %#x): type %llu slot %llu credits %llu length %llu "
-      "sequence %llu read-id %llu\n",
+      "sequence %llu read-id %llu advert %llu direct %llu\n",
       ep->qpn, (unsigned long long)t, imm, (unsigned long long)f[RxFault::kType],
       (unsigned long long)f[RxFault::kSlot], (unsigned long long)f[RxFault::kCredits],
       (unsigned long long)f[RxFault::kLength], (unsigned long long)f[RxFault::kSequence],
-      (unsigned long long)f[RxFault::kReadId]);
+      (unsigned long long)f[RxFault::kReadId], (unsigned long long)f[RxFault::kAdvert],
+      (unsigned long long)f[RxFault::kDirect]);
+}
+
+// A direct message of `len` bytes for receive number `seq16` (mod 2^16).
+// MRC placed it before delivering the immediate, and delivers immediates in
+// order, so every earlier ring message has arrived: they take their
+// receives first. It must then be for the oldest receive, advertised,
+// untouched and big enough; otherwise it is refused and counted (the bytes
+// went only where the peer's own advert allowed) and the receive stays.
+void deliver_direct(Ep* ep, uint32_t seq16, uint32_t len, uint32_t imm) {
+  drain_rx(ep);
+  PostedRecv* r = ep->recvs.empty() ? nullptr : &ep->recvs.front();
+  if (!ep->pending.empty() || !r || !r->ad_mr || r->started || (r->seq & 0xffff) != seq16 ||
+      len > r->cap) {
+    ep->rxc->refused(RxFault::kDirect);
+    log_faults(ep, imm);
+    return;
+  }
+  r->off = len;
+  if (ep->rxcq && (!ep->rx_selective || (r->flags & FI_COMPLETION)))
+    cq_push(ep->rxcq, Completion{r->ctx, FI_RECV | FI_MSG, len, nullptr, 0});
+  ep->direct_rx++;
+  recv_retire(ep);
 }
 
 void handle_recv_wc(Ep* ep, const struct mrc_wc& wc) {
@@ -996,6 +1150,16 @@ void handle_recv_wc(Ep* ep, const struct mrc_wc& wc) {
     case RxAction::kReadReq:
       serve_read(ep, a.req);
       ep->rxc->ring().release(a.slot);
+      break;
+    case RxAction::kRecvAd:
+      if (!ep->ads.push(a.ad, ep->tx_msgs)) {
+        ep->rxc->refused(RxFault::kAdvert);
+        log_faults(ep, v);
+      }
+      ep->rxc->ring().release(a.slot);
+      break;
+    case RxAction::kDirect:
+      deliver_direct(ep, a.slot, a.byte_len, v);
       break;
     case RxAction::kReadResp:
     case RxAction::kReadErr: {
@@ -1026,7 +1190,7 @@ void handle_send_wc(Ep* ep, const struct mrc_wc& wc) {
     ep->txr->bounce_done();
     if (!ep->inflight_segs.empty()) ep->inflight_segs.pop_front();
   }
-  if (k == kWrSeg || k == kWrRma) {
+  if (k == kWrSeg || k == kWrRma || k == kWrDirect) {
     if (opi >= ep->ops.size()) return;
     TxOp& op = ep->ops[opi];
     if (err) op_fail(ep, opi, err, int(wc.status));
@@ -1138,7 +1302,19 @@ void progress_cq(Cq* cq, bool idle = false, bool drain = true) {
 // Endpoint setup: QP, ring, bounce buffers
 
 void ep_free_qp(Ep* ep) {
+  if (ep->qp)
+    FI_INFO(&g_prov, FI_LOG_EP_DATA,
+            "QP %u: direct messages sent %llu, received %llu; receives advertised %llu "
+            "(registration failed %llu)\n",
+            ep->qpn, (unsigned long long)ep->direct_tx, (unsigned long long)ep->direct_rx,
+            (unsigned long long)ep->ads_sent, (unsigned long long)ep->ad_reg_failed);
   if (ep->qp) mrc_destroy_qp(ep->qp);
+  // the adverts' registrations end with the QP that could use them
+  for (PostedRecv& r : ep->recvs)
+    if (r.ad_mr) {
+      mrc_dereg_mr(r.ad_mr);
+      r.ad_mr = nullptr;
+    }
   if (ep->mcq) mrc_destroy_cq(ep->mcq);
   if (ep->ring_mr) mrc_dereg_mr(ep->ring_mr);
   if (ep->bounce_mr) mrc_dereg_mr(ep->bounce_mr);
@@ -1398,11 +1574,13 @@ void ep_cm_event(Ep* ep) {
         sock_send_all(ep->sock, &ready, sizeof ready);
       }
       set_state(ep, EpState::kConnected);
+      advertise_recvs(ep);
       eq_push(ep->eq, FI_CONNECTED, &ep->f.fid, nullptr, m.cm, m.cm_len);
       break;
     case EpState::kAccepting:
       if (m.type != kReady) return;
       set_state(ep, EpState::kConnected);
+      advertise_recvs(ep);
       eq_push(ep->eq, FI_CONNECTED, &ep->f.fid, nullptr, nullptr, 0);
       break;
     case EpState::kConnected:
@@ -1906,8 +2084,8 @@ Ep* as_ep(struct fid_ep* f) { return of<Ep>(f); }
 
 bool ep_ready(Ep* ep) { return ep->state == EpState::kConnected && !ep->qp_error; }
 
-ssize_t ep_sendmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx, uint64_t flags,
-                        uint64_t data) {
+ssize_t ep_sendmsg_impl(Ep* ep, const struct iovec* iov, void** desc, size_t count, void* ctx,
+                        uint64_t flags, uint64_t data) {
   if (count > 4) return -FI_EINVAL;
   if (!ep_ready(ep)) return ep->state == EpState::kConnected ? -FI_EIO : -FI_ENOTCONN;
   uint64_t total = 0;
@@ -1933,7 +2111,10 @@ ssize_t ep_sendmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
   op.sent = 0;
   op.segs_left = 0;
   op.all_posted = false;
-  op.desc = nullptr;
+  op.msg_seq = kUnnumbered;
+  // the consumer's registration of a single buffer: a direct message can
+  // then be written from it (FI_MR_LOCAL gives one with every send)
+  op.desc = !inject && count == 1 && desc ? desc[0] : nullptr;
   if (inject) {
     op.copy.resize(total);
     size_t off = 0;
@@ -1960,6 +2141,7 @@ ssize_t ep_recvmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
     r.cap += iov[i].iov_len;
   }
   r.flags = flags;
+  r.seq = ep->recv_seq++;
   ep->recvs.push_back(r);
   // Messages already in the ring take the buffer now; no engine pass (with
   // application progress a pass would send the ACKs it deferred on their
@@ -1967,6 +2149,7 @@ ssize_t ep_recvmsg_impl(Ep* ep, const struct iovec* iov, size_t count, void* ctx
   // its receive between the two). The next CQ read or post runs one.
   if (ep->rxc) {
     drain_rx(ep);
+    advertise_recvs(ep);  // queued: leaves with the next post or CQ read
     flush_credits(ep, credit_batch(ep));
   }
   return 0;
@@ -1983,11 +2166,11 @@ ssize_t recv_post(struct fid_ep* f, const struct iovec* iov, size_t count, void*
   return ep_recvmsg_impl(ep, iov, count, ctx, flags);
 }
 
-ssize_t send_post(struct fid_ep* f, const struct iovec* iov, size_t count, void* ctx,
+ssize_t send_post(struct fid_ep* f, const struct iovec* iov, void** desc, size_t count, void* ctx,
                   uint64_t flags, uint64_t data) {
   Ep* ep = as_ep(f);
   EpLock l(ep->mu);
-  return ep_sendmsg_impl(ep, iov, count, ctx, flags, data);
+  return ep_sendmsg_impl(ep, iov, desc, count, ctx, flags, data);
 }
 
 ssize_t ep_recv(struct fid_ep* f, void* buf, size_t len, void*, fi_addr_t, void* ctx) {
@@ -2004,34 +2187,34 @@ ssize_t ep_recvmsg(struct fid_ep* f, const struct fi_msg* msg, uint64_t flags) {
   return recv_post(f, msg->msg_iov, msg->iov_count, msg->context, flags);
 }
 
-ssize_t ep_send(struct fid_ep* f, const void* buf, size_t len, void*, fi_addr_t, void* ctx) {
+ssize_t ep_send(struct fid_ep* f, const void* buf, size_t len, void* desc, fi_addr_t, void* ctx) {
   struct iovec iov = {const_cast<void*>(buf), len};
-  return send_post(f, &iov, 1, ctx, default_flags(f), 0);
+  return send_post(f, &iov, &desc, 1, ctx, default_flags(f), 0);
 }
 
-ssize_t ep_sendv(struct fid_ep* f, const struct iovec* iov, void**, size_t count, fi_addr_t,
+ssize_t ep_sendv(struct fid_ep* f, const struct iovec* iov, void** desc, size_t count, fi_addr_t,
                  void* ctx) {
-  return send_post(f, iov, count, ctx, default_flags(f), 0);
+  return send_post(f, iov, desc, count, ctx, default_flags(f), 0);
 }
 
 ssize_t ep_sendmsg(struct fid_ep* f, const struct fi_msg* msg, uint64_t flags) {
-  return send_post(f, msg->msg_iov, msg->iov_count, msg->context, flags, msg->data);
+  return send_post(f, msg->msg_iov, msg->desc, msg->iov_count, msg->context, flags, msg->data);
 }
 
 ssize_t ep_inject(struct fid_ep* f, const void* buf, size_t len, fi_addr_t) {
   struct iovec iov = {const_cast<void*>(buf), len};
-  return send_post(f, &iov, 1, nullptr, FI_INJECT, 0);
+  return send_post(f, &iov, nullptr, 1, nullptr, FI_INJECT, 0);
 }
 
-ssize_t ep_senddata(struct fid_ep* f, const void* buf, size_t len, void*, uint64_t data, fi_addr_t,
-                    void* ctx) {
+ssize_t ep_senddata(struct fid_ep* f, const void* buf, size_t len, void* desc, uint64_t data,
+                    fi_addr_t, void* ctx) {
   struct iovec iov = {const_cast<void*>(buf), len};
-  return send_post(f, &iov, 1, ctx, default_flags(f) | FI_REMOTE_CQ_DATA, data);
+  return send_post(f, &iov, &desc, 1, ctx, default_flags(f) | FI_REMOTE_CQ_DATA, data);
 }
 
 ssize_t ep_injectdata(struct fid_ep* f, const void* buf, size_t len, uint64_t data, fi_addr_t) {
   struct iovec iov = {const_cast<void*>(buf), len};
-  return send_post(f, &iov, 1, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
+  return send_post(f, &iov, nullptr, 1, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 struct fi_ops_msg g_msg_ops = {sizeof(struct fi_ops_msg),
@@ -2803,6 +2986,10 @@ extern "C" __attribute__((visibility("default"))) struct fi_provider* fi_prov_in
                   "UMEM frames of 4 KiB one packet may fill, 1..17 (default 1, single-buffer "
                   "AF_XDP: at most 3392 payload bytes per packet; 3 on MTU 9000 planes carries "
                   "8896; needs multi-buffer AF_XDP, Linux 6.6+)");
+  fi_param_define(&g_prov, "direct_min", FI_PARAM_STRING,
+                  "Messages of at least this many bytes go straight into the peer's receive "
+                  "buffer when it advertised it (receives this large are advertised); 0: "
+                  "never (default 65536)");
   fi_param_define(&g_prov, "tx", FI_PARAM_STRING,
                   "How libmrc sends: auto (default: live where available, else xsk; xsk "
                   "with FI_MRC_FRAME_CHUNKS > 1), xsk (AF_XDP copy-mode TX rings) or live (XDP "

@@ -337,7 +337,7 @@ TEST(FiRx, SegmentsThatDoNotContinueTheirMessageAreRefused) {
 
 TEST(FiRx, UnknownTypesAndReadAnswersOutOfTurnAreRefused) {
   RxFixture f;
-  for (uint32_t t : {0u, 7u, 8u, 15u}) {
+  for (uint32_t t : {0u, 9u, 10u, 15u}) {
     Arrival a = f.rx.arrival(t << 28 | 1u << 16, 0, f.ring.data(), &f.tx);
     EXPECT_EQ(a.action, RxAction::kNone) << t;
   }
@@ -355,6 +355,86 @@ TEST(FiRx, UnknownTypesAndReadAnswersOutOfTurnAreRefused) {
   EXPECT_EQ(f.in(ImmType::kReadErr, 0, 4, 0).action, RxAction::kReadErr);
   EXPECT_EQ(f.rx.faults()[RxFault::kReadId], 5u);
   EXPECT_EQ(f.faults(), 9u);
+}
+
+// Receive adverts (libfabric.md "Direct messages") occupy a ring slot and
+// carry exactly one RecvAd; a direct message takes no slot and no credit
+// and names the receive by its sequence number modulo 2^16.
+TEST(FiRx, AdvertsAndDirectMessages) {
+  RxFixture f;
+  RecvAd ad{0x7f0000001000ull, 1u << 20, 70000, 0xabcd1234u, 0};
+  uint32_t s = f.rx.ring().next();
+  f.put(s, SlotHdr{uint32_t(sizeof ad), kSlotFirst | kSlotLast, 0, 0, 0}, &ad, sizeof ad);
+  Arrival a = f.in(ImmType::kRecvAd, 0, s, uint32_t(sizeof(SlotHdr) + sizeof ad));
+  ASSERT_EQ(a.action, RxAction::kRecvAd);
+  EXPECT_FALSE(a.fault);
+  EXPECT_EQ(a.ad.addr, ad.addr);
+  EXPECT_EQ(a.ad.len, ad.len);
+  EXPECT_EQ(a.ad.seq, ad.seq);
+  EXPECT_EQ(a.ad.rkey, ad.rkey);
+  EXPECT_TRUE(f.rx.ring().release(a.slot));
+  // a short or long advert is refused and its slot freed
+  for (uint32_t len : {uint32_t(sizeof ad) - 1, uint32_t(sizeof ad) + 8}) {
+    s = f.rx.ring().next();
+    f.put(s, SlotHdr{len, kSlotFirst | kSlotLast, 0, 0, 0}, &ad, sizeof ad);
+    EXPECT_EQ(f.in(ImmType::kRecvAd, 0, s, uint32_t(sizeof(SlotHdr) + len)).action,
+              RxAction::kNone);
+    EXPECT_EQ(f.rx.ring().occupied(), 0u);
+  }
+  EXPECT_EQ(f.rx.faults()[RxFault::kLength], 2u);
+  // direct: no slot consumed, the length is the WRITE's
+  uint32_t next = f.rx.ring().next();
+  a = f.in(ImmType::kDirect, 0, 70000 & 0xffff, 1u << 20);
+  EXPECT_EQ(a.action, RxAction::kDirect);
+  EXPECT_EQ(a.slot, 70000u & 0xffff);
+  EXPECT_EQ(a.byte_len, 1u << 20);
+  EXPECT_EQ(f.rx.ring().next(), next);
+  EXPECT_EQ(f.rx.ring().occupied(), 0u);
+  // the endpoint's own refusals count too
+  f.rx.refused(RxFault::kDirect);
+  f.rx.refused(RxFault::kAdvert);
+  EXPECT_EQ(f.rx.faults()[RxFault::kDirect], 1u);
+  EXPECT_EQ(f.rx.faults()[RxFault::kAdvert], 1u);
+  EXPECT_STREQ(rx_fault_name(RxFault::kDirect), "direct");
+  EXPECT_STREQ(rx_fault_name(RxFault::kAdvert), "advert");
+}
+
+RecvAd ad_of(uint64_t seq, uint64_t len = 4096) {
+  return RecvAd{0x1000 * (seq + 1), len, seq, 7, 0};
+}
+
+// The sender's adverts: message n uses advert n; older adverts are stale;
+// a sequence that does not increase, an empty advert or one past the bound
+// is refused.
+TEST(FiAds, MessagesMatchTheirAdvertStaleOnesAreDroppedForgedRefused) {
+  AdQueue q;
+  EXPECT_EQ(q.match(0), nullptr);  // none yet: the ring carries message 0
+  EXPECT_TRUE(q.push(ad_of(1), 1));
+  EXPECT_TRUE(q.push(ad_of(2), 1));
+  EXPECT_TRUE(q.push(ad_of(4), 1));  // receive 3 was small: not advertised
+  ASSERT_NE(q.match(1), nullptr);
+  EXPECT_EQ(q.match(1)->addr, 0x2000u);
+  ASSERT_NE(q.match(2), nullptr);
+  EXPECT_EQ(q.match(3), nullptr);  // no advert for 3; 1 and 2 dropped
+  EXPECT_EQ(q.size(), 1u);
+  ASSERT_NE(q.match(4), nullptr);
+  // an advert for a message already numbered is stale: accepted, not kept
+  EXPECT_TRUE(q.push(ad_of(5), 9));
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_EQ(q.match(5), nullptr);
+  // replayed, going backwards, or empty: refused
+  EXPECT_FALSE(q.push(ad_of(5), 9));
+  EXPECT_FALSE(q.push(ad_of(3), 9));
+  EXPECT_FALSE(q.push(ad_of(10, 0), 9));
+  EXPECT_TRUE(q.push(ad_of(10), 9));
+  ASSERT_NE(q.match(10), nullptr);
+  // bounded: a peer advertising without end does not grow the queue
+  AdQueue b;
+  for (uint64_t i = 0; i < AdQueue::kMax; i++) ASSERT_TRUE(b.push(ad_of(i), 0));
+  EXPECT_FALSE(b.push(ad_of(AdQueue::kMax), 0));
+  EXPECT_EQ(b.size(), AdQueue::kMax);
+  ASSERT_NE(b.match(AdQueue::kMax - 1), nullptr);
+  EXPECT_EQ(b.size(), 1u);
 }
 
 // 200000 random immediates and headers: every arrival is either accepted as
@@ -375,7 +455,7 @@ TEST(FiRx, RandomForgeriesAreCountedNeverCorruptTheRing) {
     ASSERT_LE(f.rx.ring().occupied(), kTSlots);
     ASSERT_LE(f.tx.credits(), kTSlots);
     if (a.action == RxAction::kSegment || a.action == RxAction::kWriteData ||
-        a.action == RxAction::kReadReq) {
+        a.action == RxAction::kReadReq || a.action == RxAction::kRecvAd) {
       ASSERT_LE(a.hdr.seg_len, kTSlotSize - sizeof(SlotHdr));
       ASSERT_TRUE(f.rx.ring().release(a.slot));
     }
