@@ -431,6 +431,11 @@ struct QpStats {
   // RTT samples from SACKs that carried the responder's service time, and
   // those whose service time was longer than the RTT (impossible: unused).
   uint64_t rx_sack_svc = 0, bad_svc_time = 0;
+  // RTT samples whose hosts' own time (the SACK's wait here, the service
+  // time, the packet's hold) covered the whole RTT: no fabric part is left,
+  // so quick adapt on the fabric's delay (EngineConfig::cc_qa_fabric)
+  // judges nothing from them (design.md, "Quick adapt can measure the fabric").
+  uint64_t fabric_unknown = 0;
 };
 
 struct EngineStats {

@@ -173,10 +173,15 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
   // without it, against the smallest such RTT (or the profile's base RTT),
   // it sees the fabric's queue.
   uint64_t qa_delay = delay;
-  if (rtt && fabric_rtt && p_.qa_fabric) {
-    const uint64_t f = std::min(fabric_rtt, rtt);
-    fabric_base_ = p_.base_rtt ? p_.base_rtt : std::min(fabric_base_, f);
-    qa_delay = f > fabric_base_ ? f - fabric_base_ : 0;
+  if (rtt && p_.qa_fabric) {
+    // No fabric part (the hosts' own time covered the whole RTT): no sign
+    // of a queue in the fabric.
+    qa_delay = 0;
+    if (fabric_rtt) {
+      const uint64_t f = std::min(fabric_rtt, rtt);
+      fabric_base_ = p_.base_rtt ? p_.base_rtt : std::min(fabric_base_, f);
+      qa_delay = f > fabric_base_ ? f - fabric_base_ : 0;
+    }
   }
   if (rtt) update_avg(!ecn && delay > target_ ? 0.25 * double(base_rtt_) : double(delay));
   if (ignore_bytes_) {

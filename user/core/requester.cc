@@ -488,19 +488,23 @@ namespace {
 // when the SACK carries one) and the time the packet spent in this host's
 // transmit (`hold`, TxPkt). Quick adapt acts on it (Nscc::on_ack). A
 // service time that leaves nothing of the RTT cannot be true: counted,
-// unused. The hold may overlap the SACK's wait (the SACK can arrive while
-// the transmit's system call still runs): then the fabric's part is ~0.
+// unused. When the hosts' parts cover the whole RTT (the hold ends when the
+// packet's submission returns, and the SACK can arrive before that on a
+// software fabric) nothing is left to judge: 0, counted (fabric_unknown).
+// Until 2026-12-04 such a sample counted as a fabric RTT of 1 ns, which
+// then stood as the smallest seen and made every later ack look queued.
 Time fabric_rtt(QpStats& st, const codec::CcState& cc, Time rtt, Time local, Time hold) {
-  if (local >= rtt) return 1;
-  Time f = rtt - local;
+  Time f = rtt > local ? rtt - local : 0;
   if (cc.has_svc) {
     st.rx_sack_svc++;
-    if (cc.svc_time_ns >= f)
+    if (f && cc.svc_time_ns >= f)
       st.bad_svc_time++;
-    else
+    else if (f)
       f -= cc.svc_time_ns;
   }
-  return f > hold ? f - hold : 1;
+  if (f > hold) return f - hold;
+  st.fabric_unknown++;
+  return 0;
 }
 
 }  // namespace
@@ -855,18 +859,20 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   }
   codec::seal({buf, n}, 14);
   if (!q.srv6_sid.empty()) srv6_set_dst({buf, n}, 14, q.srv6_sid[size_t(ev_idx)]);
-  sink.commit(e.port, uint32_t(n));
-  stats_.tx_frames++;
-  stats_.tx_bytes += n;
-  if (q.una == q.next_psn || q.inflight == 0) q.last_progress = std::max(q.last_progress, now);
   // Transmission times are unique and in transmission order (a driver hands
   // a whole batch the same `now`): "sent after it" must mean what it says.
   const Time stamp = q.last_send >= now ? q.last_send + 1 : now;
   t.sent = stamp;
   t.hold = 0;
-  // The hold only matters to quick adapt on the fabric's delay.
+  // The hold only matters to quick adapt on the fabric's delay. Logged
+  // before the commit: a commit that fills the sink's batch sends it at
+  // once (live frames), and that submission ends this packet's hold too.
   if (cfg_.cc_qa_fabric && tx_log_.size() < tx_log_.capacity())
     tx_log_.push_back({q.qpn, psn, stamp});
+  sink.commit(e.port, uint32_t(n));
+  stats_.tx_frames++;
+  stats_.tx_bytes += n;
+  if (q.una == q.next_psn || q.inflight == 0) q.last_progress = std::max(q.last_progress, now);
   t.ts = pk.tseth.tx_ts;
   if (!rtx) {
     t.ts_first = t.ts;

@@ -194,9 +194,11 @@ bool Context::Impl::iteration(bool may_defer_tx) {
   }
   if (hook && hook->drain(*eng)) work = true;
   if (!scratch) scratch = std::make_unique<lib::LoopScratch>();
-  if (!sink)
+  if (!sink) {
     sink = std::make_unique<lib::DeviceTxSink>(dev, idx, tx_socket, ports.size(),
                                                live ? &live : nullptr, opts);
+    if (eng->config().cc_qa_fabric) sink->track_holds(eng.get());
+  }
   // Receive: one burst from every socket.
   auto& rx = scratch->rx;
   auto& in = scratch->in;
@@ -258,9 +260,9 @@ bool Context::Impl::iteration(bool may_defer_tx) {
     const size_t lead = eng->tx(tx, now, lib::kCtrlLead);
     sent += lead;
     if (lead == lib::kCtrlLead) {
-      eng->tx_done(mono_ns());
       tx.finish();
       dev.flush_tx();
+      eng->tx_done(mono_ns());
     }
   }
   for (int round = 0; round < 4; round++) {
@@ -268,10 +270,10 @@ bool Context::Impl::iteration(bool may_defer_tx) {
     sent += k;
     if (k < kBurst) break;
   }
-  if (sent) eng->tx_done(mono_ns());
   tx.finish();
   if (sent) work = true;
   dev.flush_tx();
+  if (sent) eng->tx_done(mono_ns());
   // Completions the transmit made (timeouts, retry exceeded).
   if (deliver_all()) work = true;
   // EV state changes: to mrcd (when it runs) and to the application.

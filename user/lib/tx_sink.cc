@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/clock.hpp"
+
 namespace mrc::lib {
 
 DeviceTxSink::DeviceTxSink(xdp::Device& dev, const PortIndex& idx,
@@ -96,6 +98,9 @@ void DeviceTxSink::live_send() {
   live_->commit({staged_.data(), nstaged_});
   nstaged_ = 0;
   (void)live_->submit();
+  // These frames left in that submission (it ran them through XDP and the
+  // planes): their hold ends here, not at the end of the pass.
+  if (hold_eng_) hold_eng_->tx_done(mono_ns());
 }
 
 // A few staged frames: copied into AF_XDP frames of their ports (in order),

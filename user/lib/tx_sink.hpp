@@ -60,6 +60,12 @@ class DeviceTxSink final : public core::TxSink {
   DeviceTxSink(xdp::Device& dev, const PortIndex& idx, const std::vector<uint16_t>& tx_socket,
                size_t nports, xdp::LiveTx* live, const DeviceOptions& o);
 
+  // The engine whose packets' hold (TxPkt::hold, EngineConfig::cc_qa_fabric)
+  // ends when their frames have left: when each live-frames submission
+  // returns (Engine::tx_done), which sends at once, in the middle of a
+  // transmit, not only at the end of the pass.
+  void track_holds(core::Engine* eng) { hold_eng_ = eng; }
+
   uint8_t* alloc(uint8_t port, uint32_t* cap) override;
   void commit(uint8_t port, uint32_t len) override;
   // The end of a transmit: unused reservations back, what is staged out.
@@ -86,6 +92,8 @@ class DeviceTxSink final : public core::TxSink {
     std::array<xdp::LiveTxFrame, kLiveReserve> frames;
     uint32_t reserved = 0, used = 0;
   };
+
+  core::Engine* hold_eng_ = nullptr;
 
   xdp::XskSocket& socket(size_t i) { return dev_.sockets()[tx_socket_[i]]; }
   xdp::TxFrame* xsk_alloc(size_t i);

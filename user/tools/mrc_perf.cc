@@ -883,19 +883,21 @@ void dump_counters(Side& s) {
   for (auto& q : s.qps) {
     auto st = q->stats();
     if (!st) continue;
-    std::fprintf(
-        stderr,
-        "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
-        " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
-        " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64 " undone %" PRIu64
-        " plane_suspects %" PRIu64 " plane_relapses %" PRIu64 " srtt %" PRIu64 " ns cwnd %" PRIu64
-        " rx %" PRIu64 " dup %" PRIu64 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64
-        " qa cuts %" PRIu64 " (loss %" PRIu64 ") svc sacks %" PRIu64 " (bad %" PRIu64 ")\n",
-        q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack, st->rtx_timeout,
-        st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips, st->ev_assumed_bad,
-        st->ev_readmitted, st->ev_undone, st->plane_suspects, st->plane_relapses, st->srtt_ns,
-        st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks, st->rx_sacks,
-        st->tx_probe_pkts, st->cc_qa_cuts, st->cc_qa_loss_cuts, st->rx_sack_svc, st->bad_svc_time);
+    std::fprintf(stderr,
+                 "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
+                 " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
+                 " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64
+                 " undone %" PRIu64 " plane_suspects %" PRIu64 " plane_relapses %" PRIu64
+                 " srtt %" PRIu64 " ns cwnd %" PRIu64 " rx %" PRIu64 " dup %" PRIu64
+                 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64 " qa cuts %" PRIu64
+                 " (loss %" PRIu64 ") svc sacks %" PRIu64 " (bad %" PRIu64
+                 ") fabric unknown %" PRIu64 "\n",
+                 q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack,
+                 st->rtx_timeout, st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips,
+                 st->ev_assumed_bad, st->ev_readmitted, st->ev_undone, st->plane_suspects,
+                 st->plane_relapses, st->srtt_ns, st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts,
+                 st->tx_sacks, st->rx_sacks, st->tx_probe_pkts, st->cc_qa_cuts, st->cc_qa_loss_cuts,
+                 st->rx_sack_svc, st->bad_svc_time, st->fabric_unknown);
     if (st->imm_no_recv || st->imm_over_limit || st->rem_access_errors)
       std::fprintf(stderr,
                    "  qp %u: as responder: fatal WRITE-with-immediate without a receive %" PRIu64
@@ -1025,7 +1027,8 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, cc_qa_cuts),
                   MRC_KV(*st, cc_qa_loss_cuts),
                   MRC_KV(*st, rx_sack_svc),
-                  MRC_KV(*st, bad_svc_time)};
+                  MRC_KV(*st, bad_svc_time),
+                  MRC_KV(*st, fabric_unknown)};
     x["plane_tx_bytes"] =
         std::vector<uint64_t>(st->plane_tx_bytes + 1, st->plane_tx_bytes + 1 + o.devs.size());
     x["plane_rx_bytes"] =

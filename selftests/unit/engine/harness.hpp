@@ -115,6 +115,15 @@ struct PairOptions {
   bool peer_wimm_known = true;  // tell the requester the peer's max_wimm_dest
   Host::AddrFn addr;            // host addresses (default host_ip())
   uint32_t access = core::kAccessRemoteWrite | core::kAccessLocalWrite;
+  // A transmit that takes time on host 0, as libmrc's live frames do (host
+  // 1's is instant): frames leave in submissions of `submit_every` frames, each `submit_cost` after
+  // the one before (the first at the pass's time plus submit_cost), and the engine hears of each
+  // (Engine::tx_done) when it returns, as DeviceTxSink tells it; `hold_at_pass_end`: only once,
+  // when the pass's last submission returns (an engine loop that does not know when its frames
+  // left). 0: every frame leaves at its commit and tx_done is never called.
+  uint32_t submit_every = 0;
+  Time submit_cost = 0;
+  bool hold_at_pass_end = false;
 };
 
 // A wire hook for Pair::hook: the hosts' threads sleep and wake. Half the
@@ -313,6 +322,7 @@ class Pair {
       Sink s(*this, i);
       for (int k = 0; k < 64; k++)
         if (!e(i).tx(s, now, 64)) break;
+      s.finish();
     }
   }
 
@@ -373,12 +383,37 @@ class Pair {
       }
       const Time at = depart + p.o_.latency + h.extra_delay;
       const Time arrived = h.host_wait ? at - std::min(h.host_wait, at) : 0;
+      if (p.o_.submit_every && from == 0) {  // leaves with its submission
+        if (h.dup) held.emplace_back(at + 1, WireFrame{1 - from, port, f, arrived});
+        held.emplace_back(at, WireFrame{1 - from, port, std::move(f), arrived});
+        if (++staged == p.o_.submit_every) submit();
+        return;
+      }
       if (h.dup) p.flight.emplace(at + 1, WireFrame{1 - from, port, f, arrived});
       p.flight.emplace(at, WireFrame{1 - from, port, std::move(f), arrived});
+    }
+    void submit() {
+      spent += p.o_.submit_cost;
+      for (auto& [at, w] : held) {
+        if (w.arrived) w.arrived += spent;
+        p.flight.emplace(at + spent, std::move(w));
+      }
+      held.clear();
+      staged = 0;
+      if (!p.o_.hold_at_pass_end) p.e(from).tx_done(p.now + spent);
+    }
+    // The end of the pass: what is staged leaves.
+    void finish() {
+      if (!p.o_.submit_every || from != 0) return;
+      if (staged) submit();
+      if (p.o_.hold_at_pass_end && spent) p.e(from).tx_done(p.now + spent);
     }
     Pair& p;
     int from;
     std::vector<uint8_t> buf;
+    std::vector<std::pair<Time, WireFrame>> held;
+    uint32_t staged = 0;
+    Time spent = 0;
   };
   Options o_;
 };

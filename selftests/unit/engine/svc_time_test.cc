@@ -93,6 +93,52 @@ TEST(SvcTime, SacksCarryTheHoldAndQuickAdaptLeavesItOut) {
          (unsigned long long)fab.req.cc_qa_cuts, (unsigned long long)w.req.cc_qa_cuts);
 }
 
+// The hold ends when the packet's submission returns (DeviceTxSink calls
+// Engine::tx_done after each live-frames submission, and the engine logs a
+// packet before its commit, which may be the one that fills the batch and
+// sends it). The requester's submissions of 16 frames take 20 us each, the
+// responder's transmit none, and every packet gets a SACK: a round trip is
+// its submission plus 10 us, so a hold that ran on to the next submission
+// would cover the SACK's arrival and leave no fabric part. Until 2026-12-04
+// 05:50 the packet that filled a batch was logged after its submission (203
+// of 3800 samples here then) and such a sample said 1 ns, which stood as the
+// smallest fabric RTT and made every later ack look queued. Told only at the
+// pass's end (an engine loop that cannot say when its frames left), most
+// samples have no fabric part: counted, not judged, no quick adapt cut, and
+// every byte arrives.
+TEST(SvcTime, HoldEndsWhenItsSubmissionReturns) {
+  PairOptions o;
+  o.cfg.cc_qa_fabric = true;
+  o.cfg.sack_bytes = 1;  // a SACK for every packet: each is a sample
+  o.submit_every = 16;
+  o.submit_cost = 20'000;
+  Fixture f(kLen, o);
+  for (int i = 0; i < 4; i++)
+    ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * (kLen / 4), kLen / 4).ok());
+  ASSERT_TRUE(f.wait_sends(4, 2'000'000'000));
+  ASSERT_TRUE(f.same(0, kLen));
+  const QpStats s = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_GT(s.rx_sack_svc, 100u);
+  EXPECT_EQ(s.fabric_unknown, 0u);
+  EXPECT_EQ(s.cc_qa_cuts, 0u);
+
+  PairOptions late = o;
+  late.hold_at_pass_end = true;
+  Fixture g(kLen, late);
+  for (int i = 0; i < 4; i++)
+    ASSERT_TRUE(g.write(uint64_t(i), size_t(i) * (kLen / 4), kLen / 4).ok());
+  ASSERT_TRUE(g.wait_sends(4, 2'000'000'000));
+  ASSERT_TRUE(g.same(0, kLen));
+  const QpStats t = *g.p.e(0).qp_stats(g.q0);
+  EXPECT_GT(t.fabric_unknown, 0u);
+  EXPECT_EQ(t.cc_qa_cuts, 0u);
+  printf(
+      "samples without a fabric part: %llu of %llu (hold to each submission), %llu of %llu "
+      "(hold to the pass's end)\n",
+      (unsigned long long)s.fabric_unknown, (unsigned long long)s.rx_sack_svc,
+      (unsigned long long)t.fabric_unknown, (unsigned long long)t.rx_sack_svc);
+}
+
 TEST(SvcTime, NoneForAPeerThatCannotParseIt) {
   PairOptions o;
   o.cap_flags = kQpCapSvcTimeDestUnsupported;
