@@ -106,30 +106,32 @@ TEST(SvcTime, SacksCarryTheHoldAndQuickAdaptLeavesItOut) {
 // pass's end (an engine loop that cannot say when its frames left), most
 // samples have no fabric part: counted, not judged, no quick adapt cut, and
 // every byte arrives.
+// 4 MiB in four WRITEs, every byte checked: the requester's statistics.
+QpStats four_writes(const PairOptions& o, bool* ok) {
+  Fixture f(kLen, o);
+  *ok = true;
+  for (int i = 0; i < 4; i++)
+    *ok = *ok && f.write(uint64_t(i), size_t(i) * (kLen / 4), kLen / 4).ok();
+  *ok = *ok && f.wait_sends(4, 2'000'000'000) && f.same(0, kLen);
+  return *f.p.e(0).qp_stats(f.q0);
+}
+
 TEST(SvcTime, HoldEndsWhenItsSubmissionReturns) {
   PairOptions o;
   o.cfg.cc_qa_fabric = true;
   o.cfg.sack_bytes = 1;  // a SACK for every packet: each is a sample
   o.submit_every = 16;
   o.submit_cost = 20'000;
-  Fixture f(kLen, o);
-  for (int i = 0; i < 4; i++)
-    ASSERT_TRUE(f.write(uint64_t(i), size_t(i) * (kLen / 4), kLen / 4).ok());
-  ASSERT_TRUE(f.wait_sends(4, 2'000'000'000));
-  ASSERT_TRUE(f.same(0, kLen));
-  const QpStats s = *f.p.e(0).qp_stats(f.q0);
+  bool ok = false;
+  const QpStats s = four_writes(o, &ok);
+  ASSERT_TRUE(ok);
   EXPECT_GT(s.rx_sack_svc, 100u);
   EXPECT_EQ(s.fabric_unknown, 0u);
   EXPECT_EQ(s.cc_qa_cuts, 0u);
 
-  PairOptions late = o;
-  late.hold_at_pass_end = true;
-  Fixture g(kLen, late);
-  for (int i = 0; i < 4; i++)
-    ASSERT_TRUE(g.write(uint64_t(i), size_t(i) * (kLen / 4), kLen / 4).ok());
-  ASSERT_TRUE(g.wait_sends(4, 2'000'000'000));
-  ASSERT_TRUE(g.same(0, kLen));
-  const QpStats t = *g.p.e(0).qp_stats(g.q0);
+  o.hold_at_pass_end = true;
+  const QpStats t = four_writes(o, &ok);
+  ASSERT_TRUE(ok);
   EXPECT_GT(t.fabric_unknown, 0u);
   EXPECT_EQ(t.cc_qa_cuts, 0u);
   printf(
