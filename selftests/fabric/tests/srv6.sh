@@ -22,7 +22,10 @@
 #            its own losses (design.md, "Which losses retire an EV"), and at
 #            most one plane as a whole (issue 21's bound is one a minute on a
 #            quiet host; a host stall longer than any delivery the QP has
-#            seen still reads as a dead plane)
+#            seen still reads as a dead plane). A quiet attempt whose only
+#            flaw is EVs retired and readmitted by their probes, nothing
+#            dropped anywhere, runs once more and the second is judged as
+#            strictly.
 #            An attempt whose only flaw is other EVs retired and readmitted
 #            by their probes, nothing dropped anywhere in the fabric (a
 #            loaded host's softirq held their packets: CI failed so once in
@@ -132,7 +135,35 @@ t_range "balance: SRv6 least-loaded spine link / mean" "$(awk -v a="$lo" -v m="$
 t_range "balance: SRv6 most-loaded spine link / mean" "$(awk -v a="$hi" -v m="$mean" 'BEGIN{printf "%.3f", a/m}')" 0.95 1.05
 
 # --- quiet: the failure case's transfer with no fault retires nothing
-run quiet "--sample-ms 5" "--srv6 $T_TMP/evs.txt --ev-log $T_TMP/quiet-ev.log" || t_done
+# quiet_run: the transfer, and the fabric's interface drops during it.
+quiet_run() {
+	local drops0
+	drops0=$(srv6_drops "$SR")
+	run quiet "--sample-ms 5" "--srv6 $T_TMP/evs.txt --ev-log $T_TMP/quiet-ev.log" || return 1
+	jq -n -c --argjson b "$drops0" --argjson a "$(srv6_drops "$SR")" \
+		'$a | with_entries(.value -= ($b[.key] // 0)) | with_entries(select(.value > 0))' >"$T_TMP/quiet-drops.json"
+}
+# quiet_noise: an EV retired for its own losses, but every EV GOOD again at
+# the end (its probes readmitted it), nothing dropped anywhere in the
+# fabric nor by the receiver's AF_XDP socket: a loaded host's softirq held
+# its packets (CI failed so once, 2026-12-04 06:16, the clean-clone run of
+# 1275b1d, with `scripts/test.sh`'s layers in parallel).
+quiet_noise() {
+	local n
+	n=$(jq -s '[.[] | select(.to == "ASSUMED_BAD" and .reason != "plane_loss")] | length' "$T_TMP/quiet-ev.log")
+	[ "$n" -gt 0 ] || return 1
+	[ "$(jq '[.qps[0].srv6_evs[] | select(.state != "GOOD")] | length' "$T_TMP/quiet-counters.json")" = 0 ] || return 1
+	[ "$(jq '[.[]] | add // 0' "$T_TMP/quiet-drops.json")" = 0 ] || return 1
+	[ "$(jq '.af_xdp.rx_dropped + .af_xdp.rx_ring_full' "$T_TMP/quiet-server-counters.json")" = 0 ] || return 1
+	echo "quiet: attempt 1 retired $n EV(s), all readmitted by their probes, nothing dropped: $(jq -s -c '[.[] | select(.to == "ASSUMED_BAD") | [.ev, .reason]] | unique' "$T_TMP/quiet-ev.log")"
+}
+# Noise alone: once more, and the second is judged as strictly.
+quiet_run || t_done
+if quiet_noise; then
+	echo "quiet: host noise, not a fault: once more"
+	for f in "$T_TMP"/quiet-*; do mv "$f" "${f/quiet-/quiet1-}"; done
+	quiet_run || t_done
+fi
 t_eq "quiet: EVs retired for their own losses with no fault (EV log)" \
 	"$(jq -s '[.[] | select(.to == "ASSUMED_BAD" and .reason != "plane_loss")] | length' "$T_TMP/quiet-ev.log")" 0
 t_range "quiet: planes retired with no fault" "$(jq '.qps[0].plane_suspects' "$T_TMP/quiet-counters.json")" 0 1
