@@ -90,6 +90,14 @@ struct RecvAd {
 };
 static_assert(sizeof(RecvAd) == 32);
 
+// A receiver advertises receives at most this far (in receive numbers)
+// ahead of the last one completed: every direct message consumes a receive
+// WR without a ring credit, so at most kAdWindow of them are ever in flight,
+// and the receiver keeps that many more receive WRs posted. It is also far
+// below the sender's bound (AdQueue::kMax), so an honest receiver's adverts
+// are never refused there.
+inline constexpr uint32_t kAdWindow = 64;
+
 // The sender's adverts, in sequence order, bounded. A message numbered n
 // uses the advert of sequence n if it has arrived; adverts older than the
 // next message are stale (their receives took ring messages) and dropped.

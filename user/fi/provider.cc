@@ -606,6 +606,7 @@ struct Ep {
   std::vector<int64_t> reads;          // read id -> op (-1 free)
   // direct messages (libfabric.md "Direct messages")
   uint64_t recv_seq = 0;  // receives posted so far
+  uint64_t ad_next = 0;   // the next receive (number) to consider for an advert
   uint64_t tx_msgs = 0;   // messages numbered so far
   AdQueue ads;            // the peer's adverts
   uint64_t direct_tx = 0, direct_rx = 0, ads_sent = 0, ad_reg_failed = 0;
@@ -1060,13 +1061,20 @@ void advertise(Ep* ep, PostedRecv& r) {
   ep->ads_sent++;
 }
 
-// Advertises the receives posted since the last call (newest last), once
-// connected.
+// Advertises, once connected, the posted receives not yet considered, in
+// order, while they lie within kAdWindow of the oldest one still posted (the
+// receives complete in order, so the oldest's number is the count of those
+// completed): the rest wait until earlier ones complete. O(1) per call when
+// there is nothing to do (progress_ep calls it every time).
 void advertise_recvs(Ep* ep) {
-  if (ep->state != EpState::kConnected || ep->qp_error || !ep->txr) return;
-  auto it = ep->recvs.end();
-  while (it != ep->recvs.begin() && !std::prev(it)->ad_tried) --it;
-  for (; it != ep->recvs.end(); ++it) advertise(ep, *it);
+  if (ep->state != EpState::kConnected || ep->qp_error || !ep->txr || ep->recvs.empty()) return;
+  const uint64_t first = ep->recvs.front().seq;
+  ep->ad_next = std::max(ep->ad_next, first);
+  while (ep->ad_next < ep->recv_seq && ep->ad_next < first + kAdWindow) {
+    PostedRecv& r = ep->recvs[size_t(ep->ad_next - first)];
+    if (!r.ad_tried) advertise(ep, r);
+    ep->ad_next++;
+  }
 }
 
 // A READ_REQ from the peer: write the asked range back with READ_RESP. The
@@ -1245,6 +1253,7 @@ void progress_ep(Ep* ep, bool idle = false) {
       ep->recv_owed = 0;
   }
   drain_rx(ep);
+  advertise_recvs(ep);  // receives the window now reaches
   push_tx(ep);
   flush_credits(ep, credit_batch(ep), idle);
 }
@@ -1345,8 +1354,9 @@ int ep_create_qp(Ep* ep) {
       mrc_reg_mr(g_dev.pd, ep->ring, len, MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
   ep->bounce_mr = mrc_reg_mr(g_dev.pd, ep->bounce, len, MRC_ACCESS_LOCAL_WRITE);
   // Receives: every ring slot, the credit notices and read answers that can
-  // be in flight, with room to spare.
-  ep->recv_wrs = 2 * ep->slots + kMaxReads + 64;
+  // be in flight, the direct messages the receive adverts allow (kAdWindow),
+  // with room to spare.
+  ep->recv_wrs = 2 * ep->slots + kMaxReads + 64 + kAdWindow;
   ep->send_wrs = 2 * ep->slots + kMaxReads + 64;
   ep->mcq = mrc_create_cq(g_dev.ctx, int(ep->recv_wrs + ep->send_wrs), ep, g_dev.chan, 0);
   if (!ep->ring_mr || !ep->bounce_mr || !ep->mcq) return errno_to_fi(errno);

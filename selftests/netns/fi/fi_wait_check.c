@@ -17,6 +17,13 @@
  *            new packet: only the provider's own write of the CQ's fd can
  *            wake the first thread.
  *
+ *   burst    (-b) A posts 300 receives of 64 KiB at once, then B sends 300
+ *            messages of 64 KiB, up to 48 in flight: each must complete
+ *            its own receive, in order, every byte as sent. Over the mrc
+ *            provider they go straight into A's advertised receives
+ *            (libfabric.md, "Direct messages"), which A advertises at most
+ *            64 ahead: the test script checks the counts both log.
+ *
  *   yield    (-y US: the FI_MRC_YIELD_US both hosts run with) A posts a
  *            receive and spins on fi_cq_read, B sends 300 ms later (more
  *            than US). This program's own sched_yield counts the provider's
@@ -31,7 +38,7 @@
  * (under 100 ms) did not wait: also a failure.
  *
  *   fi_wait_check [-P PORT] [-p PROVIDER]               host B (server, sender)
- *   fi_wait_check [-P PORT] [-p PROVIDER] [-y US] ADDR  host A (client, waiter)
+ *   fi_wait_check [-P PORT] [-p PROVIDER] [-y US] [-b] ADDR  host A (client, waiter)
  *
  * The server prints "listening" when it accepts connections. Both print
  * "fi_wait_check: N checks passed" and exit 0.
@@ -64,7 +71,11 @@
 #define THREAD_BOUND_MS 5000
 
 enum kind { K_HELLO = 1, K_READY, K_DATA, K_BYE };
-enum test { T_SREAD = 1, T_TRYWAIT, T_THREAD, T_YIELD };
+enum test { T_SREAD = 1, T_TRYWAIT, T_THREAD, T_YIELD, T_BURST };
+
+#define BURST_N 300
+#define BURST_LEN 65536
+#define BURST_INFLIGHT 48
 
 struct msg {
 	uint32_t kind, test;
@@ -92,6 +103,9 @@ static struct fi_info *conn_info; /* B: the FI_CONNREQ's */
 static const char *role = "B";
 static int checks;
 static long yield_us = -1; /* -y: the yield test's threshold */
+static int burst;	   /* -b: the burst test */
+static uint8_t *bulk;	   /* BURST_N x BURST_LEN, registered as bulk_mr */
+static struct fid_mr *bulk_mr;
 
 /*
  * Takes the place of libc's sched_yield for the provider too (the build
@@ -240,6 +254,80 @@ static void open_common(void)
 		      0, 0, &mr, NULL);
 	if (r)
 		die("fi_mr_reg", r);
+	if (posix_memalign((void **)&bulk, 4096, (size_t)BURST_N * BURST_LEN))
+		die("posix_memalign", 0);
+	memset(bulk, 0, (size_t)BURST_N * BURST_LEN);
+	r = fi_mr_reg(domain, bulk, (size_t)BURST_N * BURST_LEN, FI_SEND | FI_RECV, 0, 0, 0, &bulk_mr,
+		      NULL);
+	if (r)
+		die("fi_mr_reg", r);
+}
+
+static uint8_t burst_byte(uint32_t k, size_t i) { return (uint8_t)(k * 101u + i * 7u + (i >> 12) + 3u); }
+
+/* B: the burst's messages, at most BURST_INFLIGHT sends outstanding. */
+static void burst_send(void)
+{
+	struct fi_cq_msg_entry c;
+	long r, t0 = now_ms();
+	int k = 0, out = 0;
+
+	for (int m = 0; m < BURST_N; m++)
+		for (size_t i = 0; i < BURST_LEN; i++)
+			bulk[(size_t)m * BURST_LEN + i] = burst_byte((uint32_t)m, i);
+	while (k < BURST_N || out) {
+		if (now_ms() - t0 > BOUND_MS)
+			die("burst: sends not completed", k);
+		if (k < BURST_N && out < BURST_INFLIGHT) {
+			uint8_t *b = bulk + (size_t)k * BURST_LEN;
+
+			r = fi_send(ep, b, BURST_LEN, fi_mr_desc(bulk_mr), 0, b);
+			if (r == 0) {
+				k++;
+				out++;
+				continue;
+			}
+			if (r != -FI_EAGAIN)
+				die("burst: fi_send", r);
+		}
+		r = fi_cq_read(txcq, &c, 1);
+		if (r == 1)
+			out--;
+		else if (r != -FI_EAGAIN)
+			die("burst: send completion", r);
+	}
+}
+
+/* A: BURST_N receives posted at once, each completed by its message. */
+static void test_burst(void)
+{
+	struct fi_cq_msg_entry c;
+	size_t bad = 0, misplaced = 0;
+	long r, t0;
+
+	for (int k = 0; k < BURST_N; k++) {
+		uint8_t *b = bulk + (size_t)k * BURST_LEN;
+
+		r = fi_recv(ep, b, BURST_LEN, fi_mr_desc(bulk_mr), 0, b);
+		if (r)
+			die("burst: fi_recv", r);
+	}
+	send_msg(K_READY, T_BURST);
+	t0 = now_ms();
+	for (int k = 0; k < BURST_N; k++) {
+		uint8_t *b = bulk + (size_t)k * BURST_LEN;
+
+		while ((r = fi_cq_read(rxcq, &c, 1)) == -FI_EAGAIN)
+			if (now_ms() - t0 > BOUND_MS)
+				die("burst: receive not seen", k);
+		if (r != 1)
+			die("burst: fi_cq_read", r);
+		misplaced += c.op_context != b || c.len != BURST_LEN;
+		for (size_t i = 0; i < BURST_LEN; i++)
+			bad += b[i] != burst_byte((uint32_t)k, i);
+	}
+	check(misplaced == 0, "burst: 300 messages, each completing its own receive in order");
+	check(bad == 0, "burst: every byte of the 300 messages of 64 KiB as sent");
 }
 
 static void open_ep(struct fi_info *fi)
@@ -330,6 +418,10 @@ static void server_loop(void)
 			break;
 		if (kind != K_READY)
 			continue;
+		if (test == T_BURST) {
+			burst_send();
+			continue;
+		}
 		if (test != T_THREAD)
 			nanosleep(&d, NULL);
 		send_msg(K_DATA, test);
@@ -551,6 +643,8 @@ static void client_run(void)
 	test_thread(fd);
 	if (yield_us > 0)
 		test_yield();
+	if (burst)
+		test_burst();
 	send_msg(K_BYE, 0);
 }
 
@@ -560,7 +654,7 @@ int main(int argc, char **argv)
 	int o;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((o = getopt(argc, argv, "P:p:y:")) != -1) {
+	while ((o = getopt(argc, argv, "P:p:y:b")) != -1) {
 		switch (o) {
 		case 'P':
 			port = optarg;
@@ -571,8 +665,11 @@ int main(int argc, char **argv)
 		case 'y':
 			yield_us = strtol(optarg, NULL, 10);
 			break;
+		case 'b':
+			burst = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-P PORT] [-p PROVIDER] [-y US] [ADDR]\n",
+			fprintf(stderr, "usage: %s [-P PORT] [-p PROVIDER] [-y US] [-b] [ADDR]\n",
 				argv[0]);
 			return 2;
 		}
@@ -589,6 +686,7 @@ int main(int argc, char **argv)
 	fi_shutdown(ep, 0);
 	fi_close(&ep->fid);
 	fi_close(&mr->fid);
+	fi_close(&bulk_mr->fid);
 	fi_close(&rxcq->fid);
 	fi_close(&txcq->fid);
 	fi_close(&domain->fid);

@@ -13,7 +13,14 @@
 #   - spinning on fi_cq_read until a message 300 ms away, with
 #     FI_MRC_YIELD_US=100000: no sched_yield in A's reads within 100 ms of the
 #     first empty one, some after; after the completion the count starts over
-#     (fi_wait_check counts the provider's calls with its own sched_yield).
+#     (fi_wait_check counts the provider's calls with its own sched_yield);
+#   - a burst: A posts 300 receives of 64 KiB at once, B sends 300 messages of
+#     64 KiB (48 in flight): each completes its own receive in order, every
+#     byte checked; they go straight into A's advertised receives ("Direct
+#     messages"), which A advertises at most 64 ahead: both ends count more
+#     than 64 direct messages (the window moved on), no arrival refused
+#     (with no window A advertised all 300 and B's bound of 256 refused the
+#     rest: checked to fail so).
 # Every message's data is checked; a wait that reaches its bound (10 s, 5 s
 # for the last) is a lost wake-up and fails the run.
 . "$(dirname "$0")/../../fabric/tests/lib.sh"
@@ -29,7 +36,7 @@ on() { # HOST PROGRESS CMD...
 	local h=$1 p=$2
 	shift 2
 	ip netns exec "$(t_ns "$h")" env FI_PROVIDER_PATH="$PROV_DIR" FI_MRC_IFACES="$(ifs "$h")" \
-		FI_MRC_PROGRESS="$p" FI_MRC_YIELD_US=$YIELD_US "$@"
+		FI_MRC_PROGRESS="$p" FI_MRC_YIELD_US=$YIELD_US FI_LOG_LEVEL=info FI_LOG_PROV=mrc "$@"
 }
 YIELD_US=100000
 
@@ -45,7 +52,7 @@ for mode in thread app; do
 		sleep 0.01
 	done
 	t_check "$mode: the server listens" grep -q '^listening' "$T_TMP/$mode.srv"
-	on A "$mode" timeout 90 "$CHECK" -y $YIELD_US "$(t_port B 0 ipv4)" >"$T_TMP/$mode.cli" 2>&1
+	on A "$mode" timeout 90 "$CHECK" -y $YIELD_US -b "$(t_port B 0 ipv4)" >"$T_TMP/$mode.cli" 2>&1
 	crc=$?
 	[ "$crc" = 0 ] || kill "$spid" 2>/dev/null
 	wait "$spid"
@@ -59,6 +66,15 @@ for mode in thread app; do
 	t_check "$mode: yield: none within the threshold" grep -q '^ok   A: yield: no yield within the threshold' "$T_TMP/$mode.cli"
 	t_check "$mode: yield: past it" grep -q '^ok   A: yield: empty reads past the threshold yield' "$T_TMP/$mode.cli"
 	t_check "$mode: yield: a completion starts over" grep -q '^ok   A: yield: a completion starts the count over' "$T_TMP/$mode.cli"
+	t_check "$mode: burst: each message in its own receive" grep -q '^ok   A: burst: 300 messages, each completing' "$T_TMP/$mode.cli"
+	t_check "$mode: burst: every byte" grep -q '^ok   A: burst: every byte' "$T_TMP/$mode.cli"
+	sent=$(sed -n 's/.*direct messages sent \([0-9]*\),.*/\1/p' "$T_TMP/$mode.srv" | head -n 1)
+	recvd=$(sed -n 's/.*direct messages sent [0-9]*, received \([0-9]*\);.*/\1/p' "$T_TMP/$mode.cli" | head -n 1)
+	t_range "$mode: burst: messages B sent direct" "${sent:-0}" 65 300
+	t_range "$mode: burst: messages A received direct" "${recvd:-0}" 65 300
+	for side in cli srv; do
+		t_check "$mode: no arrival refused ($side)" bash -c "! grep -q 'arrival(s) refused' '$T_TMP/$mode.$side'"
+	done
 	grep -E '^ +(sread|trywait|thread|yield):' "$T_TMP/$mode.cli" | sed "s/^ */$mode: /"
 	if [ "$T_FAILS" != 0 ]; then tail -n 30 "$T_TMP/$mode".*; fi
 done
