@@ -257,13 +257,16 @@ static void open_common(void)
 	if (posix_memalign((void **)&bulk, 4096, (size_t)BURST_N * BURST_LEN))
 		die("posix_memalign", 0);
 	memset(bulk, 0, (size_t)BURST_N * BURST_LEN);
-	r = fi_mr_reg(domain, bulk, (size_t)BURST_N * BURST_LEN, FI_SEND | FI_RECV, 0, 0, 0, &bulk_mr,
-		      NULL);
+	r = fi_mr_reg(domain, bulk, (size_t)BURST_N * BURST_LEN, FI_SEND | FI_RECV, 0, 0, 0,
+		      &bulk_mr, NULL);
 	if (r)
 		die("fi_mr_reg", r);
 }
 
-static uint8_t burst_byte(uint32_t k, size_t i) { return (uint8_t)(k * 101u + i * 7u + (i >> 12) + 3u); }
+static uint8_t burst_byte(uint32_t k, size_t i)
+{
+	return (uint8_t)(k * 101u + i * 7u + (i >> 12) + 3u);
+}
 
 /* B: the burst's messages, at most BURST_INFLIGHT sends outstanding. */
 static void burst_send(void)
