@@ -98,6 +98,27 @@ static_assert(sizeof(RecvAd) == 32);
 // are never refused there.
 inline constexpr uint32_t kAdWindow = 64;
 
+// The oldest posted receive, as a direct message finds it.
+struct OldestRecv {
+  bool present = false;     // a receive is posted at all
+  bool advertised = false;  // it was advertised (its registration stands)
+  bool started = false;     // a ring message has begun to fill it
+  uint64_t seq = 0;         // its number among the endpoint's receives
+  uint64_t cap = 0;         // its length
+};
+
+// Whether a direct message (the immediate's receive number `seq16`, modulo
+// 2^16; the WRITE's `len` bytes) may complete the oldest receive. MRC
+// delivers immediates in the order sent, so every ring message sent before
+// it has arrived; `ring_waiting`: some still wait for a receive (then this
+// one cannot be the oldest's). Anything else is refused and counted
+// (RxFault::kDirect): its bytes went only where the peer's own advert let
+// them, and the receive stays posted.
+inline bool direct_accepted(const OldestRecv& r, bool ring_waiting, uint32_t seq16, uint64_t len) {
+  return !ring_waiting && r.present && r.advertised && !r.started &&
+         (r.seq & 0xffff) == (seq16 & 0xffff) && len <= r.cap;
+}
+
 // The sender's adverts, in sequence order, bounded. A message numbered n
 // uses the advert of sequence n if it has arrived; adverts older than the
 // next message are stale (their receives took ring messages) and dropped.

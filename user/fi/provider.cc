@@ -1124,8 +1124,9 @@ void log_faults(Ep* ep, uint32_t imm) {
 void deliver_direct(Ep* ep, uint32_t seq16, uint32_t len, uint32_t imm) {
   drain_rx(ep);
   PostedRecv* r = ep->recvs.empty() ? nullptr : &ep->recvs.front();
-  if (!ep->pending.empty() || !r || !r->ad_mr || r->started || (r->seq & 0xffff) != seq16 ||
-      len > r->cap) {
+  OldestRecv o;
+  if (r) o = OldestRecv{true, r->ad_mr != nullptr, r->started, r->seq, r->cap};
+  if (!direct_accepted(o, !ep->pending.empty(), seq16, len)) {
     ep->rxc->refused(RxFault::kDirect);
     log_faults(ep, imm);
     return;

@@ -399,6 +399,26 @@ TEST(FiRx, AdvertsAndDirectMessages) {
   EXPECT_STREQ(rx_fault_name(RxFault::kAdvert), "advert");
 }
 
+// A direct message completes the oldest receive only if that receive was
+// advertised, is untouched, is the one it names (its number modulo 2^16)
+// and is long enough, and no ring message still waits before it.
+TEST(FiDirect, OnlyTheOldestAdvertisedUntouchedReceiveLongEnough) {
+  const OldestRecv good{true, true, false, 70000, 1u << 20};
+  const uint32_t s16 = 70000 & 0xffff;
+  EXPECT_TRUE(direct_accepted(good, false, s16, 1u << 20));
+  EXPECT_TRUE(direct_accepted(good, false, s16, 0));           // an empty message
+  EXPECT_FALSE(direct_accepted(good, true, s16, 1u << 20));    // a ring message waits
+  EXPECT_FALSE(direct_accepted(OldestRecv{}, false, s16, 1));  // no receive posted
+  EXPECT_FALSE(
+      direct_accepted({true, false, false, 70000, 1u << 20}, false, s16, 1));  // not advertised
+  EXPECT_FALSE(direct_accepted({true, true, true, 70000, 1u << 20}, false, s16, 1));  // started
+  EXPECT_FALSE(direct_accepted(good, false, s16 + 1, 1));                  // names the next one
+  EXPECT_FALSE(direct_accepted(good, false, (s16 + 0xffff) & 0xffff, 1));  // the one before
+  EXPECT_FALSE(direct_accepted(good, false, s16, (1u << 20) + 1));         // longer than the buffer
+  // the number wraps at 2^16: receive 70000 + 65536 is named like 70000
+  EXPECT_TRUE(direct_accepted({true, true, false, 70000 + 65536, 64}, false, s16, 64));
+}
+
 RecvAd ad_of(uint64_t seq, uint64_t len = 4096) {
   return RecvAd{0x1000 * (seq + 1), len, seq, 7, 0};
 }
