@@ -172,11 +172,13 @@ class Engine {
   size_t tx_control(TxSink& sink, Time now, size_t budget);
   // Some QP may have data to send (cheap; may be true when none has).
   bool data_queued() const { return !txq_.empty(); }
-  // The frames of the tx() calls since the last tx_done() are built and go
-  // to the kernel at `now` (the engine loop calls it just before its flush).
-  // Their time from their stamp to now is this host's own, which quick
-  // adapt leaves out with EngineConfig::cc_qa_fabric (TxPkt::hold).
-  // Drivers that do not call it lose only that.
+  // The frames committed since the last tx_done() have left: the system
+  // call that sent them returned at `now` (the engine loop calls it after
+  // its flush, DeviceTxSink after each live-frames submission, which sends
+  // in the middle of a transmit). Their time from their stamp to now is
+  // this host's own, which quick adapt leaves out with
+  // EngineConfig::cc_qa_fabric (TxPkt::hold). Drivers that do not call it
+  // lose only that.
   void tx_done(Time now);
   // Earliest time tx() has something to do without new input (kNever if idle).
   Time next_deadline() const;

@@ -87,7 +87,7 @@ struct TxPkt {
   uint32_t wqe = 0;     // SQ slot
   uint32_t offset = 0;  // byte offset in the message
   uint32_t len = 0;     // payload bytes
-  // ns from `sent` to the end of the build of the pass that made the last
+  // ns from `sent` to the return of the system call that made the last
   // transmission (Engine::tx_done; 0: not reported)
   uint32_t hold = 0;
   Time sent = 0;          // last transmission
