@@ -175,9 +175,14 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
   uint64_t qa_delay = delay;
   if (rtt && p_.qa_fabric) {
     // No fabric part (the hosts' own time covered the whole RTT): no sign
-    // of a queue in the fabric.
+    // of a queue in the fabric. Nothing left in flight after this ack (the
+    // end of a burst, or a lone message): no cut either. Cutting the window
+    // to what the last window achieved would only slow the next burst
+    // (over ofi_rxm it cut every 1 MiB transfer after a rendezvous message
+    // to one packet: performance.md, "Quick adapt on a software host");
+    // the next burst's own acks judge the fabric.
     qa_delay = 0;
-    if (fabric_rtt) {
+    if (fabric_rtt && inflight) {
       const uint64_t f = std::min(fabric_rtt, rtt);
       fabric_base_ = p_.base_rtt ? p_.base_rtt : std::min(fabric_base_, f);
       qa_delay = f > fabric_base_ ? f - fabric_base_ : 0;

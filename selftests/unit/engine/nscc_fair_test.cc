@@ -208,16 +208,17 @@ bool qa_fires(uint64_t floor, bool standing, uint64_t rest, uint64_t last) {
 // Engine::on_sack) decides, against the smallest fabric RTT seen. Every
 // ack here has an RTT of 200 us, far above the 80 us trigger; the fabric
 // part of the judged ack is `fabric` (the others' 21 us; 0: not known).
-bool qa_fires_fabric(bool qa_fabric, uint64_t fabric) {
+// `inflight`: bytes still in flight after the judged ack.
+bool qa_fires_fabric(bool qa_fabric, uint64_t fabric, uint64_t inflight = 64 << 10) {
   CcProfile prof;
   Nscc cc;
   cc.configure(prof, 4096, 2u << 20, kNsccMinTarget,
                NsccStart{.init_window = 0, .qa_fabric = qa_fabric});
   Time now = 1'000'000;
-  cc.on_ack(4096, kBase, false, 0, now, kBase);
+  cc.on_ack(4096, kBase, false, 64 << 10, now, kBase);
   const Time end = now + 2 * kBase;
-  for (now += 1000; now < end; now += 1000) cc.on_ack(4096, 200'000, false, 0, now, 21'000);
-  cc.on_ack(4096, 200'000, false, 0, end, fabric);
+  for (now += 1000; now < end; now += 1000) cc.on_ack(4096, 200'000, false, 64 << 10, now, 21'000);
+  cc.on_ack(4096, 200'000, false, inflight, end, fabric);
   return cc.quick_adapted();
 }
 
@@ -232,6 +233,12 @@ TEST(NsccQuickAdapt, FabricRttDecides) {
   // of 1 ns as the smallest seen, so every later ack looked queued.
   EXPECT_FALSE(qa_fires_fabric(true, 0));
   EXPECT_TRUE(qa_fires_fabric(false, 0));  // off: the whole RTT
+  // Nothing in flight after the judged ack (the end of a burst, a lone
+  // message): no cut on the fabric's delay, however late; the whole RTT
+  // (the setting off) still cuts.
+  EXPECT_FALSE(qa_fires_fabric(true, 101'000, 0));
+  EXPECT_FALSE(qa_fires_fabric(true, 1'000'000, 0));
+  EXPECT_TRUE(qa_fires_fabric(false, 101'000, 0));
 }
 
 // A NACK (loss) fires it whatever the delay, counted as a loss cut; a new
