@@ -24,8 +24,8 @@
 #            quiet host; a host stall longer than any delivery the QP has
 #            seen still reads as a dead plane). A quiet attempt whose only
 #            flaw is EVs retired and readmitted by their probes, nothing
-#            dropped anywhere, runs once more and the second is judged as
-#            strictly.
+#            dropped anywhere, runs again (at most three attempts) and the
+#            last is judged as strictly.
 #            An attempt whose only flaw is other EVs retired and readmitted
 #            by their probes, nothing dropped anywhere in the fabric (a
 #            loaded host's softirq held their packets: CI failed so once in
@@ -157,13 +157,16 @@ quiet_noise() {
 	[ "$(jq '.af_xdp.rx_dropped + .af_xdp.rx_ring_full' "$T_TMP/quiet-server-counters.json")" = 0 ] || return 1
 	echo "quiet: attempt 1 retired $n EV(s), all readmitted by their probes, nothing dropped: $(jq -s -c '[.[] | select(.to == "ASSUMED_BAD") | [.ev, .reason]] | unique' "$T_TMP/quiet-ev.log")"
 }
-# Noise alone: once more, and the second is judged as strictly.
+# Noise alone: again, at most three attempts in all, and the last is judged
+# as strictly (CI's clean-clone run of 92a2528 met such noise in two
+# attempts in a row, 2026-12-04 07:45).
 quiet_run || t_done
-if quiet_noise; then
-	echo "quiet: host noise, not a fault: once more"
-	for f in "$T_TMP"/quiet-*; do mv "$f" "${f/quiet-/quiet1-}"; done
+for attempt in 2 3; do
+	quiet_noise || break
+	echo "quiet: host noise, not a fault: attempt $attempt"
+	for f in "$T_TMP"/quiet-*; do mv "$f" "${f/quiet-/quiet$((attempt - 1))-}"; done
 	quiet_run || t_done
-fi
+done
 t_eq "quiet: EVs retired for their own losses with no fault (EV log)" \
 	"$(jq -s '[.[] | select(.to == "ASSUMED_BAD" and .reason != "plane_loss")] | length' "$T_TMP/quiet-ev.log")" 0
 t_range "quiet: planes retired with no fault" "$(jq '.qps[0].plane_suspects' "$T_TMP/quiet-counters.json")" 0 1
