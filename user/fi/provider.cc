@@ -554,7 +554,6 @@ struct PostedRecv {
   bool has_data;
   uint64_t data;
   uint64_t seq;          // its number among the endpoint's receives
-  bool ad_tried;         // considered for an advert (once)
   struct mrc_mr* ad_mr;  // registered for the peer's direct message, or null
 };
 
@@ -676,13 +675,23 @@ int wc_to_fi(enum mrc_wc_status s) {
 // ---------------------------------------------------------------------------
 // Endpoint data path (every function here runs with ep->mu held)
 
-uint32_t op_alloc(Ep* ep) {
+// An op of `kind` from the pool with every field at its start (zero, no
+// message number); the inject copy keeps its capacity.
+uint32_t op_alloc(Ep* ep, OpKind kind) {
+  uint32_t i;
   if (ep->free_ops.empty()) {
     ep->ops.emplace_back();
-    return uint32_t(ep->ops.size() - 1);
+    i = uint32_t(ep->ops.size() - 1);
+  } else {
+    i = ep->free_ops.back();
+    ep->free_ops.pop_back();
   }
-  uint32_t i = ep->free_ops.back();
-  ep->free_ops.pop_back();
+  TxOp& op = ep->ops[i];
+  std::vector<uint8_t> copy = std::move(op.copy);
+  op = TxOp{};
+  op.copy = std::move(copy);
+  op.kind = kind;
+  op.msg_seq = kUnnumbered;
   return i;
 }
 
@@ -1035,7 +1044,6 @@ void drain_rx(Ep* ep) {
 // nothing else and nothing after. A registration that fails leaves the
 // receive to the ring.
 void advertise(Ep* ep, PostedRecv& r) {
-  r.ad_tried = true;
   const uint64_t min = ep->dom->fab->cfg.direct_min;
   if (!min || r.cap < min || r.iov_count != 1 || r.cap > UINT32_MAX) return;
   r.ad_mr = mrc_reg_mr(g_dev.pd, r.iov[0].iov_base, r.cap,
@@ -1046,16 +1054,8 @@ void advertise(Ep* ep, PostedRecv& r) {
               ep->qpn, mrc_last_error());
     return;
   }
-  uint32_t opi = op_alloc(ep);
+  uint32_t opi = op_alloc(ep, OpKind::kAd);
   TxOp& op = ep->ops[opi];
-  op.kind = OpKind::kAd;
-  op.completion = op.inject = op.has_data = op.failed = op.reported = op.all_posted = false;
-  op.ctx = nullptr;
-  op.flags = op.data = op.total = op.sent = 0;
-  op.iov_count = 0;
-  op.segs_left = 0;
-  op.msg_seq = kUnnumbered;
-  op.desc = nullptr;
   op.ad = RecvAd{uint64_t(uintptr_t(r.iov[0].iov_base)), r.cap, r.seq, r.ad_mr->rkey, 0};
   ep->txq.push_back(opi);
   ep->ads_sent++;
@@ -1071,8 +1071,7 @@ void advertise_recvs(Ep* ep) {
   const uint64_t first = ep->recvs.front().seq;
   ep->ad_next = std::max(ep->ad_next, first);
   while (ep->ad_next < ep->recv_seq && ep->ad_next < first + kAdWindow) {
-    PostedRecv& r = ep->recvs[size_t(ep->ad_next - first)];
-    if (!r.ad_tried) advertise(ep, r);
+    advertise(ep, ep->recvs[size_t(ep->ad_next - first)]);  // each number once: ad_next only grows
     ep->ad_next++;
   }
 }
@@ -2105,24 +2104,17 @@ ssize_t ep_sendmsg_impl(Ep* ep, const struct iovec* iov, void** desc, size_t cou
   bool inject = flags & FI_INJECT;
   if (inject && total > slot_payload(ep)) return -FI_EMSGSIZE;
   if (ep->txq.size() >= ep->info->tx_attr->size) return -FI_EAGAIN;
-  uint32_t opi = op_alloc(ep);
+  uint32_t opi = op_alloc(ep, OpKind::kMsg);
   TxOp& op = ep->ops[opi];
-  op.kind = OpKind::kMsg;
   op.completion = !inject && (!ep->tx_selective || (flags & FI_COMPLETION));
   op.inject = inject;
   op.has_data = flags & FI_REMOTE_CQ_DATA;
-  op.failed = false;
-  op.reported = false;
   op.ctx = ctx;
   op.flags = FI_SEND | FI_MSG;
   op.data = data;
   op.iov_count = count;
   for (size_t i = 0; i < count; i++) op.iov[i] = iov[i];
   op.total = total;
-  op.sent = 0;
-  op.segs_left = 0;
-  op.all_posted = false;
-  op.msg_seq = kUnnumbered;
   // the consumer's registration of a single buffer: a direct message can
   // then be written from it (FI_MR_LOCAL gives one with every send)
   op.desc = !inject && count == 1 && desc ? desc[0] : nullptr;
@@ -2254,23 +2246,17 @@ ssize_t rma_impl(Ep* ep, OpKind kind, const struct iovec* iov, void** desc, size
   FI_TRACE(&g_prov, FI_LOG_EP_DATA, "%s %p len %zu -> %#llx key %#llx flags %#llx\n",
            kind == OpKind::kRead ? "read" : "write", iov[0].iov_base, iov[0].iov_len,
            (unsigned long long)addr, (unsigned long long)key, (unsigned long long)flags);
-  uint32_t opi = op_alloc(ep);
+  uint32_t opi = op_alloc(ep, kind);
   TxOp& op = ep->ops[opi];
-  op.kind = kind;
   op.completion = !inject && (!ep->tx_selective || (flags & FI_COMPLETION));
   op.inject = inject;
   op.has_data = kind == OpKind::kWrite && (flags & FI_REMOTE_CQ_DATA);
-  op.failed = false;
-  op.reported = false;
   op.ctx = ctx;
   op.flags = FI_RMA | (kind == OpKind::kRead ? FI_READ : FI_WRITE);
   op.data = data;
   op.iov[0] = iov[0];
   op.iov_count = 1;
   op.total = iov[0].iov_len;
-  op.sent = 0;
-  op.segs_left = 0;
-  op.all_posted = false;
   op.raddr = addr;
   op.rkey = key;
   op.desc = inject ? nullptr : desc[0];
