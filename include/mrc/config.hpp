@@ -153,6 +153,17 @@ struct EngineConfig {
   // one QP's window open on CPU-bound hosts, but lets shaped bottlenecks
   // queue more: performance.md, "NSCC on software hosts", measures both.
   Time cc_min_target = kNsccMinTarget;
+  // Ceiling of that derived target (0: none). The base RTT is the smallest
+  // RTT seen, and a QP whose first round trips already met a queue (its own
+  // first window in the shapers, a host waking up) learns one that holds
+  // that queue: 60-300 us where the path's is 10-20 us on the shaped demo
+  // fabric. Every threshold derived from it (quick adapt's 4 x target) then
+  // let the queue stand, and no smaller RTT ever came to correct it: half
+  // the cold starts took 60-580 ms to reach 90% of capacity. With the
+  // ceiling the target is what a datacenter path's is (a few to tens of
+  // microseconds) whatever the first samples met (performance.md,
+  // "Start-up"; design.md, "Start-up and fabrics without ECN").
+  Time cc_max_target = kNsccMaxTarget;
   // Start-up and fabrics without ECN (performance.md, "Start-up"; design.md,
   // "Congestion control"). A QP's window starts at cc_init_window bytes and
   // doubles per round trip (slow start) until the paths show a queue, instead

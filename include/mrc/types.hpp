@@ -301,6 +301,10 @@ struct EvProfile {
 // (EngineConfig::cc_min_target's default).
 inline constexpr uint64_t kNsccMinTarget = 4000;
 
+// Ceiling of an NSCC target delay derived from the base RTT, ns
+// (EngineConfig::cc_max_target's default).
+inline constexpr uint64_t kNsccMaxTarget = 32000;
+
 // mrc_ctl_cc_nscc_cfg, with units as there. Zero fields take engine defaults.
 struct NsccConfig {
   bool disable_qa = false;

@@ -60,6 +60,7 @@ const EngineKey kEngineKeys[] = {
     {"cc_target_delay_us", kMaxNs32Us,
      [](EngineConfig& e, uint64_t n) { e.default_cc.nscc.target_delay = uint32_t(n * 1000); }},
     {"cc_min_target_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.cc_min_target = n * 1000; }},
+    {"cc_max_target_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.cc_max_target = n * 1000; }},
     {"cc_max_cwnd", kMaxU32,
      [](EngineConfig& e, uint64_t n) { e.default_cc.nscc.max_cwnd = uint32_t(n); }},
     {"cc_base_rtt_us", kMaxNs32Us,

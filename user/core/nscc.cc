@@ -24,6 +24,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.base_rtt = c.base_rtt;
   p_.target_delay = c.target_delay;
   p_.min_target = min_target;
+  p_.max_target = start.max_target;
   p_.qa_threshold = c.qa_threshold;
   p_.qa_gate = c.qa_gate ? c.qa_gate : 3;
   p_.adjust_bytes = c.adjust_bytes_threshold ? c.adjust_bytes_threshold : 8ull * mtu;
@@ -50,7 +51,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   base_rtt_ = p_.base_rtt;
   fabric_base_ = ~uint64_t(0);
   shared_base_ = nullptr;
-  target_ = p_.target_delay ? p_.target_delay : std::max<uint64_t>(base_rtt_, p_.min_target);
+  target_ = p_.target_delay ? p_.target_delay : derived_target(base_rtt_);
   inc_ = 0;
   received_ = achieved_ = ignore_bytes_ = low_delay_bytes_ = 0;
   qa_min_delay_ = ~uint64_t(0);
@@ -58,6 +59,15 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   avg_delay_ = 0;
   pen_active_ = false;
   qa_cuts_ = qa_loss_cuts_ = 0;
+}
+
+uint64_t Nscc::derived_target(uint64_t base) const {
+  uint64_t t = std::max<uint64_t>(base, p_.min_target);
+  // A ceiling: a base RTT learned from round trips that already met a queue
+  // (the QP's own first window, a waking host) holds that queue, and 4 x a
+  // target derived from it let the queue stand (EngineConfig::cc_max_target).
+  if (p_.max_target) t = std::min<uint64_t>(t, std::max<uint64_t>(p_.max_target, p_.min_target));
+  return t;
 }
 
 void Nscc::update_base(uint64_t rtt) {
@@ -68,7 +78,7 @@ void Nscc::update_base(uint64_t rtt) {
   }
   if (!base_rtt_ || rtt < base_rtt_) {
     base_rtt_ = rtt;
-    if (!p_.target_delay) target_ = std::max<uint64_t>(base_rtt_, p_.min_target);
+    if (!p_.target_delay) target_ = derived_target(base_rtt_);
   }
 }
 

@@ -21,6 +21,7 @@ struct NsccStart {
   uint64_t qa_floor = 0;
   bool qa_standing = false;
   bool qa_fabric = false;
+  uint64_t max_target = kNsccMaxTarget;  // ceiling of a derived target (0: none)
 };
 
 class Nscc {
@@ -33,6 +34,7 @@ class Nscc {
     uint64_t base_rtt = 0;                 // 0: learned (minimum RTT seen)
     uint64_t target_delay = 0;             // 0: derived from base_rtt
     uint64_t min_target = kNsccMinTarget;  // floor of a derived target
+    uint64_t max_target = kNsccMaxTarget;  // its ceiling (0: none)
     uint64_t qa_threshold = 0;             // 0: max(4 x target, qa_floor)
     uint64_t qa_floor = 0;                 // EngineConfig::cc_qa_floor
     bool qa_standing = false;              // EngineConfig::cc_qa_standing
@@ -62,6 +64,9 @@ class Nscc {
   // the engine; null: this QP's own samples only. configure() clears it.
   void share_base(uint64_t* peer_min_rtt) { shared_base_ = peer_min_rtt; }
   uint64_t target() const { return target_; }
+  // The target derived from a base RTT: at least min_target, at most
+  // max_target (when set).
+  uint64_t derived_target(uint64_t base) const;
   uint64_t avg_delay() const { return uint64_t(avg_delay_); }
   // The standing queueing delay: the smallest RTT of the last measurement
   // period minus the base RTT (delay_md).

@@ -186,6 +186,7 @@ FILE* g_ev_log = nullptr;
       "                       tx_quantum,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
       "                       cc_min_target_us (floor of a learned target),\n"
+      "                       cc_max_target_us (its ceiling; 0: none),\n"
       "                       cc_qa (0: NSCC without quick adapt), cc_max_cwnd,\n"
       "                       cc_init_window (bytes; 0: start at cc_max_cwnd, no slow\n"
       "                       start), cc_delay_md (0: high delay without ECN ignored),\n"

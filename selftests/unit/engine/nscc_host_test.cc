@@ -98,6 +98,12 @@ TEST(NsccHost, ProfileTargetOverridesTheFloor) {
   cc.configure(prof, 4096, 1 << 20, 100'000);
   EXPECT_EQ(cc.target(), 100'000u);
   cc.on_ack(4096, 250'000, false, 0, 1'000'000);  // base RTT 250 us > floor
+  // above the ceiling (32 us) too: the floor wins, the ceiling is never below it
+  EXPECT_EQ(cc.target(), 100'000u);
+  NsccStart no_ceiling;
+  no_ceiling.max_target = 0;
+  cc.configure(prof, 4096, 1 << 20, 100'000, no_ceiling);
+  cc.on_ack(4096, 250'000, false, 0, 1'000'000);
   EXPECT_EQ(cc.target(), 250'000u);
 }
 

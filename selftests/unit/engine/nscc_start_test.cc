@@ -100,6 +100,54 @@ TEST(NsccStart, DelayThatDoesNotStandIsNoQueue) {
   EXPECT_EQ(cc.cwnd(), kMax);
 }
 
+// The target derived from the base RTT has a ceiling (EngineConfig::
+// cc_max_target, 32 us): below it the target is the base RTT, above it the
+// ceiling.
+TEST(NsccStart, DerivedTargetHasACeiling) {
+  Nscc cc = make(NsccStart{});
+  cc.on_ack(kMtu, 300'000, false, 0, 1'000'000);
+  EXPECT_EQ(cc.base_rtt(), 300'000u);
+  EXPECT_EQ(cc.target(), kNsccMaxTarget);
+  cc.on_ack(kMtu, 20'000, false, 0, 1'001'000);
+  EXPECT_EQ(cc.target(), 20'000u);
+  cc.on_ack(kMtu, 1'000, false, 0, 1'002'000);
+  EXPECT_EQ(cc.target(), kNsccMinTarget);
+  NsccStart none;
+  none.max_target = 0;
+  Nscc old = make(none);
+  old.on_ack(kMtu, 300'000, false, 0, 1'000'000);
+  EXPECT_EQ(old.target(), 300'000u);
+}
+
+// A cold start whose first round trips already met a queue: the QP learns a
+// base RTT of 300 us where the path's is 10 us, and the queue then stands
+// (RTTs of 1.3 ms, 300 KB/ms delivered). Quick adapt must answer it: with
+// the ceiling its threshold is 4 x 32 us, and the window falls to what a
+// window of the QP achieved. Without the ceiling the threshold is 4 x 300 us
+// and the window stays at the maximum (the cold starts of performance.md,
+// "Start-up", that took 60-580 ms to reach 90% of capacity).
+uint64_t window_after_hidden_queue(uint64_t max_target) {
+  CcProfile prof;  // quick adapt on
+  NsccStart s;
+  s.init_window = 0;  // the default start: the maximum window
+  s.max_target = max_target;
+  Nscc cc;
+  cc.configure(prof, kMtu, kMax, kNsccMinTarget, s);
+  Time now = 1'000'000;
+  cc.on_ack(kMtu, 300'000, false, kMax / 4, now);  // the first sample
+  for (int i = 0; i < 400; i++) {
+    now += 13'000;  // 4 KB every 13 us: about 300 KB per ms
+    cc.on_ack(kMtu, 1'300'000, false, kMax / 4, now);
+  }
+  EXPECT_EQ(cc.base_rtt(), 300'000u);
+  return cc.cwnd();
+}
+
+TEST(NsccStart, QuickAdaptAnswersAQueueHiddenInTheBaseRtt) {
+  EXPECT_LT(window_after_hidden_queue(kNsccMaxTarget), kMax / 4);
+  EXPECT_EQ(window_after_hidden_queue(0), kMax);
+}
+
 // One QP over 4 planes of 1 Gbit/s (the harness queues what a link cannot
 // carry yet, without limit and without ECN): with the defaults the queue the
 // transfer leaves standing is under half of what the old start-up (the
