@@ -62,12 +62,11 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
 }
 
 uint64_t Nscc::derived_target(uint64_t base) const {
-  uint64_t t = std::max<uint64_t>(base, p_.min_target);
   // A ceiling: a base RTT learned from round trips that already met a queue
   // (the QP's own first window, a waking host) holds that queue, and 4 x a
   // target derived from it let the queue stand (EngineConfig::cc_max_target).
-  if (p_.max_target) t = std::min<uint64_t>(t, std::max<uint64_t>(p_.max_target, p_.min_target));
-  return t;
+  const uint64_t hi = p_.max_target ? std::max(p_.max_target, p_.min_target) : ~uint64_t(0);
+  return std::clamp<uint64_t>(base, p_.min_target, hi);
 }
 
 void Nscc::update_base(uint64_t rtt) {

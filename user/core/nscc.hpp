@@ -64,9 +64,6 @@ class Nscc {
   // the engine; null: this QP's own samples only. configure() clears it.
   void share_base(uint64_t* peer_min_rtt) { shared_base_ = peer_min_rtt; }
   uint64_t target() const { return target_; }
-  // The target derived from a base RTT: at least min_target, at most
-  // max_target (when set).
-  uint64_t derived_target(uint64_t base) const;
   uint64_t avg_delay() const { return uint64_t(avg_delay_); }
   // The standing queueing delay: the smallest RTT of the last measurement
   // period minus the base RTT (delay_md).
@@ -97,6 +94,9 @@ class Nscc {
   uint64_t qa_loss_cuts() const { return qa_loss_cuts_; }
 
  private:
+  // The target derived from a base RTT: at least min_target, at most
+  // max_target (when set; never below min_target).
+  uint64_t derived_target(uint64_t base) const;
   void update_base(uint64_t rtt);
   void update_avg(double d);
   bool quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now);

@@ -27,6 +27,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   ASSERT_FALSE(e.cc_qa_fabric);
   ASSERT_TRUE(apply_engine_settings("cc_qa_fabric=1", &e, "x").ok());
   EXPECT_TRUE(e.cc_qa_fabric);
+  ASSERT_EQ(e.cc_max_target, kNsccMaxTarget);
+  ASSERT_TRUE(apply_engine_settings("cc_max_target_us=64", &e, "x").ok());
+  EXPECT_EQ(e.cc_max_target, 64'000u);
+  ASSERT_TRUE(apply_engine_settings("cc_max_target_us=0", &e, "x").ok());  // no ceiling
+  EXPECT_EQ(e.cc_max_target, 0u);
   // The last setting of a key wins; an empty list changes nothing.
   ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
   EXPECT_FALSE(e.default_cc.nscc.disable_qa);
@@ -37,11 +42,29 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
 }
 
 TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
-  for (const char* bad :
-       {"bogus=1", "cc_qa", "=1", "cc_qa=2", "cc_qa=-1", "cc_qa=1x", "cc_qa=", "cc_qa=0x1",
-        "sack_bytes=4294967296", "cc_qa_floor_us=3600000001", "cc_qa_floor_us=99999999999999999999",
-        "cc_qa_floor_us=184467440737095516160", "sack_bytes=+5", "sack_bytes=1 cc_qa=2",
-        "cc_qa_fabric=2", "cc_qa_fabric=-1", "cc_qa_fabric=yes", "cc_qa=0,bogus=1"}) {
+  for (const char* bad : {"bogus=1",
+                          "cc_qa",
+                          "=1",
+                          "cc_qa=2",
+                          "cc_qa=-1",
+                          "cc_qa=1x",
+                          "cc_qa=",
+                          "cc_qa=0x1",
+                          "sack_bytes=4294967296",
+                          "cc_qa_floor_us=3600000001",
+                          "cc_qa_floor_us=99999999999999999999",
+                          "cc_qa_floor_us=184467440737095516160",
+                          "sack_bytes=+5",
+                          "sack_bytes=1 cc_qa=2",
+                          "cc_qa_fabric=2",
+                          "cc_qa_fabric=-1",
+                          "cc_qa_fabric=yes",
+                          "cc_qa=0,bogus=1",
+                          "cc_max_target_us=-1",
+                          "cc_max_target_us=32us",
+                          "cc_max_target_us=3600000001",
+                          "cc_max_target_us=",
+                          "cc_qa=0,cc_max_target_us=x"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
     auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
@@ -52,6 +75,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     // Nothing of the list applied, not even its good items before the bad one.
     EXPECT_EQ(e.sack_bytes, 12345u) << bad;
     EXPECT_FALSE(e.default_cc.nscc.disable_qa) << bad;
+    EXPECT_EQ(e.cc_max_target, kNsccMaxTarget) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");
