@@ -432,6 +432,9 @@ struct QpStats {
   // a delay above its trigger (performance.md, "Quick adapt on a software
   // host": on a CPU-bound host the hosts' own delay fires it).
   uint64_t cc_qa_cuts = 0, cc_qa_loss_cuts = 0;
+  // Windows whose trigger was met but that had achieved too much for a cut
+  // (at least max_cwnd >> qa_gate): the gate held quick adapt closed.
+  uint64_t cc_qa_gated = 0;
   // RTT samples from SACKs that carried the responder's service time, and
   // those whose service time was longer than the RTT (impossible: unused).
   uint64_t rx_sack_svc = 0, bad_svc_time = 0;

@@ -58,7 +58,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   last_adjust_ = last_dec_ = qa_window_end_ = 0;
   avg_delay_ = 0;
   pen_active_ = false;
-  qa_cuts_ = qa_loss_cuts_ = 0;
+  qa_cuts_ = qa_loss_cuts_ = qa_gated_ = 0;
 }
 
 uint64_t Nscc::derived_target(uint64_t base) const {
@@ -159,6 +159,8 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
     fired = true;
     qa_cuts_++;
     if (loss) qa_loss_cuts_++;
+  } else if (trigger) {
+    qa_gated_++;
   }
   qa_window_end_ = now + base_rtt_ + target_;
   achieved_ = 0;

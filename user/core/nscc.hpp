@@ -92,6 +92,8 @@ class Nscc {
   // (the rest were triggered by delay).
   uint64_t qa_cuts() const { return qa_cuts_; }
   uint64_t qa_loss_cuts() const { return qa_loss_cuts_; }
+  // Windows whose trigger was met but whose achieved bytes closed the gate.
+  uint64_t qa_gated() const { return qa_gated_; }
 
  private:
   // The target derived from a base RTT: at least min_target, at most
@@ -130,7 +132,7 @@ class Nscc {
   uint64_t saved_cwnd_ = 0;
   Quadrant last_q_ = kNone;
   bool last_qa_ = false;
-  uint64_t qa_cuts_ = 0, qa_loss_cuts_ = 0;
+  uint64_t qa_cuts_ = 0, qa_loss_cuts_ = 0, qa_gated_ = 0;
   // Start-up and delay (Params::init_window, delay_md).
   bool slow_start_ = false;
   bool queue_high_ = false;  // the last period's standing delay was above the queue target

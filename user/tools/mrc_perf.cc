@@ -128,7 +128,8 @@ FILE* g_ev_log = nullptr;
       "  -V, --version        print the version and exit\n"
       "      --sample-ms MS   server: JSON line of received bytes every MS ms; client:\n"
       "                       JSON line (\"dir\":\"tx\") of bytes sent, the congestion\n"
-      "                       window, bytes in flight, smoothed and smallest RTT\n"
+      "                       window, bytes in flight, smoothed and smallest RTT,\n"
+      "                       quick adapt's cuts so far\n"
       "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
       "      --retry L,E      linear and exponential retries (7,7)\n"
       "      --generic        attach XDP in generic mode\n"
@@ -891,14 +892,14 @@ void dump_counters(Side& s) {
                  " undone %" PRIu64 " plane_suspects %" PRIu64 " plane_relapses %" PRIu64
                  " srtt %" PRIu64 " ns cwnd %" PRIu64 " rx %" PRIu64 " dup %" PRIu64
                  " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64 " qa cuts %" PRIu64
-                 " (loss %" PRIu64 ") svc sacks %" PRIu64 " (bad %" PRIu64
+                 " (loss %" PRIu64 ", gated %" PRIu64 ") svc sacks %" PRIu64 " (bad %" PRIu64
                  ") fabric unknown %" PRIu64 "\n",
                  q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack,
                  st->rtx_timeout, st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips,
                  st->ev_assumed_bad, st->ev_readmitted, st->ev_undone, st->plane_suspects,
                  st->plane_relapses, st->srtt_ns, st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts,
                  st->tx_sacks, st->rx_sacks, st->tx_probe_pkts, st->cc_qa_cuts, st->cc_qa_loss_cuts,
-                 st->rx_sack_svc, st->bad_svc_time, st->fabric_unknown);
+                 st->cc_qa_gated, st->rx_sack_svc, st->bad_svc_time, st->fabric_unknown);
     if (st->imm_no_recv || st->imm_over_limit || st->rem_access_errors)
       std::fprintf(stderr,
                    "  qp %u: as responder: fatal WRITE-with-immediate without a receive %" PRIu64
@@ -1027,6 +1028,7 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, srtt_ns),
                   MRC_KV(*st, cc_qa_cuts),
                   MRC_KV(*st, cc_qa_loss_cuts),
+                  MRC_KV(*st, cc_qa_gated),
                   MRC_KV(*st, rx_sack_svc),
                   MRC_KV(*st, bad_svc_time),
                   MRC_KV(*st, fabric_unknown)};
@@ -1894,7 +1896,8 @@ void ClientRun::sample_loop() {
   const auto ms = std::chrono::milliseconds(o.sample_ms);
   while (sampling.load()) {
     std::this_thread::sleep_until(t0 + ms * (1 + (Clock::now() - t0) / ms));
-    uint64_t total = 0, cwnd = 0, inflight = 0, srtt = 0, min_rtt = 0, rtx = 0;
+    uint64_t total = 0, cwnd = 0, inflight = 0, srtt = 0, min_rtt = 0, rtx = 0, qa_cuts = 0,
+             qa_gated = 0;
     std::vector<uint64_t> planes(o.devs.size(), 0);
     for (size_t i = 0; i < s.qps.size(); i++) {
       auto st = s.qps[i]->stats();
@@ -1903,6 +1906,8 @@ void ClientRun::sample_loop() {
       cwnd += st->cwnd_bytes;
       inflight += st->inflight_bytes;
       rtx += st->tx_rtx_pkts;
+      qa_cuts += st->cc_qa_cuts;
+      qa_gated += st->cc_qa_gated;
       if (i == 0) srtt = st->srtt_ns, min_rtt = st->min_rtt_ns;
     }
     std::vector<uint64_t> dp(planes.size());
@@ -1923,6 +1928,8 @@ void ClientRun::sample_loop() {
         {"srtt_ns", srtt},
         {"min_rtt_ns", min_rtt},
         {"rtx", rtx},
+        {"qa_cuts", qa_cuts},
+        {"qa_gated", qa_gated},
         {"planes", dp}});
     std::fflush(stdout);
     last = total;

@@ -258,6 +258,37 @@ TEST(NsccQuickAdapt, LossCutsAreCountedApart) {
   EXPECT_EQ(cc.qa_loss_cuts(), 0u);
 }
 
+// The gate: a window whose acks carried max_cwnd >> qa_gate (256 KiB of
+// 2 MiB) or more is not cut, however late its last ack, and that is counted
+// (QpStats::cc_qa_gated). A host's stall delivers such a window at once: the
+// acks of a millisecond arrive together (performance.md, "Start-up").
+TEST(NsccQuickAdapt, GateClosedIsCounted) {
+  CcProfile prof;
+  Nscc cc;
+  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget, NsccStart{.init_window = 0});
+  Time now = 1'000'000;
+  cc.on_ack(4096, kBase, false, 64 << 10, now);  // the base RTT; the first window ends here
+  // The next window (base RTT + target = 40 us): 63 acks of 4 KiB within
+  // it, and the 64th after its end: 256 KiB, every ack 1 ms late.
+  auto window = [&](int acks) {
+    for (int i = 0; i < acks - 1; i++) cc.on_ack(4096, 1'000'000, false, 512 << 10, now + 1000);
+    now += 3 * kBase;
+    cc.on_ack(4096, 1'000'000, false, 512 << 10, now);
+  };
+  window(64);
+  EXPECT_FALSE(cc.quick_adapted());
+  EXPECT_EQ(cc.qa_cuts(), 0u);
+  EXPECT_EQ(cc.qa_gated(), 1u);
+  EXPECT_EQ(cc.cwnd(), uint64_t(2u << 20));
+  window(63);  // under the gate: cut to what the window achieved
+  EXPECT_TRUE(cc.quick_adapted());
+  EXPECT_EQ(cc.qa_cuts(), 1u);
+  EXPECT_EQ(cc.qa_gated(), 1u);
+  EXPECT_EQ(cc.cwnd(), uint64_t(63 * 4096));
+  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget, NsccStart{.init_window = 0});
+  EXPECT_EQ(cc.qa_gated(), 0u);
+}
+
 TEST(NsccQuickAdapt, OneLateAckFiresItByDefault) {
   EXPECT_FALSE(qa_fires(0, false, kBase, kBase));
   EXPECT_FALSE(qa_fires(0, false, kBase, kBase + 70'000));  // under 4 x target
