@@ -39,7 +39,7 @@ Engine::Engine(EngineConfig cfg)
       ctrl_(std::make_unique<CtrlQueue>()) {
   ev_events_.resize(std::max<uint32_t>(cfg_.ev_event_capacity, 1));
   sack_due_.reserve(256);
-  if (cfg_.cc_qa_fabric) tx_log_.reserve(1024);  // TxPkt::hold (tx_done)
+  if (tracks_holds()) tx_log_.reserve(1024);  // TxPkt::hold (tx_done)
   for (const PortConfig& p : cfg_.ports)
     if (!p.up && p.port < 32) ports_down_ |= 1u << p.port;
 }
@@ -605,10 +605,10 @@ void Engine::enter_rts(Qp& q) {
   q.retries = 0;
   CcProfile cc = cfg_.default_cc;
   if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
-  q.cc.configure(
-      cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target,
-      Nscc::Start{cfg_.cc_init_window, cfg_.cc_delay_md, cfg_.cc_queue_target, cfg_.cc_qa_floor,
-                  cfg_.cc_qa_standing, cfg_.cc_qa_fabric, cfg_.cc_max_target});
+  q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target,
+                 Nscc::Start{cfg_.cc_init_window, cfg_.cc_delay_md, cfg_.cc_queue_target,
+                             cfg_.cc_qa_floor, cfg_.cc_qa_standing, cfg_.cc_qa_fabric,
+                             cfg_.cc_max_target, cfg_.cc_qa_fabric_on_ecn});
   hold_peer_rtt(q);
   q.reo_wnd = cfg_.min_reorder;
 }

@@ -180,6 +180,8 @@ class Engine {
   // EngineConfig::cc_qa_fabric (TxPkt::hold). Drivers that do not call it
   // lose only that.
   void tx_done(Time now);
+  // Whether the driver should call tx_done (cc_qa_fabric, cc_qa_fabric_on_ecn).
+  bool tracks_holds() const { return cfg_.cc_qa_fabric || cfg_.cc_qa_fabric_on_ecn; }
   // Earliest time tx() has something to do without new input (kNever if idle).
   Time next_deadline() const;
   // True when tx() would emit a frame right now.

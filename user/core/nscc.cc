@@ -41,6 +41,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.qa_floor = start.qa_floor;
   p_.qa_standing = start.qa_standing;
   p_.qa_fabric = start.qa_fabric;
+  p_.qa_fabric_on_ecn = start.qa_fabric_on_ecn;
   slow_start_ = p_.init_window && p_.init_window < p_.max_cwnd;
   cwnd_ = slow_start_ ? std::max<uint64_t>(p_.init_window, mtu) : p_.max_cwnd;
   queue_high_ = false;
@@ -50,6 +51,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   win_start_ = 0;
   base_rtt_ = p_.base_rtt;
   fabric_base_ = ~uint64_t(0);
+  marked_ = false;
   shared_base_ = nullptr;
   target_ = p_.target_delay ? p_.target_delay : derived_target(base_rtt_);
   inc_ = 0;
@@ -184,7 +186,11 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
   // without it, against the smallest such RTT (or the profile's base RTT),
   // it sees the fabric's queue.
   uint64_t qa_delay = delay;
-  if (rtt && p_.qa_fabric) {
+  // A fabric that marks ECN keeps its own queues short (the decrease
+  // below): from its first mark on (cc_qa_fabric_on_ecn) quick adapt
+  // answers only a queue in it, not the hosts' delay.
+  if (ecn) marked_ = true;
+  if (rtt && qa_on_fabric()) {
     // No fabric part (the hosts' own time covered the whole RTT): no sign
     // of a queue in the fabric. Nothing left in flight after this ack (the
     // end of a burst, or a lone message): no cut either. Cutting the window

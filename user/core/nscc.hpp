@@ -22,6 +22,7 @@ struct NsccStart {
   bool qa_standing = false;
   bool qa_fabric = false;
   uint64_t max_target = kNsccMaxTarget;  // ceiling of a derived target (0: none)
+  bool qa_fabric_on_ecn = true;
 };
 
 class Nscc {
@@ -39,6 +40,7 @@ class Nscc {
     uint64_t qa_floor = 0;                 // EngineConfig::cc_qa_floor
     bool qa_standing = false;              // EngineConfig::cc_qa_standing
     bool qa_fabric = false;                // EngineConfig::cc_qa_fabric
+    bool qa_fabric_on_ecn = false;         // EngineConfig::cc_qa_fabric_on_ecn
     uint8_t qa_gate = 3;
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
     uint64_t adjust_period = 0;  // 0: base_rtt + target
@@ -69,6 +71,9 @@ class Nscc {
   // period minus the base RTT (delay_md).
   uint64_t standing() const { return standing_; }
   bool slow_start() const { return slow_start_; }
+  // Quick adapt judges the fabric's part of each RTT (cc_qa_fabric, or
+  // cc_qa_fabric_on_ecn once an ECN mark came back).
+  bool qa_on_fabric() const { return p_.qa_fabric || (p_.qa_fabric_on_ecn && marked_); }
 
   // A SACK acknowledged `bytes` new bytes; `rtt` is 0 when no sample.
   // `fabric_rtt` is the sample less the hosts' own time (the responder's
@@ -117,6 +122,7 @@ class Nscc {
   uint64_t cwnd_ = 0;
   uint64_t base_rtt_ = 0;
   uint64_t fabric_base_ = ~uint64_t(0);
+  bool marked_ = false;  // an ECN mark came back since configure
   uint64_t* shared_base_ = nullptr;
   uint64_t target_ = 0;
   double inc_ = 0;

@@ -867,7 +867,7 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   // The hold only matters to quick adapt on the fabric's delay. Logged
   // before the commit: a commit that fills the sink's batch sends it at
   // once (live frames), and that submission ends this packet's hold too.
-  if (cfg_.cc_qa_fabric && tx_log_.size() < tx_log_.capacity())
+  if (q.cc.qa_on_fabric() && tx_log_.size() < tx_log_.capacity())
     tx_log_.push_back({q.qpn, psn, stamp});
   sink.commit(e.port, uint32_t(n));
   stats_.tx_frames++;

@@ -197,7 +197,7 @@ bool Context::Impl::iteration(bool may_defer_tx) {
   if (!sink) {
     sink = std::make_unique<lib::DeviceTxSink>(dev, idx, tx_socket, ports.size(),
                                                live ? &live : nullptr, opts);
-    if (eng->config().cc_qa_fabric) sink->track_holds(eng.get());
+    if (eng->tracks_holds()) sink->track_holds(eng.get());
   }
   // Receive: one burst from every socket.
   auto& rx = scratch->rx;

@@ -241,6 +241,30 @@ TEST(NsccQuickAdapt, FabricRttDecides) {
   EXPECT_TRUE(qa_fires_fabric(false, 101'000, 0));
 }
 
+// cc_qa_fabric_on_ecn (on by default): the whole RTT judges until an ECN
+// mark comes back, the fabric's part from then on. The judged ack's RTT is
+// 200 us, its fabric part 21 us (1 us above the smallest).
+bool qa_fires_after_mark(bool on_ecn, bool mark) {
+  CcProfile prof;
+  Nscc cc;
+  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget,
+               NsccStart{.init_window = 0, .qa_fabric_on_ecn = on_ecn});
+  Time now = 1'000'000;
+  cc.on_ack(4096, kBase, mark, 64 << 10, now, kBase);
+  if (cc.qa_on_fabric() != (on_ecn && mark)) ADD_FAILURE() << "qa_on_fabric " << cc.qa_on_fabric();
+  const Time end = now + 2 * kBase;
+  for (now += 1000; now < end; now += 1000) cc.on_ack(4096, 200'000, false, 64 << 10, now, 21'000);
+  cc.on_ack(4096, 200'000, false, 64 << 10, end, 21'000);
+  return cc.quick_adapted();
+}
+
+TEST(NsccQuickAdapt, FabricRttFromTheFirstEcnMark) {
+  EXPECT_TRUE(qa_fires_after_mark(true, false));  // no mark yet: the whole RTT
+  EXPECT_FALSE(qa_fires_after_mark(true, true));  // marked: the fabric's 1 us
+  EXPECT_TRUE(qa_fires_after_mark(false, true));  // off: the whole RTT, marked or not
+  EXPECT_TRUE(qa_fires_after_mark(false, false));
+}
+
 // A NACK (loss) fires it whatever the delay, counted as a loss cut; a new
 // configure starts the counts over.
 TEST(NsccQuickAdapt, LossCutsAreCountedApart) {
