@@ -129,7 +129,7 @@ FILE* g_ev_log = nullptr;
       "      --sample-ms MS   server: JSON line of received bytes every MS ms; client:\n"
       "                       JSON line (\"dir\":\"tx\") of bytes sent, the congestion\n"
       "                       window, bytes in flight, smoothed and smallest RTT,\n"
-      "                       quick adapt's cuts so far\n"
+      "                       quick adapt's cuts and gated windows so far\n"
       "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
       "      --retry L,E      linear and exponential retries (7,7)\n"
       "      --generic        attach XDP in generic mode\n"

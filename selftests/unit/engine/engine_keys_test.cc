@@ -32,6 +32,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_EQ(e.cc_max_target, 64'000u);
   ASSERT_TRUE(apply_engine_settings("cc_max_target_us=0", &e, "x").ok());  // no ceiling
   EXPECT_EQ(e.cc_max_target, 0u);
+  ASSERT_TRUE(e.cc_qa_fabric_on_ecn);  // on by default
+  ASSERT_TRUE(apply_engine_settings("cc_qa_fabric_on_ecn=0", &e, "x").ok());
+  EXPECT_FALSE(e.cc_qa_fabric_on_ecn);
+  ASSERT_TRUE(apply_engine_settings("cc_qa_fabric_on_ecn=1", &e, "x").ok());
+  EXPECT_TRUE(e.cc_qa_fabric_on_ecn);
   // The last setting of a key wins; an empty list changes nothing.
   ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
   EXPECT_FALSE(e.default_cc.nscc.disable_qa);
@@ -64,7 +69,11 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "cc_max_target_us=32us",
                           "cc_max_target_us=3600000001",
                           "cc_max_target_us=",
-                          "cc_qa=0,cc_max_target_us=x"}) {
+                          "cc_qa=0,cc_max_target_us=x",
+                          "cc_qa_fabric_on_ecn=2",
+                          "cc_qa_fabric_on_ecn=off",
+                          "cc_qa_fabric_on_ecn=",
+                          "cc_qa_fabric_on_ecn=0,cc_qa=9"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
     auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
@@ -76,6 +85,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_EQ(e.sack_bytes, 12345u) << bad;
     EXPECT_FALSE(e.default_cc.nscc.disable_qa) << bad;
     EXPECT_EQ(e.cc_max_target, kNsccMaxTarget) << bad;
+    EXPECT_TRUE(e.cc_qa_fabric_on_ecn) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");

@@ -208,18 +208,25 @@ bool qa_fires(uint64_t floor, bool standing, uint64_t rest, uint64_t last) {
 // Engine::on_sack) decides, against the smallest fabric RTT seen. Every
 // ack here has an RTT of 200 us, far above the 80 us trigger; the fabric
 // part of the judged ack is `fabric` (the others' 21 us; 0: not known).
-// `inflight`: bytes still in flight after the judged ack.
-bool qa_fires_fabric(bool qa_fabric, uint64_t fabric, uint64_t inflight = 64 << 10) {
+// `inflight`: bytes still in flight after the judged ack. `mark`: the
+// first ack echoes an ECN mark; `on_fabric`: whether quick adapt then
+// judged the fabric's part (Nscc::qa_on_fabric).
+bool qa_judged(const NsccStart& start, uint64_t fabric, uint64_t inflight, bool mark = false,
+               bool* on_fabric = nullptr) {
   CcProfile prof;
   Nscc cc;
-  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget,
-               NsccStart{.init_window = 0, .qa_fabric = qa_fabric});
+  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget, start);
   Time now = 1'000'000;
-  cc.on_ack(4096, kBase, false, 64 << 10, now, kBase);
+  cc.on_ack(4096, kBase, mark, 64 << 10, now, kBase);
+  if (on_fabric) *on_fabric = cc.qa_on_fabric();
   const Time end = now + 2 * kBase;
   for (now += 1000; now < end; now += 1000) cc.on_ack(4096, 200'000, false, 64 << 10, now, 21'000);
   cc.on_ack(4096, 200'000, false, inflight, end, fabric);
   return cc.quick_adapted();
+}
+
+bool qa_fires_fabric(bool qa_fabric, uint64_t fabric, uint64_t inflight = 64 << 10) {
+  return qa_judged(NsccStart{.init_window = 0, .qa_fabric = qa_fabric}, fabric, inflight);
 }
 
 TEST(NsccQuickAdapt, FabricRttDecides) {
@@ -245,17 +252,11 @@ TEST(NsccQuickAdapt, FabricRttDecides) {
 // mark comes back, the fabric's part from then on. The judged ack's RTT is
 // 200 us, its fabric part 21 us (1 us above the smallest).
 bool qa_fires_after_mark(bool on_ecn, bool mark) {
-  CcProfile prof;
-  Nscc cc;
-  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget,
-               NsccStart{.init_window = 0, .qa_fabric_on_ecn = on_ecn});
-  Time now = 1'000'000;
-  cc.on_ack(4096, kBase, mark, 64 << 10, now, kBase);
-  if (cc.qa_on_fabric() != (on_ecn && mark)) ADD_FAILURE() << "qa_on_fabric " << cc.qa_on_fabric();
-  const Time end = now + 2 * kBase;
-  for (now += 1000; now < end; now += 1000) cc.on_ack(4096, 200'000, false, 64 << 10, now, 21'000);
-  cc.on_ack(4096, 200'000, false, 64 << 10, end, 21'000);
-  return cc.quick_adapted();
+  bool on_fabric = false;
+  const bool fired = qa_judged(NsccStart{.init_window = 0, .qa_fabric_on_ecn = on_ecn}, 21'000,
+                               64 << 10, mark, &on_fabric);
+  if (on_fabric != (on_ecn && mark)) ADD_FAILURE() << "qa_on_fabric " << on_fabric;
+  return fired;
 }
 
 TEST(NsccQuickAdapt, FabricRttFromTheFirstEcnMark) {
