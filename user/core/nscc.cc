@@ -42,6 +42,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.qa_standing = start.qa_standing;
   p_.qa_fabric = start.qa_fabric;
   p_.qa_fabric_on_ecn = start.qa_fabric_on_ecn;
+  p_.qa_rate_gate = start.qa_rate_gate;
   slow_start_ = p_.init_window && p_.init_window < p_.max_cwnd;
   cwnd_ = slow_start_ ? std::max<uint64_t>(p_.init_window, mtu) : p_.max_cwnd;
   queue_high_ = false;
@@ -57,7 +58,8 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   inc_ = 0;
   received_ = achieved_ = ignore_bytes_ = low_delay_bytes_ = 0;
   qa_min_delay_ = ~uint64_t(0);
-  last_adjust_ = last_dec_ = qa_window_end_ = 0;
+  last_adjust_ = last_dec_ = qa_window_end_ = qa_window_start_ = 0;
+  qa_spanned_ignore_ = false;
   avg_delay_ = 0;
   pen_active_ = false;
   qa_cuts_ = qa_loss_cuts_ = qa_gated_ = 0;
@@ -153,8 +155,27 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   const bool trigger =
       loss ||
       (p_.qa_standing ? qa_min_delay_ != ~uint64_t(0) && qa_min_delay_ > qa_thr : delay > qa_thr);
+  // The gate: no cut after a window that carried max_cwnd >> qa_gate or
+  // more. A window ends at its first ack after its end, so after a host's
+  // stall it ends with the stall's acks, all at once, and its bytes close
+  // the gate though the path carried far less per window (design.md,
+  // "Quick adapt's gate after a host's stall"). With qa_rate_gate (on by
+  // default), while the whole RTT judges (no ECN mark yet), the gate judges
+  // the bytes per window length instead: what the window carried over the
+  // time it took. The cut is still to what the window carried. A window
+  // that acked ignored bytes (the flight of the last cut) keeps the bytes
+  // gate: per length it "cut" a window held small by a queue up to that
+  // whole flight (NsccStart.QuickAdaptAnswersAQueueHiddenInTheBaseRtt), and
+  // restarting the window where they end let every wake-up after a cut cut
+  // again (NsccFair.EightQpsOfOneEngineShareEqually: 4.2 of 9.5 Gbit/s).
+  const uint64_t len = base_rtt_ + target_;
+  const uint64_t gate = p_.max_cwnd >> p_.qa_gate;
+  const uint64_t took = now > qa_window_start_ ? now - qa_window_start_ : 0;
+  const bool per_length = rate_gate() && !qa_spanned_ignore_ && qa_window_start_ && took > len;
+  const bool open =
+      per_length ? double(achieved_) * double(len) < double(gate) * double(took) : achieved_ < gate;
   bool fired = false;
-  if (trigger && achieved_ < (p_.max_cwnd >> p_.qa_gate)) {
+  if (trigger && open) {
     slow_start_ = false;
     cwnd_ = std::max<uint64_t>(achieved_, p_.mtu);
     ignore_bytes_ = inflight;  // ignore the signals of what is already in flight
@@ -164,7 +185,9 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   } else if (trigger) {
     qa_gated_++;
   }
-  qa_window_end_ = now + base_rtt_ + target_;
+  qa_window_start_ = now;
+  qa_window_end_ = now + len;
+  qa_spanned_ignore_ = false;
   achieved_ = 0;
   qa_min_delay_ = ~uint64_t(0);
   return fired;
@@ -208,6 +231,7 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
   if (rtt) update_avg(!ecn && delay > target_ ? 0.25 * double(base_rtt_) : double(delay));
   if (ignore_bytes_) {
     ignore_bytes_ = bytes >= ignore_bytes_ ? 0 : ignore_bytes_ - bytes;
+    qa_spanned_ignore_ = true;
     return;
   }
   if (rtt && p_.delay_md && standing_sample(rtt, now)) {

@@ -23,6 +23,7 @@ struct NsccStart {
   bool qa_fabric = false;
   uint64_t max_target = kNsccMaxTarget;  // ceiling of a derived target (0: none)
   bool qa_fabric_on_ecn = true;
+  bool qa_rate_gate = true;  // the gate per window length until an ECN mark
 };
 
 class Nscc {
@@ -41,6 +42,7 @@ class Nscc {
     bool qa_standing = false;              // EngineConfig::cc_qa_standing
     bool qa_fabric = false;                // EngineConfig::cc_qa_fabric
     bool qa_fabric_on_ecn = false;         // EngineConfig::cc_qa_fabric_on_ecn
+    bool qa_rate_gate = false;             // EngineConfig::cc_qa_rate_gate
     uint8_t qa_gate = 3;
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
     uint64_t adjust_period = 0;  // 0: base_rtt + target
@@ -74,6 +76,9 @@ class Nscc {
   // Quick adapt judges the fabric's part of each RTT (cc_qa_fabric, or
   // cc_qa_fabric_on_ecn once an ECN mark came back).
   bool qa_on_fabric() const { return p_.qa_fabric || (p_.qa_fabric_on_ecn && marked_); }
+  // Quick adapt's gate judges bytes per window length (qa_rate_gate, while
+  // the whole RTT judges), not a window's bytes.
+  bool rate_gate() const { return p_.qa_rate_gate && !qa_on_fabric(); }
 
   // A SACK acknowledged `bytes` new bytes; `rtt` is 0 when no sample.
   // `fabric_rtt` is the sample less the hosts' own time (the responder's
@@ -127,7 +132,9 @@ class Nscc {
   uint64_t target_ = 0;
   double inc_ = 0;
   uint64_t received_ = 0;
-  Time last_adjust_ = 0, last_dec_ = 0, qa_window_end_ = 0;
+  Time last_adjust_ = 0, last_dec_ = 0, qa_window_end_ = 0, qa_window_start_ = 0;
+  // Ignored bytes (a cut's flight) were acked in this quick-adapt window.
+  bool qa_spanned_ignore_ = false;
   uint64_t achieved_ = 0;
   // The smallest queueing delay of the quick-adapt window's acks (none: ~0).
   uint64_t qa_min_delay_ = ~uint64_t(0);

@@ -283,35 +283,87 @@ TEST(NsccQuickAdapt, LossCutsAreCountedApart) {
   EXPECT_EQ(cc.qa_loss_cuts(), 0u);
 }
 
-// The gate: a window whose acks carried max_cwnd >> qa_gate (256 KiB of
-// 2 MiB) or more is not cut, however late its last ack, and that is counted
-// (QpStats::cc_qa_gated). A host's stall delivers such a window at once: the
+// Quick adapt's gate, on one Nscc fed acks directly. After the first ack
+// each window (base RTT + target = 40 us) gets `acks` acks of 4 KiB, all 1
+// ms late: all but the last within it, the last 60 us after its start, so
+// that one closes it. A host's stall delivers such a window at once: the
 // acks of a millisecond arrive together (performance.md, "Start-up").
-TEST(NsccQuickAdapt, GateClosedIsCounted) {
-  CcProfile prof;
-  Nscc cc;
-  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget, NsccStart{.init_window = 0});
-  Time now = 1'000'000;
-  cc.on_ack(4096, kBase, false, 64 << 10, now);  // the base RTT; the first window ends here
-  // The next window (base RTT + target = 40 us): 63 acks of 4 KiB within
-  // it, and the 64th after its end: 256 KiB, every ack 1 ms late.
-  auto window = [&](int acks) {
-    for (int i = 0; i < acks - 1; i++) cc.on_ack(4096, 1'000'000, false, 512 << 10, now + 1000);
+// `fabric`: the fabric's part of each RTT (0: not known).
+struct GateRun {
+  explicit GateRun(const NsccStart& s, bool mark = false) {
+    cc.configure(CcProfile{}, 4096, 2u << 20, kNsccMinTarget, s);
+    cc.on_ack(4096, kBase, mark, 64 << 10, now, kBase);  // the base RTT; the first window ends here
+  }
+  void window(int acks, uint64_t fabric = 0) {
+    for (int i = 0; i < acks - 1; i++)
+      cc.on_ack(4096, 1'000'000, false, 64 << 10, now + 1000, fabric);
     now += 3 * kBase;
-    cc.on_ack(4096, 1'000'000, false, 512 << 10, now);
-  };
-  window(64);
-  EXPECT_FALSE(cc.quick_adapted());
-  EXPECT_EQ(cc.qa_cuts(), 0u);
-  EXPECT_EQ(cc.qa_gated(), 1u);
-  EXPECT_EQ(cc.cwnd(), uint64_t(2u << 20));
-  window(63);  // under the gate: cut to what the window achieved
-  EXPECT_TRUE(cc.quick_adapted());
-  EXPECT_EQ(cc.qa_cuts(), 1u);
-  EXPECT_EQ(cc.qa_gated(), 1u);
-  EXPECT_EQ(cc.cwnd(), uint64_t(63 * 4096));
-  cc.configure(prof, 4096, 2u << 20, kNsccMinTarget, NsccStart{.init_window = 0});
-  EXPECT_EQ(cc.qa_gated(), 0u);
+    cc.on_ack(4096, 1'000'000, false, 64 << 10, now, fabric);
+  }
+  Nscc cc;
+  Time now = 1'000'000;
+};
+
+// The gate on a window's bytes (cc_qa_rate_gate=0, and every QP once it
+// judges the fabric's delay): a window whose acks carried max_cwnd >>
+// qa_gate (256 KiB of 2 MiB) or more is not cut, however late its last ack,
+// and that is counted (QpStats::cc_qa_gated).
+TEST(NsccQuickAdapt, GateClosedIsCounted) {
+  GateRun r(NsccStart{.init_window = 0, .qa_rate_gate = false});
+  r.window(64);  // 256 KiB
+  EXPECT_FALSE(r.cc.quick_adapted());
+  EXPECT_EQ(r.cc.qa_cuts(), 0u);
+  EXPECT_EQ(r.cc.qa_gated(), 1u);
+  EXPECT_EQ(r.cc.cwnd(), uint64_t(2u << 20));
+  r.window(63);  // under the gate: cut to what the window achieved
+  EXPECT_TRUE(r.cc.quick_adapted());
+  EXPECT_EQ(r.cc.qa_cuts(), 1u);
+  EXPECT_EQ(r.cc.qa_gated(), 1u);
+  EXPECT_EQ(r.cc.cwnd(), uint64_t(63 * 4096));
+  r.cc.configure(CcProfile{}, 4096, 2u << 20, kNsccMinTarget, NsccStart{.init_window = 0});
+  EXPECT_EQ(r.cc.qa_gated(), 0u);
+}
+
+// cc_qa_rate_gate (on by default): while the whole RTT judges, the gate
+// judges what a window carried per window length. The 256 KiB that closed
+// the gate above took 60 us of a 40 us window: 171 KiB per length, and the
+// window is cut to the 256 KiB. A window that acked ignored bytes (the
+// flight of the last cut) keeps the bytes gate; the next one is judged per
+// length again.
+TEST(NsccQuickAdapt, RateGateJudgesBytesPerWindowLength) {
+  GateRun r(NsccStart{.init_window = 0});
+  r.window(128);  // 512 KiB in 60 us: 341 KiB per length, closed
+  EXPECT_EQ(r.cc.qa_cuts(), 0u);
+  EXPECT_EQ(r.cc.qa_gated(), 1u);
+  EXPECT_EQ(r.cc.cwnd(), uint64_t(2u << 20));
+  r.window(64);  // 256 KiB in 60 us: open
+  EXPECT_TRUE(r.cc.quick_adapted());
+  EXPECT_EQ(r.cc.qa_cuts(), 1u);
+  EXPECT_EQ(r.cc.cwnd(), uint64_t(64 * 4096));
+  // The cut ignores the 64 KiB then in flight. The next window acks them
+  // and 256 KiB more: 320 KiB on the bytes gate, closed. Per length (213
+  // KiB) it would "cut" the window up to 320 KiB.
+  r.window(80);
+  EXPECT_EQ(r.cc.qa_cuts(), 1u);
+  EXPECT_EQ(r.cc.qa_gated(), 2u);
+  EXPECT_GE(r.cc.cwnd(), uint64_t(64 * 4096));  // not cut (NSCC's increases ran)
+  r.window(80);                                 // no ignored bytes: per length again, open
+  EXPECT_EQ(r.cc.qa_cuts(), 2u);
+  EXPECT_EQ(r.cc.cwnd(), uint64_t(80 * 4096));
+}
+
+// From a QP's first ECN mark (cc_qa_fabric_on_ecn) the fabric's delay
+// judges, and with it the bytes gate: the window the rate gate cut above
+// is not cut. The fabric's part of each late ack is 1 ms.
+TEST(NsccQuickAdapt, MarkedQpKeepsTheBytesGate) {
+  GateRun r(NsccStart{.init_window = 0}, true);
+  ASSERT_TRUE(r.cc.qa_on_fabric());
+  r.window(64, 1'000'000);
+  EXPECT_EQ(r.cc.qa_cuts(), 0u);
+  EXPECT_EQ(r.cc.qa_gated(), 1u);
+  r.window(63, 1'000'000);
+  EXPECT_EQ(r.cc.qa_cuts(), 1u);
+  EXPECT_EQ(r.cc.cwnd(), uint64_t(63 * 4096));
 }
 
 TEST(NsccQuickAdapt, OneLateAckFiresItByDefault) {
