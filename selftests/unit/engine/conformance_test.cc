@@ -590,9 +590,16 @@ TEST(Conformance, C32_RetransmissionNeverReusesNackedEv) {
   EXPECT_TRUE(f.same(0, 512 * 1024));
 }
 
-TEST(Conformance, C33_OnlyMissingPsnsRetransmittedOldestFirst) {
+// Losses known together are resent oldest first. Started at the maximum
+// window (cc_init_window = 0) the whole message leaves in one burst and the
+// same SACKs reveal every loss. With slow start (the default) PSN 91's EV
+// carries nothing after it in the first round trip, so its loss is known
+// one SACK later than 90's and 92's (resent at 30 us against 20 us): then
+// only "each missing PSN once, nothing else" holds.
+void only_missing_psns_resent(uint32_t init_window, bool oldest_first) {
   PairOptions o;
   o.cfg.min_reorder = 2'000;
+  o.cfg.cc_init_window = init_window;
   Fixture f(256 * 1024, o);
   const std::set<uint32_t> lose = {10, 11, 40, 90, 91, 92, 200};
   std::vector<uint32_t> rtx;
@@ -611,8 +618,15 @@ TEST(Conformance, C33_OnlyMissingPsnsRetransmittedOldestFirst) {
   ASSERT_TRUE(f.wait_sends(1));
   EXPECT_EQ(std::set<uint32_t>(rtx.begin(), rtx.end()), lose);
   EXPECT_EQ(rtx.size(), lose.size()) << "a PSN was retransmitted twice";
-  EXPECT_TRUE(std::is_sorted(rtx.begin(), rtx.end())) << ::testing::PrintToString(rtx);
+  if (oldest_first) {
+    EXPECT_TRUE(std::is_sorted(rtx.begin(), rtx.end())) << ::testing::PrintToString(rtx);
+  }
   EXPECT_TRUE(f.same(0, 256 * 1024));
+}
+
+TEST(Conformance, C33_OnlyMissingPsnsRetransmittedOldestFirst) {
+  only_missing_psns_resent(0, true);
+  only_missing_psns_resent(EngineConfig{}.cc_init_window, false);
 }
 
 TEST(Conformance, C34_NeverBeyondCumulativeAckPlusMpr) {
