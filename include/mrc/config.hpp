@@ -235,7 +235,7 @@ struct EngineConfig {
   // window carried per window length (base RTT + target), not its bytes: a
   // window ends at its first ack after its end, and after a host's stall
   // that ack comes with a millisecond's acks, whose bytes closed the gate
-  // and held a cold start at the maximum window for 50-600 ms. Without ECN
+  // and held a cold start at the maximum window for 50-670 ms. Without ECN
   // marking on the shaped demo fabric, cold starts reached 90% of capacity
   // within 50 ms in 96 of 140 runs against 77 of 140, the slowest in 110-122
   // ms against 340-670 (three runs; performance.md, "Start-up").

@@ -116,7 +116,7 @@ bool Nscc::standing_sample(uint64_t rtt, Time now) {
   // A period is at least half a smoothed RTT and holds at least 8 samples:
   // its smallest RTT is then one that met no wake-up delay and no burst,
   // only the queue that stood through the whole period (Copa's standing RTT).
-  const uint64_t period = std::max<uint64_t>(srtt_ / 2, base_rtt_ + target_);
+  const uint64_t period = std::max<uint64_t>(srtt_ / 2, window_len());
   if (now - win_start_ < period || win_samples_ < kPeriodSamples) return false;
   standing_ = win_min_ > base_rtt_ ? win_min_ - base_rtt_ : 0;
   win_min_ = ~uint64_t(0);
@@ -168,7 +168,7 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   // whole flight (NsccStart.QuickAdaptAnswersAQueueHiddenInTheBaseRtt), and
   // restarting the window where they end let every wake-up after a cut cut
   // again (NsccFair.EightQpsOfOneEngineShareEqually: 4.2 of 9.5 Gbit/s).
-  const uint64_t len = base_rtt_ + target_;
+  const uint64_t len = window_len();
   const uint64_t gate = p_.max_cwnd >> p_.qa_gate;
   const uint64_t took = now > qa_window_start_ ? now - qa_window_start_ : 0;
   const bool per_length = rate_gate() && !qa_spanned_ignore_ && qa_window_start_ && took > len;
@@ -301,7 +301,7 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
   if (cwnd_ >= p_.max_cwnd) slow_start_ = false;
   clamp();
   received_ += bytes;
-  const uint64_t period = p_.adjust_period ? p_.adjust_period : base_rtt_ + target_;
+  const uint64_t period = p_.adjust_period ? p_.adjust_period : window_len();
   if (received_ >= p_.adjust_bytes || now - last_adjust_ >= period) {
     const double g = grow_scale(inflight, bytes);
     if (inc_ != 0) cwnd_ = uint64_t(std::max(0.0, double(cwnd_) + inc_ * g / double(cwnd_)));

@@ -109,6 +109,8 @@ class Nscc {
   // The target derived from a base RTT: at least min_target, at most
   // max_target (when set; never below min_target).
   uint64_t derived_target(uint64_t base) const;
+  // One window's length: the base RTT plus the target queue delay.
+  uint64_t window_len() const { return base_rtt_ + target_; }
   void update_base(uint64_t rtt);
   void update_avg(double d);
   bool quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now);
