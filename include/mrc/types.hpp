@@ -435,6 +435,9 @@ struct QpStats {
   // Windows whose trigger was met but that had achieved too much for a cut
   // (at least max_cwnd >> qa_gate): the gate held quick adapt closed.
   uint64_t cc_qa_gated = 0;
+  // NSCC's multiplicative decreases on ECN marks (an ECN-marked ack with the
+  // delay above the target; at most one per base RTT).
+  uint64_t cc_ecn_decreases = 0;
   // RTT samples from SACKs that carried the responder's service time, and
   // those whose service time was longer than the RTT (impossible: unused).
   uint64_t rx_sack_svc = 0, bad_svc_time = 0;

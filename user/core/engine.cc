@@ -368,6 +368,7 @@ Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
   s.cc_qa_cuts = q->cc.qa_cuts();
   s.cc_qa_loss_cuts = q->cc.qa_loss_cuts();
   s.cc_qa_gated = q->cc.qa_gated();
+  s.cc_ecn_decreases = q->cc.ecn_decreases();
   s.plane_lossy = q->paths.plane_lossy_events();
   s.plane_relapses = q->paths.plane_relapses();
   s.plane_hold_ns = q->paths.plane_hold_ns();

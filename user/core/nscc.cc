@@ -62,7 +62,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   qa_spanned_ignore_ = false;
   avg_delay_ = 0;
   pen_active_ = false;
-  qa_cuts_ = qa_loss_cuts_ = qa_gated_ = 0;
+  qa_cuts_ = qa_loss_cuts_ = qa_gated_ = ecn_decs_ = 0;
 }
 
 uint64_t Nscc::derived_target(uint64_t base) const {
@@ -288,6 +288,7 @@ void Nscc::on_ack(uint64_t bytes, uint64_t rtt, bool ecn, uint64_t inflight, Tim
       cwnd_ = std::max<uint64_t>(uint64_t(double(cwnd_) * f), floor);
       last_dec_ = now;
       last_q_ = kDecrease;
+      ecn_decs_++;
     }
   } else {
     // ECN with low delay: congestion elsewhere on that path; EV SKIP moves

@@ -104,6 +104,8 @@ class Nscc {
   uint64_t qa_loss_cuts() const { return qa_loss_cuts_; }
   // Windows whose trigger was met but whose achieved bytes closed the gate.
   uint64_t qa_gated() const { return qa_gated_; }
+  // Multiplicative decreases on ECN marks (the marked-and-delayed quadrant).
+  uint64_t ecn_decreases() const { return ecn_decs_; }
 
  private:
   // The target derived from a base RTT: at least min_target, at most
@@ -147,7 +149,7 @@ class Nscc {
   uint64_t saved_cwnd_ = 0;
   Quadrant last_q_ = kNone;
   bool last_qa_ = false;
-  uint64_t qa_cuts_ = 0, qa_loss_cuts_ = 0, qa_gated_ = 0;
+  uint64_t qa_cuts_ = 0, qa_loss_cuts_ = 0, qa_gated_ = 0, ecn_decs_ = 0;
   // Start-up and delay (Params::init_window, delay_md).
   bool slow_start_ = false;
   bool queue_high_ = false;  // the last period's standing delay was above the queue target

@@ -890,21 +890,21 @@ void dump_counters(Side& s) {
   for (auto& q : s.qps) {
     auto st = q->stats();
     if (!st) continue;
-    std::fprintf(stderr,
-                 "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
-                 " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
-                 " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64
-                 " undone %" PRIu64 " plane_suspects %" PRIu64 " plane_relapses %" PRIu64
-                 " srtt %" PRIu64 " ns cwnd %" PRIu64 " rx %" PRIu64 " dup %" PRIu64
-                 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64 " qa cuts %" PRIu64
-                 " (loss %" PRIu64 ", gated %" PRIu64 ") svc sacks %" PRIu64 " (bad %" PRIu64
-                 ") fabric unknown %" PRIu64 "\n",
-                 q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack,
-                 st->rtx_timeout, st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips,
-                 st->ev_assumed_bad, st->ev_readmitted, st->ev_undone, st->plane_suspects,
-                 st->plane_relapses, st->srtt_ns, st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts,
-                 st->tx_sacks, st->rx_sacks, st->tx_probe_pkts, st->cc_qa_cuts, st->cc_qa_loss_cuts,
-                 st->cc_qa_gated, st->rx_sack_svc, st->bad_svc_time, st->fabric_unknown);
+    std::fprintf(
+        stderr,
+        "  qp %u: tx %" PRIu64 " rtx %" PRIu64 " (sack %" PRIu64 " nack %" PRIu64
+        " timeout %" PRIu64 ") spurious %" PRIu64 " tlp %" PRIu64 " timeouts %" PRIu64
+        " ev skips %" PRIu64 " assumed_bad %" PRIu64 " readmitted %" PRIu64 " undone %" PRIu64
+        " plane_suspects %" PRIu64 " plane_relapses %" PRIu64 " srtt %" PRIu64 " ns cwnd %" PRIu64
+        " rx %" PRIu64 " dup %" PRIu64 " sacks tx %" PRIu64 " rx %" PRIu64 " probes tx %" PRIu64
+        " qa cuts %" PRIu64 " (loss %" PRIu64 ", gated %" PRIu64 ") ecn decreases %" PRIu64
+        " svc sacks %" PRIu64 " (bad %" PRIu64 ") fabric unknown %" PRIu64 "\n",
+        q->qpn(), st->tx_data_pkts, st->tx_rtx_pkts, st->rtx_sack, st->rtx_nack, st->rtx_timeout,
+        st->spurious_rtx, st->tlp_probes, st->timeouts, st->ev_skips, st->ev_assumed_bad,
+        st->ev_readmitted, st->ev_undone, st->plane_suspects, st->plane_relapses, st->srtt_ns,
+        st->cwnd_bytes, st->rx_data_pkts, st->rx_dup_pkts, st->tx_sacks, st->rx_sacks,
+        st->tx_probe_pkts, st->cc_qa_cuts, st->cc_qa_loss_cuts, st->cc_qa_gated,
+        st->cc_ecn_decreases, st->rx_sack_svc, st->bad_svc_time, st->fabric_unknown);
     if (st->imm_no_recv || st->imm_over_limit || st->rem_access_errors)
       std::fprintf(stderr,
                    "  qp %u: as responder: fatal WRITE-with-immediate without a receive %" PRIu64
@@ -1034,6 +1034,7 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, cc_qa_cuts),
                   MRC_KV(*st, cc_qa_loss_cuts),
                   MRC_KV(*st, cc_qa_gated),
+                  MRC_KV(*st, cc_ecn_decreases),
                   MRC_KV(*st, rx_sack_svc),
                   MRC_KV(*st, bad_svc_time),
                   MRC_KV(*st, fabric_unknown)};
@@ -1902,7 +1903,7 @@ void ClientRun::sample_loop() {
   while (sampling.load()) {
     std::this_thread::sleep_until(t0 + ms * (1 + (Clock::now() - t0) / ms));
     uint64_t total = 0, cwnd = 0, inflight = 0, srtt = 0, min_rtt = 0, rtx = 0, qa_cuts = 0,
-             qa_gated = 0;
+             qa_gated = 0, ecn_decs = 0;
     std::vector<uint64_t> planes(o.devs.size(), 0);
     for (size_t i = 0; i < s.qps.size(); i++) {
       auto st = s.qps[i]->stats();
@@ -1913,6 +1914,7 @@ void ClientRun::sample_loop() {
       rtx += st->tx_rtx_pkts;
       qa_cuts += st->cc_qa_cuts;
       qa_gated += st->cc_qa_gated;
+      ecn_decs += st->cc_ecn_decreases;
       if (i == 0) srtt = st->srtt_ns, min_rtt = st->min_rtt_ns;
     }
     std::vector<uint64_t> dp(planes.size());
@@ -1935,6 +1937,7 @@ void ClientRun::sample_loop() {
         {"rtx", rtx},
         {"qa_cuts", qa_cuts},
         {"qa_gated", qa_gated},
+        {"ecn_decs", ecn_decs},
         {"planes", dp}});
     std::fflush(stdout);
     last = total;

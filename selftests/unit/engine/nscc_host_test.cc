@@ -107,5 +107,28 @@ TEST(NsccHost, ProfileTargetOverridesTheFloor) {
   EXPECT_EQ(cc.target(), 250'000u);
 }
 
+// QpStats::cc_ecn_decreases counts the window's decreases on ECN marks (the
+// marked-and-delayed quadrant) and nothing else: not the unmarked acks, not
+// the marked acks within a base RTT of the last decrease.
+TEST(NsccHost, EcnDecreasesAreCounted) {
+  Nscc cc;
+  cc.configure(CcProfile{}, 4096, 1 << 20, kNsccMinTarget);
+  Time now = 1'000'000;
+  cc.on_ack(4096, 10'000, false, 64 << 10, now);  // base RTT 10 us
+  for (int i = 0; i < 200; i++) cc.on_ack(4096, 200'000, false, 64 << 10, now += 5'000);
+  EXPECT_EQ(cc.ecn_decreases(), 0u);
+  uint64_t decreases = 0;
+  for (int i = 0; i < 400; i++) {
+    // marked acks 4 us apart: several per base RTT
+    cc.on_ack(4096, 200'000, true, 64 << 10, now += 4'000);
+    if (cc.last_quadrant() == Nscc::kDecrease) decreases++;
+  }
+  EXPECT_GT(decreases, 10u);
+  EXPECT_LT(decreases, 400u);  // at most one per base RTT
+  EXPECT_EQ(cc.ecn_decreases(), decreases);
+  cc.configure(CcProfile{}, 4096, 1 << 20, kNsccMinTarget);
+  EXPECT_EQ(cc.ecn_decreases(), 0u);  // per configuration, as the other counters
+}
+
 }  // namespace
 }  // namespace mrc::testing
