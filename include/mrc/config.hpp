@@ -133,6 +133,11 @@ struct EngineConfig {
   uint32_t tx_quantum = 16384;
   Time min_reorder = 10'000;  // floor of the RACK reordering window
   Time min_rto = 50'000;      // floor for the tail-loss probe timer
+  // The answer to an ASSUMED_BAD EV's probe counts as a delivery of what was
+  // sent when the probe was, for loss detection across planes (as a
+  // tail-loss probe's answer does): packets sent a whole RTT before it and
+  // still missing are lost (design.md, "A probe's answer as a delivery").
+  bool probe_delivery = true;
   // EV probes of ASSUMED_BAD EVs, all QPs together: at most this many per
   // second (a token bucket of probe_burst). Each QP probes its own EVs, so
   // hundreds of QPs with a plane's EVs retired would otherwise send hundreds

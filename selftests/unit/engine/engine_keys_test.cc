@@ -42,6 +42,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_FALSE(e.cc_qa_rate_gate);
   ASSERT_TRUE(apply_engine_settings("cc_qa_rate_gate=1", &e, "x").ok());
   EXPECT_TRUE(e.cc_qa_rate_gate);
+  ASSERT_TRUE(e.probe_delivery);  // on by default
+  ASSERT_TRUE(apply_engine_settings("probe_delivery=0", &e, "x").ok());
+  EXPECT_FALSE(e.probe_delivery);
+  ASSERT_TRUE(apply_engine_settings("probe_delivery=1", &e, "x").ok());
+  EXPECT_TRUE(e.probe_delivery);
   // The last setting of a key wins; an empty list changes nothing.
   ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
   EXPECT_FALSE(e.default_cc.nscc.disable_qa);
@@ -81,7 +86,9 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "cc_qa_fabric_on_ecn=0,cc_qa=9",
                           "cc_qa_rate_gate=2",
                           "cc_qa_rate_gate=on",
-                          "cc_qa_rate_gate=0,bogus"}) {
+                          "cc_qa_rate_gate=0,bogus",
+                          "probe_delivery=2",
+                          "probe_delivery=0,probe_delivery=x"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
     auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
@@ -95,6 +102,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_EQ(e.cc_max_target, kNsccMaxTarget) << bad;
     EXPECT_TRUE(e.cc_qa_fabric_on_ecn) << bad;
     EXPECT_TRUE(e.cc_qa_rate_gate) << bad;
+    EXPECT_TRUE(e.probe_delivery) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");
