@@ -136,7 +136,9 @@ struct EngineConfig {
   // The answer to an ASSUMED_BAD EV's probe counts as a delivery of what was
   // sent when the probe was, for loss detection across planes (as a
   // tail-loss probe's answer does): packets sent a whole RTT before it and
-  // still missing are lost (design.md, "A probe's answer as a delivery").
+  // still missing are lost. And when no data went out after a probe
+  // (tail-loss or EV), its answer runs the RACK timer over everything sent
+  // before it (design.md, "A probe's answer as a delivery").
   bool probe_delivery = true;
   // EV probes of ASSUMED_BAD EVs, all QPs together: at most this many per
   // second (a token bucket of probe_burst). Each QP probes its own EVs, so
