@@ -585,8 +585,8 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   }
   // Verdict on the reflected EV.
   const bool ecn = (s.cc_flags & MRC_CC_F_ECN_CE) || s.verdict == MRC_MP_SKIP_ONCE;
-  // When the EV probe this answers was sent (probe_result below may send the
-  // next): the answer counts as a delivery of that time (below).
+  // When the EV probe this answers was sent, read before probe_result below
+  // settles the probe: the answer counts as a delivery of that time (below).
   const Time ev_probe_sent = ev_answer ? q.paths.at(uint32_t(idx)).probe_sent : 0;
   if (idx >= 0) {
     auto& e = q.paths.at(uint32_t(idx));
