@@ -613,7 +613,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     if (q.tlp_port <= kMaxPorts)
       q.latest_port[q.tlp_port] = std::max(q.latest_port[q.tlp_port], q.tlp_sent);
   }
-  if (ev_answer && cfg_.probe_delivery) {
+  if (cfg_.probe_delivery && (tlp_answer || ev_answer)) {
     // So does the answer to an EV's probe, for the rule across planes only
     // (what was sent a whole RTT before it): a probe is small, and its plane
     // may pass probes but not data (an MTU blackhole), so it does not stand
@@ -621,17 +621,16 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     // packets lost on a flapping plane sent nothing, heard only these
     // answers (which kept its tail-loss probe from coming due) and waited
     // for its ACK timeout (resilience 19: 8-11 timeouts in 3 s).
-    q.latest_delivered = std::max(q.latest_delivered, ev_probe_sent);
+    if (ev_answer) q.latest_delivered = std::max(q.latest_delivered, ev_probe_sent);
+    // When no data went out since either probe, nothing sent later will
+    // ever be delivered to judge what is still out: the RACK timer looks at
+    // it now (everything sent before the probe, its plane's RTT after it was
+    // sent). Only then: while data still goes out, later deliveries judge,
+    // and the timer run at every probe answer within a host's backlog of
+    // SACKs made held packets look lost (NsccFair.EightQpsOfOneEngineShareEqually).
+    if (q.last_send <= (tlp_answer ? q.tlp_sent : ev_probe_sent))
+      q.rack_due = std::min(q.rack_due, now);
   }
-  // When no data went out since the probe, nothing sent later will ever be
-  // delivered to judge what is still out: the RACK timer looks at it now
-  // (everything sent before the probe, its plane's RTT after it was sent).
-  // Only then: while data still goes out, later deliveries judge, and the
-  // timer, run at every probe answer within a host's backlog of SACKs, made
-  // held packets look lost (NsccFair.EightQpsOfOneEngineShareEqually).
-  const Time probe_sent = tlp_answer ? q.tlp_sent : ev_probe_sent;
-  if ((tlp_answer || ev_answer) && cfg_.probe_delivery && q.last_send <= probe_sent)
-    q.rack_due = std::min(q.rack_due, now);
   rack(q, base, codec::psn_add(base, 64), now);
   if ((q.attr.cap_flags & kQpCapDynamicMpr) && s.mpr)
     q.mpr_eff = uint32_t(std::min(q.attr.mpr, s.mpr)) * 128;
