@@ -92,6 +92,19 @@ struct PathParams {
   Time plane_relapse_window = 100'000'000;
   Time plane_relapse_initial = 1'000'000;
   Time plane_relapse_max = 500'000'000;
+  // A silent plane: a packet on it was lost with nothing sent after it on
+  // the plane delivered, while another plane delivered something sent
+  // later (a link down, flapping or blackholed; not random loss, which
+  // later packets on the plane outrun). Until the plane delivers a packet
+  // sent after that loss, data goes on it at most once per smoothed RTT
+  // (each such packet asks whether the plane is back), the rest of the
+  // window goes to the other planes, and a packet on it is lost once one
+  // sent reo_wnd after it on another plane was delivered (the rule across
+  // planes waits srtt + 4 rttvar). Without it every packet sprayed on the
+  // plane until plane suspicion retires it (milliseconds on a host whose
+  // stalls lengthen the delivery-delay tail) is lost and holds its share of
+  // the window for that wait (design.md, "A silent plane").
+  bool silent_plane_pace = true;
 };
 
 struct PortConfig {

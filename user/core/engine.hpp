@@ -33,6 +33,7 @@
 namespace mrc::core {
 
 struct Trigger;
+struct TxPkt;
 
 // Frames go out through this interface, one call pair per frame, no copies
 // beyond the engine writing into the buffer it is given.
@@ -249,6 +250,12 @@ class Engine {
   void complete_sends(Qp& qp);
   void requester_timers(Qp& qp, Time now);
   bool emit_data(Qp& qp, TxSink& sink, Time now, uint32_t& port_full);
+  // `ports` less the silent planes whose next paced packet is not due yet
+  // (EngineConfig::silent_plane_pace); `ports` itself when that leaves none.
+  uint32_t data_ports(Qp& qp, uint32_t ports, Time now);
+  // `t` went missing on its plane with nothing sent after it there delivered
+  // (a later packet on another plane was): the plane is silent.
+  void note_silent(Qp& qp, const TxPkt& t, Time now);
   bool emit_probe(Qp& qp, TxSink& sink, Time now, int ev_idx, uint32_t& port_full);
   bool send_data_pkt(Qp& qp, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now,
                      uint32_t& port_full);

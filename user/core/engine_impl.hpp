@@ -163,6 +163,18 @@ struct Engine::Qp {
   Time latest_port[kMaxPorts + 1] = {};       // ... per plane
   uint32_t plane_losses[kMaxPorts + 1] = {};  // silent losses since the last delivery
   Time plane_heard[kMaxPorts + 1] = {};       // when a delivery on the plane was last reported
+  // Silent planes (EngineConfig::silent_plane_pace): bit p set when a packet
+  // sent on plane p at plane_silent[p] was lost with nothing sent after it
+  // on p delivered; it stays until p delivers that packet (the loss was
+  // spurious) or one sent later (checked lazily). plane_paced[p]: its last
+  // data packet meanwhile.
+  uint32_t silent_mask = 0;
+  Time plane_silent[kMaxPorts + 1] = {};
+  Time plane_paced[kMaxPorts + 1] = {};
+  Time silent_since[kMaxPorts + 1] = {};  // when bit p was last set
+  bool plane_is_silent(uint8_t p) const {
+    return p <= kMaxPorts && (silent_mask >> p & 1) && latest_port[p] < plane_silent[p];
+  }
   // The delivery-delay tail: the longest a first transmission took from
   // its send to the report of its delivery, in the current window and the
   // one before (windows of kTailWindow): what a healthy plane of this host

@@ -76,6 +76,8 @@ const EngineKey kEngineKeys[] = {
     {"cc_qa_fabric", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_fabric = n != 0; }},
     {"cc_qa_rate_gate", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_rate_gate = n != 0; }},
     {"probe_delivery", 1, [](EngineConfig& e, uint64_t n) { e.probe_delivery = n != 0; }},
+    {"silent_plane_pace", 1,
+     [](EngineConfig& e, uint64_t n) { e.paths.silent_plane_pace = n != 0; }},
     {"cc_qa_fabric_on_ecn", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_fabric_on_ecn = n != 0; }},
     {"cc_share_base_rtt", 1, [](EngineConfig& e, uint64_t n) { e.cc_share_base_rtt = n != 0; }},
     {"report_all_ev_events", 1,

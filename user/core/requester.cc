@@ -116,6 +116,17 @@ void Engine::remote_ports(Qp& q, uint32_t down, Time now) {
   }
 }
 
+void Engine::note_silent(Qp& q, const TxPkt& t, Time now) {
+  if (!cfg_.paths.silent_plane_pace || t.port > kMaxPorts || q.latest_port[t.port] > t.sent) return;
+  const bool was = q.plane_is_silent(t.port);
+  q.plane_silent[t.port] = std::max(q.plane_silent[t.port], t.sent);
+  if (!was && q.latest_port[t.port] < q.plane_silent[t.port]) {
+    q.stats.plane_silences++;
+    q.silent_since[t.port] = now;
+    q.silent_mask |= 1u << t.port;
+  }
+}
+
 void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time now, bool blame) {
   TxPkt& t = q.pkt(psn);
   if (t.flags & (kTxSacked | kTxLost)) return;
@@ -127,6 +138,9 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   if (t.ev < q.paths.size()) q.paths.at(t.ev).stats.lost++;
   // A packet lost without a trim or NACK: the path failed (MRC retires it at once).
   if (silent && !(t.flags & kTxNacked)) q.paths.plane_loss(t.port, now);
+  // Its plane delivered nothing sent after it, another plane did: the
+  // plane is silent (data_ports paces it until it delivers again).
+  if (silent && !(t.flags & kTxNacked) && q.latest_delivered > t.sent) note_silent(q, t, now);
   if (silent && !(t.flags & kTxNacked) && t.ev < q.paths.size() &&
       q.paths.at(t.ev).state != EvState::kAssumedBad) {
     // Judged by time alone (its whole plane late: nothing sent after it on
@@ -324,6 +338,17 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
     if (q.latest_port[t.port] > t.sent + q.reo_wnd || q.latest_delivered > t.sent + cross) {
       q.stats.rtx_sack++;
       mark_lost(q, psn, true, EvEventReason::kSilentLoss, now, path_blamed(q, psn));
+      continue;
+    }
+    // On a silent plane sooner: one sent reo_wnd later on another plane was
+    // delivered. Resent; only a packet sent after the plane fell silent (a
+    // paced one) counts against the plane (its silence was counted once:
+    // judged early, a burst of drops ending would look like a dead plane).
+    if (q.plane_is_silent(t.port) && q.latest_delivered > t.sent + q.reo_wnd) {
+      q.stats.rtx_sack++;
+      q.stats.silent_plane_losses++;
+      const bool paced = t.sent >= q.silent_since[t.port];
+      mark_lost(q, psn, paced, EvEventReason::kSilentLoss, now, paced && path_blamed(q, psn));
       continue;
     }
     // Something sent after it arrived: overdue once its plane's RTT passed.
@@ -904,6 +929,10 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   if (t.tx_count < 255) t.tx_count++;
   q.inflight += t.len;
   q.last_send = stamp;
+  if (q.silent_mask >> t.port & 1) {
+    q.plane_paced[t.port] = stamp;
+    q.stats.silent_paced_pkts++;
+  }
   auto& es = q.paths.at(uint32_t(ev_idx)).stats;
   es.tx_pkts++;
   es.tx_bytes += t.len;
@@ -915,6 +944,21 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
     q.stats.tx_rtx_pkts++;
   }
   return true;
+}
+
+uint32_t Engine::data_ports(Qp& q, uint32_t ports, Time now) {
+  if (!q.silent_mask) return ports;
+  const Time gap = std::max<Time>(q.srtt, cfg_.min_reorder);
+  uint32_t held = 0;
+  for (uint32_t m = q.silent_mask; m; m &= m - 1) {
+    const unsigned p = unsigned(__builtin_ctz(m));
+    if (q.latest_port[p] >= q.plane_silent[p]) {
+      q.silent_mask &= ~(1u << p);  // it delivered that packet or a later one: back
+      continue;
+    }
+    if (now < q.plane_paced[p] + gap) held |= 1u << p;
+  }
+  return (ports & ~held) ? ports & ~held : ports;
 }
 
 bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
@@ -957,6 +1001,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
     return true;
   }
   const uint64_t cwnd = q.cc.cwnd();
+  const uint32_t dports = data_ports(q, ports, now);
   // 3. Retransmissions, oldest gap first.
   if (q.lost) {
     uint32_t psn = codec::psn_lt(q.rtx_hint, q.una) ? q.una : q.rtx_hint;
@@ -972,9 +1017,9 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
       // after a silent loss, on another plane if one can take it (the loss
       // may be its plane failing: a second loss there costs another RTT).
       int idx = -1;
-      if (!(t.flags & kTxNacked) && (ports & ~(1u << t.port)))
-        idx = q.paths.next(ports & ~(1u << t.port), t.ev);
-      if (idx < 0) idx = q.paths.next(ports, t.ev);
+      if (!(t.flags & kTxNacked) && (dports & ~(1u << t.port)))
+        idx = q.paths.next(dports & ~(1u << t.port), t.ev);
+      if (idx < 0) idx = q.paths.next(dports, t.ev);
       if (idx < 0) return false;
       if (t.tx_count >= 64 && q.attr.retry_exp < 25) {
         to_error(q, kWcRetryExcErr);
@@ -1006,7 +1051,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
   const uint32_t off = w.sent * mtu;
   const uint32_t len = std::min(mtu, w.len - std::min(w.len, off));
   if (q.inflight && q.inflight + len > cwnd) return false;
-  int idx = q.paths.next(ports, -1);
+  int idx = q.paths.next(dports, -1);
   if (idx < 0) return false;
   if (!w.started) {
     w.started = true;

@@ -1012,6 +1012,9 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, ev_promoted),
                   MRC_KV(*st, ev_undone),
                   MRC_KV(*st, losses_by_time),
+                  MRC_KV(*st, plane_silences),
+                  MRC_KV(*st, silent_paced_pkts),
+                  MRC_KV(*st, silent_plane_losses),
                   MRC_KV(*st, rem_access_errors),
                   MRC_KV(*st, imm_no_recv),
                   MRC_KV(*st, imm_over_limit),
@@ -1178,6 +1181,7 @@ struct Totals {
   uint64_t bytes = 0, msgs = 0, rtx = 0, timeouts = 0, ev_changes = 0;
   uint64_t ev_skips = 0, assumed_bad = 0, readmitted = 0, undone = 0, plane_suspects = 0,
            plane_lossy = 0, plane_relapses = 0, plane_hold_ns = 0, tlp = 0, spurious = 0, trims = 0;
+  uint64_t plane_silences = 0, silent_paced = 0;
   std::vector<uint64_t> plane_bytes;
 };
 
@@ -1200,6 +1204,8 @@ Totals qp_totals(Side& s) {
     t.tlp += st->tlp_probes;
     t.spurious += st->spurious_rtx;
     t.trims += st->rx_nacks;
+    t.plane_silences += st->plane_silences;
+    t.silent_paced += st->silent_paced_pkts;
     for (size_t p = 0; p < t.plane_bytes.size(); p++)
       t.plane_bytes[p] += st->plane_tx_bytes[p + 1] + st->plane_rx_bytes[p + 1];
   }
@@ -2025,6 +2031,8 @@ void ClientRun::print_bw_summary(const Totals& t, const char* verify, const std:
              {"plane_lossy", t.plane_lossy},
              {"plane_relapses", t.plane_relapses},
              {"plane_hold_ms", fixed(double(t.plane_hold_ns) / 1e6, 1)},
+             {"plane_silences", t.plane_silences},
+             {"silent_paced", t.silent_paced},
              {"tlp", t.tlp},
              {"spurious_rtx", t.spurious},
              {"nacks", t.trims},
