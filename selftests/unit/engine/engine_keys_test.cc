@@ -47,6 +47,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_FALSE(e.probe_delivery);
   ASSERT_TRUE(apply_engine_settings("probe_delivery=1", &e, "x").ok());
   EXPECT_TRUE(e.probe_delivery);
+  ASSERT_TRUE(e.paths.silent_plane_pace);  // on by default
+  ASSERT_TRUE(apply_engine_settings("silent_plane_pace=0", &e, "x").ok());
+  EXPECT_FALSE(e.paths.silent_plane_pace);
+  ASSERT_TRUE(apply_engine_settings("silent_plane_pace=1", &e, "x").ok());
+  EXPECT_TRUE(e.paths.silent_plane_pace);
   // The last setting of a key wins; an empty list changes nothing.
   ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
   EXPECT_FALSE(e.default_cc.nscc.disable_qa);
@@ -88,7 +93,9 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "cc_qa_rate_gate=on",
                           "cc_qa_rate_gate=0,bogus",
                           "probe_delivery=2",
-                          "probe_delivery=0,probe_delivery=x"}) {
+                          "probe_delivery=0,probe_delivery=x",
+                          "silent_plane_pace=2",
+                          "silent_plane_pace=0,silent_plane_pace=on"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
     auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
@@ -103,6 +110,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_TRUE(e.cc_qa_fabric_on_ecn) << bad;
     EXPECT_TRUE(e.cc_qa_rate_gate) << bad;
     EXPECT_TRUE(e.probe_delivery) << bad;
+    EXPECT_TRUE(e.paths.silent_plane_pace) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");
