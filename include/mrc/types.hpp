@@ -446,11 +446,11 @@ struct QpStats {
   // so quick adapt on the fabric's delay (EngineConfig::cc_qa_fabric)
   // judges nothing from them (design.md, "Quick adapt can measure the fabric").
   uint64_t fabric_unknown = 0;
-  // Silent planes (EngineConfig::silent_plane_pace): the times a plane
-  // became silent (lost a packet with nothing sent after it on the plane
-  // delivered, while another plane delivered a later one), and the data
-  // packets sent on silent planes (one per smoothed RTT at most), and the
-  // packets judged lost sooner for being on a silent plane.
+  // Silent planes (PathParams::silent_plane_pace): the times a plane became
+  // silent (lost a packet with nothing sent after it on the plane
+  // delivered, while another plane delivered a later one); the data packets
+  // sent on silent planes (one per smoothed RTT at most); the packets
+  // judged lost sooner for being on a silent plane.
   uint64_t plane_silences = 0, silent_paced_pkts = 0, silent_plane_losses = 0;
 };
 

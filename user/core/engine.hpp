@@ -251,7 +251,7 @@ class Engine {
   void requester_timers(Qp& qp, Time now);
   bool emit_data(Qp& qp, TxSink& sink, Time now, uint32_t& port_full);
   // `ports` less the silent planes whose next paced packet is not due yet
-  // (EngineConfig::silent_plane_pace); `ports` itself when that leaves none.
+  // (PathParams::silent_plane_pace); `ports` itself when that leaves none.
   uint32_t data_ports(Qp& qp, uint32_t ports, Time now);
   // `t` went missing on its plane with nothing sent after it there delivered
   // (a later packet on another plane was): the plane is silent.

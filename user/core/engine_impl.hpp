@@ -163,7 +163,7 @@ struct Engine::Qp {
   Time latest_port[kMaxPorts + 1] = {};       // ... per plane
   uint32_t plane_losses[kMaxPorts + 1] = {};  // silent losses since the last delivery
   Time plane_heard[kMaxPorts + 1] = {};       // when a delivery on the plane was last reported
-  // Silent planes (EngineConfig::silent_plane_pace): bit p set when a packet
+  // Silent planes (PathParams::silent_plane_pace): bit p set when a packet
   // sent on plane p at plane_silent[p] was lost with nothing sent after it
   // on p delivered; it stays until p delivers that packet (the loss was
   // spurious) or one sent later (checked lazily). plane_paced[p]: its last
