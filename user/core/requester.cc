@@ -117,10 +117,11 @@ void Engine::remote_ports(Qp& q, uint32_t down, Time now) {
 }
 
 void Engine::note_silent(Qp& q, const TxPkt& t, Time now) {
-  if (!cfg_.paths.silent_plane_pace || t.port > kMaxPorts || q.latest_port[t.port] > t.sent) return;
+  if (!cfg_.paths.silent_plane_pace || t.port > kMaxPorts || q.latest_port[t.port] >= t.sent)
+    return;
   const bool was = q.plane_is_silent(t.port);
   q.plane_silent[t.port] = std::max(q.plane_silent[t.port], t.sent);
-  if (!was && q.latest_port[t.port] < q.plane_silent[t.port]) {
+  if (!was) {
     q.stats.plane_silences++;
     q.silent_since[t.port] = now;
     q.silent_mask |= 1u << t.port;

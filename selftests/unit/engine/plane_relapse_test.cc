@@ -264,10 +264,11 @@ struct BlackholeRun {
   bool ok = false;
 };
 
-BlackholeRun data_blackhole(uint32_t max_cwnd, bool probe_delivery, bool pace = false) {
+BlackholeRun data_blackhole(uint32_t max_cwnd, bool probe_delivery) {
   PairOptions o;
   o.cfg.paths.plane_relapse_window = 0;
-  o.cfg.paths.silent_plane_pace = pace;
+  // The silent-plane rule judges these losses too; off, the probes' answers alone.
+  o.cfg.paths.silent_plane_pace = false;
   o.cfg.default_cc.nscc.max_cwnd = max_cwnd;
   o.cfg.probe_delivery = probe_delivery;
   o.gbps = 0.25;

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Each plane's share of what an mrc_perf client sent, from a resilience run.
+
+Run a scenario with the client sampling, then read its samples:
+
+  MRC_RESILIENCE_PERF_ARGS="--sample-ms 5" python3 \\
+      selftests/fabric/resilience/resilience.py --build build --out DIR run 19-flicker5ms
+  bench/plane_share.py DIR 19-flicker5ms --window 2.6,5.4
+  bench/plane_share.py DIR 20-flicker20ms --period 20 --plane 1
+
+The client's sample lines (`"dir":"tx"`) carry `t_ms` (since the client's
+start), `mono_ns`, and `planes`: the bytes sent on each plane in the sample.
+Without --window the window is the scenario's first fault's effect plus
+0.1 s to its second action's effect less 0.05 s (scenario.json).
+
+Prints the goodput sent (Gbit/s) and each plane's share over the window; with
+--period MS, also the share of plane --plane (0-based, as in `planes`) in
+each millisecond of the period, counted from the fault's effect (a flap
+starts with its down phase). Used by results-log.md, "2026-12-04 23:45 to
+12-05 00:40" and "2026-12-05 01:23-01:28".
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def samples(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith('{"dir"'):
+                r = json.loads(line)
+                if r.get("dir") == "tx" and "planes" in r:
+                    out.append(r)
+    return out
+
+
+def fault_times(scenario):
+    """The fault's and the heal's effect, seconds on the runner's clock (t0_mono_ns)."""
+    faults = scenario.get("faults") or []
+    if len(faults) < 2:
+        raise SystemExit("plane_share: the scenario has no fault and heal; pass --window")
+    return faults[0]["t_effect_s"], faults[1]["t_effect_s"]
+
+
+def shares(rows, select):
+    """Goodput sent (Gbit/s) and each plane's share over the rows `select` keeps."""
+    kept = [r for r in rows if select(r)]
+    if not kept:
+        return None, []
+    planes = [sum(r["planes"][i] for r in kept) for i in range(len(kept[0]["planes"]))]
+    total = sum(planes)
+    span_ms = kept[-1]["t_ms"] - kept[0]["t_ms"] + (kept[1]["t_ms"] - kept[0]["t_ms"] if len(kept) > 1 else 1)
+    gbps = total * 8 / (span_ms / 1000) / 1e9 if span_ms > 0 else None
+    return gbps, [p / total if total else 0.0 for p in planes]
+
+
+def by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms, plane):
+    """The plane's share of the bytes sent in each millisecond of the period
+    (counted from the fault's effect), over [start_s, end_s)."""
+    acc = [[0, 0] for _ in range(period_ms)]
+    for r in rows:
+        t = (r["mono_ns"] - t0_ns) / 1e9
+        if not start_s <= t < end_s:
+            continue
+        ph = int((t - effect_s) * 1000) % period_ms
+        acc[ph][0] += r["planes"][plane]
+        acc[ph][1] += sum(r["planes"])
+    return [a / b if b else None for a, b in acc]
+
+
+def analyse(out_dir, scn, window=None, period=0, plane=1):
+    run = os.path.join(out_dir, scn)
+    rows = samples(os.path.join(run, "workload1-A.log"))
+    lines = []
+    if window:
+        lo, hi = window
+        gbps, sh = shares(rows, lambda r: lo * 1000 <= r["t_ms"] < hi * 1000)
+        lines.append(f"client t {lo}-{hi} s: {gbps:.2f} Gbit/s sent, shares {[round(x, 3) for x in sh]}")
+    with open(os.path.join(run, "scenario.json")) as f:
+        sc = json.load(f)
+    t0 = sc["t0_mono_ns"]
+    if not window or period:
+        effect, heal = fault_times(sc)
+        start, end = effect + 0.1, heal - 0.05
+        gbps, sh = shares(rows, lambda r: start <= (r["mono_ns"] - t0) / 1e9 < end)
+        lines.append(f"fault {start:.2f}-{end:.2f} s: {gbps:.2f} Gbit/s sent, shares {[round(x, 3) for x in sh]}")
+        if period:
+            ph = by_phase(rows, t0, effect, start, end, period, plane)
+            lines.append(f"plane {plane} share by ms of the {period} ms period: " +
+                         " ".join(f"{i}:{'-' if s is None else f'{s:.2f}'}" for i, s in enumerate(ph)))
+    return lines
+
+
+def self_test():
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        run = os.path.join(d, "x")
+        os.makedirs(run)
+        t0 = 1_000_000_000
+        with open(os.path.join(run, "scenario.json"), "w") as f:
+            json.dump({"t0_mono_ns": t0, "faults": [{"t_effect_s": 1.0}, {"t_effect_s": 2.05}]}, f)
+        with open(os.path.join(run, "workload1-A.log"), "w") as f:
+            f.write("mrc_perf: a line that is not a sample\n")
+            for ms in range(3000):
+                t = ms / 1000
+                # plane 1 carries nothing in the first 10 ms of every 20 ms of the fault
+                down = 1.0 <= t < 2.05 and int((t - 1.0) * 1000) % 20 < 10
+                planes = [1000, 0 if down else 1000, 1000, 1000]
+                f.write(json.dumps({"dir": "tx", "t_ms": ms, "mono_ns": t0 + ms * 1_000_000,
+                                    "planes": planes}) + "\n")
+        lines = analyse(d, "x", period=20, plane=1)
+        ph = lines[1].split(": ", 1)[1].split()
+        assert all(p.endswith("0.00") for p in ph[:10]), lines
+        assert all(p.endswith("0.25") for p in ph[10:]), lines
+        assert "0.143" in lines[0] and "0.286" in lines[0], lines
+        lines = analyse(d, "x", window=(0.0, 1.0))
+        assert "[0.25, 0.25, 0.25, 0.25]" in lines[0] and "0.03 Gbit/s" in lines[0], lines
+    print("plane_share self-test: ok")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", nargs="?", help="resilience.py --out DIR")
+    ap.add_argument("scenario", nargs="?", help="scenario name (its directory in DIR)")
+    ap.add_argument("--window", help="A,B: client time t_ms from A to B seconds instead of the fault")
+    ap.add_argument("--period", type=int, default=0, help="ms: the share of --plane by ms of the period")
+    ap.add_argument("--plane", type=int, default=1, help="0-based index into `planes` (default 1: p1)")
+    ap.add_argument("--self-test", action="store_true", help="check the analysis on synthetic samples")
+    a = ap.parse_args()
+    if a.self_test:
+        self_test()
+        return 0
+    if not a.out or not a.scenario:
+        ap.error("DIR and SCENARIO are needed")
+    window = None
+    if a.window:
+        try:
+            lo, hi = (float(x) for x in a.window.split(","))
+        except ValueError:
+            ap.error(f"--window: '{a.window}' is not A,B (seconds)")
+        if not lo < hi:
+            ap.error(f"--window: {lo} is not before {hi}")
+        window = (lo, hi)
+    for line in analyse(a.out, a.scenario, window, a.period, a.plane):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
