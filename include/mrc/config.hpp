@@ -105,6 +105,25 @@ struct PathParams {
   // stalls lengthen the delivery-delay tail) is lost and holds its share of
   // the window for that wait (design.md, "A silent plane").
   bool silent_plane_pace = true;
+  // A quiet plane: a SACK reports a packet on it missing with nothing sent
+  // after it on the plane delivered, while another plane delivered one sent
+  // reo_wnd (plus the plane's lag behind the QP's fastest plane, port RTTs)
+  // after it. Until the plane delivers that packet or a later one it is
+  // paced as a silent plane is (nothing is judged lost sooner: a plane that
+  // merely runs behind is quiet only as long as it is behind). A plane that
+  // went dark gets a packet per RTT from the first SACK after its fault,
+  // not only once the rule across planes judged a loss there (about 1 ms on
+  // a software host: a quarter of the spray lost meanwhile) (design.md, "A
+  // quiet plane").
+  bool quiet_plane_pace = true;
+  // Plane suspicion (plane_suspect_losses) of a silent plane waits this long
+  // after the silence began: the pace above already keeps its share of the
+  // data to a packet per RTT, and a plane dark for less than this (a link
+  // that flaps) is back in the spray at its first paced packet after it
+  // heals, where a retired plane waits for its EVs' probes and, once it
+  // relapses, the back-off (plane_relapse_window). A plane silent for good
+  // is retired once the wait is over. 0: no wait.
+  Time silent_suspect_wait = 30'000'000;
 };
 
 struct PortConfig {

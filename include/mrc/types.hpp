@@ -452,6 +452,10 @@ struct QpStats {
   // sent on silent planes (one per smoothed RTT at most); the packets
   // judged lost sooner for being on a silent plane.
   uint64_t plane_silences = 0, silent_paced_pkts = 0, silent_plane_losses = 0;
+  // Quiet planes (PathParams::quiet_plane_pace): the times a plane became
+  // quiet (a packet on it missing, nothing sent after it on the plane
+  // delivered, a later one on another plane delivered).
+  uint64_t plane_quiets = 0;
 };
 
 struct EngineStats {

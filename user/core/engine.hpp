@@ -256,6 +256,10 @@ class Engine {
   // `t` went missing on its plane with nothing sent after it there delivered
   // (a later packet on another plane was): the plane is silent.
   void note_silent(Qp& qp, const TxPkt& t, Time now);
+  // t is missing with nothing sent after it on its plane delivered, and one
+  // sent reo_wnd (and the plane's lag) after it on another plane was: the
+  // plane is quiet (PathParams::quiet_plane_pace).
+  void note_quiet(Qp& qp, const TxPkt& t);
   bool emit_probe(Qp& qp, TxSink& sink, Time now, int ev_idx, uint32_t& port_full);
   bool send_data_pkt(Qp& qp, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now,
                      uint32_t& port_full);

@@ -175,6 +175,11 @@ struct Engine::Qp {
   bool plane_is_silent(uint8_t p) const {
     return p <= kMaxPorts && (silent_mask >> p & 1) && latest_port[p] < plane_silent[p];
   }
+  // Quiet planes (PathParams::quiet_plane_pace): bit p set while a packet
+  // sent on p at plane_quiet[p] is missing with nothing sent after it on p
+  // delivered (cleared lazily, as silent_mask); paced as a silent plane.
+  uint32_t quiet_mask = 0;
+  Time plane_quiet[kMaxPorts + 1] = {};
   // The delivery-delay tail: the longest a first transmission took from
   // its send to the report of its delivery, in the current window and the
   // one before (windows of kTailWindow): what a healthy plane of this host

@@ -128,6 +128,16 @@ void Engine::note_silent(Qp& q, const TxPkt& t, Time now) {
   }
 }
 
+void Engine::note_quiet(Qp& q, const TxPkt& t) {
+  if (!cfg_.paths.quiet_plane_pace || t.port > kMaxPorts) return;
+  if (!(q.quiet_mask >> t.port & 1) || q.latest_port[t.port] >= q.plane_quiet[t.port]) {
+    q.stats.plane_quiets++;
+    q.quiet_mask |= 1u << t.port;
+    q.plane_quiet[t.port] = 0;
+  }
+  q.plane_quiet[t.port] = std::max(q.plane_quiet[t.port], t.sent);
+}
+
 void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time now, bool blame) {
   TxPkt& t = q.pkt(psn);
   if (t.flags & (kTxSacked | kTxLost)) return;
@@ -198,6 +208,12 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
 void Engine::plane_suspect(Qp& q, uint8_t port, Time now) {
   const uint32_t k = cfg_.paths.plane_suspect_losses;
   if (!k || port > kMaxPorts || ++q.plane_losses[port] < k) return;
+  // A silent plane is paced already (data_ports): retired only if it stays
+  // silent for silent_suspect_wait (a link that flaps is back in the spray
+  // at its first paced packet after it heals, with no probe round).
+  if (cfg_.paths.silent_suspect_wait && q.plane_is_silent(port) &&
+      now - q.silent_since[port] < cfg_.paths.silent_suspect_wait)
+    return;
   Time quiet = std::max(2 * q.srtt, cfg_.min_rto);
   if (cfg_.paths.plane_quiet_max)
     quiet = std::max(quiet, std::min(q.delivery_tail(), cfg_.paths.plane_quiet_max));
@@ -331,6 +347,9 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
   // Spurious retransmissions widen both windows (reo_extra).
   const Time cross = std::max(q.reo_wnd, q.srtt + 4 * q.rttvar + q.reo_extra);
   const Time wait = rack_wait(q);
+  Time fastest = kNever;
+  for (uint32_t p = 0; p <= kMaxPorts; p++)
+    if (q.port_srtt[p]) fastest = std::min(fastest, q.port_srtt[p]);
   for (uint32_t psn = from; codec::psn_lt(psn, upto); psn = codec::psn_add(psn, 1)) {
     TxPkt& t = q.pkt(psn);
     if (!(t.flags & kTxHole)) continue;
@@ -352,6 +371,14 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
       mark_lost(q, psn, paced, EvEventReason::kSilentLoss, now, paced && path_blamed(q, psn));
       continue;
     }
+    // Nothing sent after it on its plane delivered, one sent reo_wnd after
+    // it (and the plane's lag behind the fastest plane) on another plane
+    // delivered: its plane is quiet, paced until it delivers again. Nothing
+    // is judged sooner: a plane that merely runs behind loses nothing by it.
+    if (q.latest_port[t.port] < t.sent && t.port <= kMaxPorts && q.port_srtt[t.port] &&
+        q.latest_delivered >
+            t.sent + q.reo_wnd + (q.port_srtt[t.port] - std::min(fastest, q.port_srtt[t.port])))
+      note_quiet(q, t);
     // Something sent after it arrived: overdue once its plane's RTT passed.
     // The RACK timer judges it then, together with every other overdue
     // packet, oldest first.
@@ -930,7 +957,7 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   if (t.tx_count < 255) t.tx_count++;
   q.inflight += t.len;
   q.last_send = stamp;
-  if (q.silent_mask >> t.port & 1) {
+  if ((q.silent_mask | q.quiet_mask) >> t.port & 1) {
     q.plane_paced[t.port] = stamp;
     q.stats.silent_paced_pkts++;
   }
@@ -948,15 +975,15 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
 }
 
 uint32_t Engine::data_ports(Qp& q, uint32_t ports, Time now) {
-  if (!q.silent_mask) return ports;
+  if (!(q.silent_mask | q.quiet_mask)) return ports;
   const Time gap = std::max<Time>(q.srtt, cfg_.min_reorder);
   uint32_t held = 0;
-  for (uint32_t m = q.silent_mask; m; m &= m - 1) {
+  for (uint32_t m = q.silent_mask | q.quiet_mask; m; m &= m - 1) {
     const unsigned p = unsigned(__builtin_ctz(m));
-    if (q.latest_port[p] >= q.plane_silent[p]) {
-      q.silent_mask &= ~(1u << p);  // it delivered that packet or a later one: back
-      continue;
-    }
+    // It delivered that packet or a later one: back.
+    if (q.latest_port[p] >= q.plane_silent[p]) q.silent_mask &= ~(1u << p);
+    if (q.latest_port[p] >= q.plane_quiet[p]) q.quiet_mask &= ~(1u << p);
+    if (!((q.silent_mask | q.quiet_mask) >> p & 1)) continue;
     if (now < q.plane_paced[p] + gap) held |= 1u << p;
   }
   return (ports & ~held) ? ports & ~held : ports;

@@ -183,7 +183,10 @@ FILE* g_ev_log = nullptr;
       "                       a plane retired again within it of its readmission is\n"
       "                       held off plane_relapse_initial_us << (relapses - 1), up\n"
       "                       to plane_relapse_max_us), silent_plane_pace (0: a plane\n"
-      "                       that went silent is not paced), probe_delivery (0: a\n"
+      "                       that went silent is not paced), quiet_plane_pace (0: nor\n"
+      "                       one that merely looks dark before a loss is judged),\n"
+      "                       silent_suspect_wait_us (a silent plane's suspicion waits\n"
+      "                       this long; default 30000, 0: none), probe_delivery (0: a\n"
       "                       probe's answer is no delivery),\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       tx_quantum,\n"
@@ -1016,6 +1019,7 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, losses_by_time),
                   MRC_KV(*st, plane_silences),
                   MRC_KV(*st, silent_paced_pkts),
+                  MRC_KV(*st, plane_quiets),
                   MRC_KV(*st, silent_plane_losses),
                   MRC_KV(*st, rem_access_errors),
                   MRC_KV(*st, imm_no_recv),
@@ -1183,7 +1187,7 @@ struct Totals {
   uint64_t bytes = 0, msgs = 0, rtx = 0, timeouts = 0, ev_changes = 0;
   uint64_t ev_skips = 0, assumed_bad = 0, readmitted = 0, undone = 0, plane_suspects = 0,
            plane_lossy = 0, plane_relapses = 0, plane_hold_ns = 0, tlp = 0, spurious = 0, trims = 0;
-  uint64_t plane_silences = 0, silent_paced = 0;
+  uint64_t plane_silences = 0, silent_paced = 0, plane_quiets = 0;
   std::vector<uint64_t> plane_bytes;
 };
 
@@ -1208,6 +1212,7 @@ Totals qp_totals(Side& s) {
     t.trims += st->rx_nacks;
     t.plane_silences += st->plane_silences;
     t.silent_paced += st->silent_paced_pkts;
+    t.plane_quiets += st->plane_quiets;
     for (size_t p = 0; p < t.plane_bytes.size(); p++)
       t.plane_bytes[p] += st->plane_tx_bytes[p + 1] + st->plane_rx_bytes[p + 1];
   }
@@ -2035,6 +2040,7 @@ void ClientRun::print_bw_summary(const Totals& t, const char* verify, const std:
              {"plane_hold_ms", fixed(double(t.plane_hold_ns) / 1e6, 1)},
              {"plane_silences", t.plane_silences},
              {"silent_paced", t.silent_paced},
+             {"plane_quiets", t.plane_quiets},
              {"tlp", t.tlp},
              {"spurious_rtx", t.spurious},
              {"nacks", t.trims},

@@ -280,7 +280,7 @@ def common_checks(run, r):
     r.fig["messages_verified"] = checked
     r.fig["bytes_verified"] = sum((w.get("summary") or {}).get("rx_bytes", 0) for w in run.servers)
     for k in ("rtx", "timeouts", "ev_readmitted", "ev_skips", "plane_suspects", "nacks", "tlp", "spurious_rtx",
-              "plane_silences", "silent_paced"):
+              "plane_silences", "silent_paced", "plane_quiets"):
         r.fig[k] = run.client_total(k)
     # The engine's ev_assumed_bad counter also counts every failed probe of an
     # EV that is already ASSUMED_BAD; the EV log gives the retirements.

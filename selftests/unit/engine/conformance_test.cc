@@ -535,6 +535,9 @@ TEST(Conformance, C31_EvMinActiveFloorSuppressesDemotion) {
   for (uint8_t port = 1; port <= 4; port++)
     for (uint32_t k = 0; k < 2; k++) prof.evs.push_back({0xa000u + port * 0x10 + k, port, false});
   prof.ev_min_active = 6;  // of 8
+  // Two whole planes dead: suspicion of a silent plane as soon as its rule
+  // allows (the 1 MiB is sent well within PathParams::silent_suspect_wait).
+  o.cfg.paths.silent_suspect_wait = 0;
   Pair p(o);
   ASSERT_TRUE(p.e(0).install_ev_profile(9, prof).ok());
   ASSERT_TRUE(p.e(1).install_ev_profile(9, prof).ok());

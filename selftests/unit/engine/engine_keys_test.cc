@@ -52,6 +52,16 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_FALSE(e.paths.silent_plane_pace);
   ASSERT_TRUE(apply_engine_settings("silent_plane_pace=1", &e, "x").ok());
   EXPECT_TRUE(e.paths.silent_plane_pace);
+  ASSERT_TRUE(e.paths.quiet_plane_pace);  // on by default
+  ASSERT_TRUE(apply_engine_settings("quiet_plane_pace=0", &e, "x").ok());
+  EXPECT_FALSE(e.paths.quiet_plane_pace);
+  ASSERT_TRUE(apply_engine_settings("quiet_plane_pace=1", &e, "x").ok());
+  EXPECT_TRUE(e.paths.quiet_plane_pace);
+  ASSERT_EQ(e.paths.silent_suspect_wait, 30'000'000u);  // 30 ms by default
+  ASSERT_TRUE(apply_engine_settings("silent_suspect_wait_us=0", &e, "x").ok());
+  EXPECT_EQ(e.paths.silent_suspect_wait, 0u);
+  ASSERT_TRUE(apply_engine_settings("silent_suspect_wait_us=5000", &e, "x").ok());
+  EXPECT_EQ(e.paths.silent_suspect_wait, 5'000'000u);
   // The last setting of a key wins; an empty list changes nothing.
   ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
   EXPECT_FALSE(e.default_cc.nscc.disable_qa);
@@ -95,7 +105,11 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "probe_delivery=2",
                           "probe_delivery=0,probe_delivery=x",
                           "silent_plane_pace=2",
-                          "silent_plane_pace=0,silent_plane_pace=on"}) {
+                          "silent_plane_pace=0,silent_plane_pace=on",
+                          "quiet_plane_pace=2",
+                          "quiet_plane_pace=0,quiet_plane_pace=yes",
+                          "silent_suspect_wait_us=-1",
+                          "silent_suspect_wait_us=0,silent_suspect_wait_us=1ms"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
     auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
@@ -111,6 +125,8 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_TRUE(e.cc_qa_rate_gate) << bad;
     EXPECT_TRUE(e.probe_delivery) << bad;
     EXPECT_TRUE(e.paths.silent_plane_pace) << bad;
+    EXPECT_TRUE(e.paths.quiet_plane_pace) << bad;
+    EXPECT_EQ(e.paths.silent_suspect_wait, 30'000'000u) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");
