@@ -260,6 +260,11 @@ class Engine {
   // sent reo_wnd (and the plane's lag) after it on another plane was: the
   // plane is quiet (PathParams::quiet_plane_pace).
   void note_quiet(Qp& qp, const TxPkt& t);
+  // `ports` less the silent and quiet planes (`ports` itself when that
+  // leaves none): where a tail-loss probe goes. A silent plane's EVs stay
+  // GOOD until plane suspicion (PathParams::silent_suspect_wait), and a probe
+  // sent there goes unanswered: three in a row leave only the ACK timeout.
+  uint32_t lit_ports(const Qp& qp, uint32_t ports) const;
   bool emit_probe(Qp& qp, TxSink& sink, Time now, int ev_idx, uint32_t& port_full);
   bool send_data_pkt(Qp& qp, TxSink& sink, uint32_t psn, bool rtx, int ev_idx, Time now,
                      uint32_t& port_full);

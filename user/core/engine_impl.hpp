@@ -180,6 +180,9 @@ struct Engine::Qp {
   // delivered (cleared lazily, as silent_mask); paced as a silent plane.
   uint32_t quiet_mask = 0;
   Time plane_quiet[kMaxPorts + 1] = {};
+  bool plane_is_quiet(uint8_t p) const {
+    return p <= kMaxPorts && (quiet_mask >> p & 1) && latest_port[p] < plane_quiet[p];
+  }
   // The delivery-delay tail: the longest a first transmission took from
   // its send to the report of its delivery, in the current window and the
   // one before (windows of kTailWindow): what a healthy plane of this host

@@ -974,6 +974,15 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   return true;
 }
 
+uint32_t Engine::lit_ports(const Qp& q, uint32_t ports) const {
+  uint32_t dark = 0;
+  for (uint32_t m = (q.silent_mask | q.quiet_mask) & ports; m; m &= m - 1) {
+    const uint8_t p = uint8_t(__builtin_ctz(m));
+    if (q.plane_is_silent(p) || q.plane_is_quiet(p)) dark |= 1u << p;
+  }
+  return (ports & ~dark) ? ports & ~dark : ports;
+}
+
 uint32_t Engine::data_ports(Qp& q, uint32_t ports, Time now) {
   if (!(q.silent_mask | q.quiet_mask)) return ports;
   const Time gap = std::max<Time>(q.srtt, cfg_.min_reorder);
@@ -1017,7 +1026,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
   }
   // 2. Tail-loss probe: refreshes the ACK state when SACKs stopped coming.
   if (q.tlp_pending) {
-    int idx = q.paths.random_good(ports);
+    int idx = q.paths.random_good(lit_ports(q, ports));
     if (idx < 0) return false;
     if (!emit_probe(q, sink, now, idx, port_full)) return false;
     q.tlp_pending = false;
