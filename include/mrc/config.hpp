@@ -122,8 +122,10 @@ struct PathParams {
   // that flaps) is back in the spray at its first paced packet after it
   // heals, where a retired plane waits for its EVs' probes and, once it
   // relapses, the back-off (plane_relapse_window). A plane silent for good
-  // is retired once the wait is over. 0: no wait.
-  Time silent_suspect_wait = 30'000'000;
+  // is retired once the wait is over. 12 ms: longer than a 10 ms down phase;
+  // with 30 ms a blackholed plane's late retirement was a second dip in its
+  // goodput (design.md, "A silent plane's suspicion waits"). 0: no wait.
+  Time silent_suspect_wait = 12'000'000;
 };
 
 struct PortConfig {

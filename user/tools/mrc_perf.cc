@@ -186,7 +186,7 @@ FILE* g_ev_log = nullptr;
       "                       that went silent is not paced), quiet_plane_pace (0: nor\n"
       "                       one that merely looks dark before a loss is judged),\n"
       "                       silent_suspect_wait_us (a silent plane's suspicion waits\n"
-      "                       this long; default 30000, 0: none), probe_delivery (0: a\n"
+      "                       this long; default 12000, 0: none), probe_delivery (0: a\n"
       "                       probe's answer is no delivery),\n"
       "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       tx_quantum,\n"

@@ -57,7 +57,7 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_FALSE(e.paths.quiet_plane_pace);
   ASSERT_TRUE(apply_engine_settings("quiet_plane_pace=1", &e, "x").ok());
   EXPECT_TRUE(e.paths.quiet_plane_pace);
-  ASSERT_EQ(e.paths.silent_suspect_wait, 30'000'000u);  // 30 ms by default
+  ASSERT_EQ(e.paths.silent_suspect_wait, 12'000'000u);  // 12 ms by default
   ASSERT_TRUE(apply_engine_settings("silent_suspect_wait_us=0", &e, "x").ok());
   EXPECT_EQ(e.paths.silent_suspect_wait, 0u);
   ASSERT_TRUE(apply_engine_settings("silent_suspect_wait_us=5000", &e, "x").ok());
@@ -126,7 +126,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_TRUE(e.probe_delivery) << bad;
     EXPECT_TRUE(e.paths.silent_plane_pace) << bad;
     EXPECT_TRUE(e.paths.quiet_plane_pace) << bad;
-    EXPECT_EQ(e.paths.silent_suspect_wait, 30'000'000u) << bad;
+    EXPECT_EQ(e.paths.silent_suspect_wait, 12'000'000u) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");

@@ -155,7 +155,7 @@ TEST(PlaneRelapse, FlappingPlaneIsUsedABoundedFractionOfTheTime) {
     // Goodput >= clean goodput x 3/4 (the no-fault control less the
     // flapping plane's share): time <= 4/3 of the clean time.
     EXPECT_LE(3 * with.took, 4 * clean.took);
-    // By default a silent plane's suspicion waits silent_suspect_wait (30
+    // By default a silent plane's suspicion waits silent_suspect_wait (12
     // ms), longer than a down phase here: no retirement and no hold; the
     // silent pace alone keeps the plane's packets few while it is down, and
     // it is back at its first paced packet in each up phase. Faster than
@@ -247,19 +247,19 @@ TEST(PlaneRelapse, ASilentPlaneIsPacedUntilItDeliversAgain) {
   EXPECT_GT(double(with.late_flap) / double(with.late_all), 0.2);
 }
 
-// A silent plane's suspicion waits (PathParams::silent_suspect_wait): a
-// plane dead for 20 ms is paced and never retired; one dead for good is
-// retired once the wait is over, and its EVs probed as before.
+// A silent plane's suspicion waits (PathParams::silent_suspect_wait, 12
+// ms): a plane dead for 8 ms is paced and never retired; one dead for good
+// is retired once the wait is over, and its EVs probed as before.
 TEST(PlaneRelapse, ASilentPlaneIsRetiredOnlyAfterTheWait) {
   constexpr size_t kBytes = 32 << 20;  // about 0.28 s clean
-  const FlapSpec briefly{1'000'000'000, 20'000'000};
+  const FlapSpec briefly{1'000'000'000, 8'000'000};
   const FlapSpec for_good{1'000'000'000, 1'000'000'000};
   const FlapRun b = run(kBytes, briefly);
   const FlapRun b_now = run(kBytes, briefly, relapse());
   const FlapRun g = run(kBytes, for_good);
   for (const FlapRun* r : {&b, &b_now, &g}) ASSERT_TRUE(r->ok);
-  print("down 20 ms once, default", b, b);
-  print("down 20 ms once, no wait", b_now, b);
+  print("down 8 ms once, default", b, b);
+  print("down 8 ms once, no wait", b_now, b);
   print("down for good, default", g, b);
   EXPECT_EQ(b.st.plane_suspects, 0u);
   EXPECT_GE(b.st.plane_silences, 1u);
