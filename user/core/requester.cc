@@ -375,7 +375,7 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
     // it (and the plane's lag behind the fastest plane) on another plane
     // delivered: its plane is quiet, paced until it delivers again. Nothing
     // is judged sooner: a plane that merely runs behind loses nothing by it.
-    if (q.latest_port[t.port] < t.sent && t.port <= kMaxPorts && q.port_srtt[t.port] &&
+    if (t.port <= kMaxPorts && q.latest_port[t.port] < t.sent && q.port_srtt[t.port] &&
         q.latest_delivered >
             t.sent + q.reo_wnd + (q.port_srtt[t.port] - std::min(fastest, q.port_srtt[t.port])))
       note_quiet(q, t);
