@@ -183,6 +183,15 @@ struct Engine::Qp {
   bool plane_is_quiet(uint8_t p) const {
     return p <= kMaxPorts && (quiet_mask >> p & 1) && latest_port[p] < plane_quiet[p];
   }
+  // The planes of `ports` that are silent or quiet now (paced by data_ports).
+  uint32_t dark_planes(uint32_t ports) const {
+    uint32_t dark = 0;
+    for (uint32_t m = (silent_mask | quiet_mask) & ports; m; m &= m - 1) {
+      const uint8_t p = uint8_t(__builtin_ctz(m));
+      if (plane_is_silent(p) || plane_is_quiet(p)) dark |= 1u << p;
+    }
+    return dark;
+  }
   // The delivery-delay tail: the longest a first transmission took from
   // its send to the report of its delivery, in the current window and the
   // one before (windows of kTailWindow): what a healthy plane of this host

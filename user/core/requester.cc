@@ -129,7 +129,6 @@ void Engine::note_silent(Qp& q, const TxPkt& t, Time now) {
 }
 
 void Engine::note_quiet(Qp& q, const TxPkt& t) {
-  if (!cfg_.paths.quiet_plane_pace || t.port > kMaxPorts) return;
   if (!(q.quiet_mask >> t.port & 1) || q.latest_port[t.port] >= q.plane_quiet[t.port]) {
     q.stats.plane_quiets++;
     q.quiet_mask |= 1u << t.port;
@@ -347,9 +346,10 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
   // Spurious retransmissions widen both windows (reo_extra).
   const Time cross = std::max(q.reo_wnd, q.srtt + 4 * q.rttvar + q.reo_extra);
   const Time wait = rack_wait(q);
-  Time fastest = kNever;
-  for (uint32_t p = 0; p <= kMaxPorts; p++)
-    if (q.port_srtt[p]) fastest = std::min(fastest, q.port_srtt[p]);
+  Time fastest = kNever;  // the smallest plane RTT (quiet_plane_pace)
+  if (cfg_.paths.quiet_plane_pace)
+    for (uint32_t p = 0; p <= kMaxPorts; p++)
+      if (q.port_srtt[p]) fastest = std::min(fastest, q.port_srtt[p]);
   for (uint32_t psn = from; codec::psn_lt(psn, upto); psn = codec::psn_add(psn, 1)) {
     TxPkt& t = q.pkt(psn);
     if (!(t.flags & kTxHole)) continue;
@@ -375,9 +375,9 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
     // it (and the plane's lag behind the fastest plane) on another plane
     // delivered: its plane is quiet, paced until it delivers again. Nothing
     // is judged sooner: a plane that merely runs behind loses nothing by it.
-    if (t.port <= kMaxPorts && q.latest_port[t.port] < t.sent && q.port_srtt[t.port] &&
-        q.latest_delivered >
-            t.sent + q.reo_wnd + (q.port_srtt[t.port] - std::min(fastest, q.port_srtt[t.port])))
+    if (fastest != kNever && t.port <= kMaxPorts && q.latest_port[t.port] < t.sent &&
+        q.port_srtt[t.port] &&
+        q.latest_delivered > t.sent + q.reo_wnd + q.port_srtt[t.port] - fastest)
       note_quiet(q, t);
     // Something sent after it arrived: overdue once its plane's RTT passed.
     // The RACK timer judges it then, together with every other overdue
@@ -975,24 +975,22 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
 }
 
 uint32_t Engine::lit_ports(const Qp& q, uint32_t ports) const {
-  uint32_t dark = 0;
-  for (uint32_t m = (q.silent_mask | q.quiet_mask) & ports; m; m &= m - 1) {
-    const uint8_t p = uint8_t(__builtin_ctz(m));
-    if (q.plane_is_silent(p) || q.plane_is_quiet(p)) dark |= 1u << p;
-  }
+  const uint32_t dark = q.dark_planes(ports);
   return (ports & ~dark) ? ports & ~dark : ports;
 }
 
 uint32_t Engine::data_ports(Qp& q, uint32_t ports, Time now) {
   if (!(q.silent_mask | q.quiet_mask)) return ports;
   const Time gap = std::max<Time>(q.srtt, cfg_.min_reorder);
+  const uint32_t dark = q.dark_planes(q.silent_mask | q.quiet_mask);
+  // A plane that delivered that packet or a later one is back (a bit left
+  // for a plane still dark by the other rule is harmless: each rule's test
+  // looks at its own time).
+  q.silent_mask &= dark;
+  q.quiet_mask &= dark;
   uint32_t held = 0;
-  for (uint32_t m = q.silent_mask | q.quiet_mask; m; m &= m - 1) {
+  for (uint32_t m = dark; m; m &= m - 1) {
     const unsigned p = unsigned(__builtin_ctz(m));
-    // It delivered that packet or a later one: back.
-    if (q.latest_port[p] >= q.plane_silent[p]) q.silent_mask &= ~(1u << p);
-    if (q.latest_port[p] >= q.plane_quiet[p]) q.quiet_mask &= ~(1u << p);
-    if (!((q.silent_mask | q.quiet_mask) >> p & 1)) continue;
     if (now < q.plane_paced[p] + gap) held |= 1u << p;
   }
   return (ports & ~held) ? ports & ~held : ports;

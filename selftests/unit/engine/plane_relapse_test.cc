@@ -38,7 +38,6 @@ struct FlapSpec {
   double gbps = 0.25;         // per plane
   uint32_t mtu = 4096;
   uint32_t max_cwnd = 0;  // NSCC's maximum window (0: the default)
-  bool wake = false;      // the hosts wake up late (harness host_wakeups)
 };
 
 // `bytes` over 4 planes of 0.25 Gbit/s (about 8.4 ms per MiB).
@@ -54,9 +53,8 @@ FlapRun run(size_t bytes, const FlapSpec& s, PathParams paths = PathParams{}) {
   Time last_bin = kNever;
   Rng rng;
   rng.reseed(7);
-  auto wakeups = host_wakeups(7);
   f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time now) {
-    Hook h = s.wake ? wakeups(from, port, fr, now) : Hook{};
+    Hook h;
     const Time t = now - t0;
     const bool flapping = s.period && t < s.heal;
     if (flapping && port == kFlapPort && t % s.period < s.down) h.drop = true;
