@@ -321,6 +321,124 @@ TEST(Security, SackEchoingNoTransmissionIsNotBelieved) {
   EXPECT_EQ(f.p.e(0).qp_stats(f.q0)->unverified_sacks, 1u);
 }
 
+// An attacker on the path who copies each SACK's echo (so the copies verify)
+// restates every SACK with every packet of one plane missing: a subset of
+// the truth, the evidence the quiet and silent plane rules act on. Sent
+// ahead of each SACK, or in its place (the plane then seems to lag a SACK
+// behind). It may cost that plane's share and retransmissions of data
+// already delivered; never data, the QP, an ACK timeout or a plane
+// retirement (design.md, "A quiet plane"; security.md).
+TEST(Security, ForgedHolesOnOnePlaneCostShareNotData) {
+  constexpr size_t kLen = 4 << 20;
+  constexpr uint8_t kVictim = 2;  // the plane (port) whose packets the forgeries hide
+  struct Run {
+    Time took = 0;
+    QpStats st;
+    uint64_t forged = 0;
+    double victim_share = 0;
+  };
+  enum Mode { kNone, kAhead, kInstead };
+  auto run = [&](Mode forge) {
+    PairOptions o;
+    o.gbps = 1;  // SACKs come back while the message is in flight
+    Fixture f(kLen, o);
+    std::vector<uint8_t> port_of(1 << 16, 0);  // PSN -> the port of its last transmission
+    Run r;
+    uint32_t last_cack = 0;
+    bool have_last = false;
+    f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time) {
+      auto k = parse_or_die(fr);
+      if (from == 0 && codec::is_data_opcode(k.bth.opcode)) port_of[k.bth.psn & 0xffff] = port;
+      if (from != 1 || k.bth.opcode != MRC_OP_SACK || k.seth.probe_resp) return Hook{};
+      // The copy restates what this SACK reports past the previous one's
+      // cumulative point (the requester's una when it arrives), less the
+      // victim plane's packets: cumulative up to that point, the rest as a
+      // bitmap, the same trigger and echo.
+      const uint32_t cack = k.seth.cack_psn;
+      const uint32_t gbase = codec::psn_add(cack, k.seth.sack_offset);
+      if (forge && have_last && codec::psn_lt(last_cack, cack)) {
+        codec::Packet x = k;
+        x.seth.cack_psn = last_cack;
+        x.seth.sack_offset = 1;
+        x.seth.ack_psn_offset =
+            int16_t(codec::psn_diff(codec::psn_add(cack, k.seth.ack_psn_offset), last_cack));
+        x.seth.sack_bitmap = 0;
+        bool hidden = false;
+        for (int i = 0; i < 64; i++) {
+          const uint32_t psn = codec::psn_add(last_cack, 1 + i);
+          const int32_t g = codec::psn_diff(psn, gbase);
+          const bool got = !codec::psn_lt(cack, psn) ||
+                           (g >= 0 && g < 64 && (k.seth.sack_bitmap >> (63 - g) & 1));
+          if (!got) continue;
+          if (port_of[psn & 0xffff] == kVictim)
+            hidden = true;
+          else
+            x.seth.sack_bitmap |= 1ull << (63 - i);
+        }
+        if (hidden && forge == kAhead) inject(f, 0, x, port);  // ahead of the genuine SACK
+        if (hidden && forge == kInstead) {
+          fr.assign(codec::frame_size(x), 0);
+          EXPECT_GT(codec::build(x, fr), 0u);
+        }
+        r.forged += hidden;
+      }
+      if (!have_last || codec::psn_lt(last_cack, cack)) last_cack = cack;
+      have_last = true;
+      return Hook{};
+    };
+    EXPECT_TRUE(f.write(1, 0, kLen).ok());
+    EXPECT_TRUE(f.wait_sends(1));
+    r.took = f.p.now;
+    r.st = *f.p.e(0).qp_stats(f.q0);
+    EXPECT_EQ(f.swc.size(), 1u);
+    if (!f.swc.empty()) {
+      EXPECT_EQ(f.swc[0].status, kWcSuccess);
+    }
+    EXPECT_TRUE(f.same(0, kLen)) << "forgery " << forge << " lost data";
+    EXPECT_EQ(f.p.e(0).query_qp(f.q0)->qp_state, QpState::kRts);
+    EXPECT_EQ(f.p.e(1).query_qp(f.q1)->qp_state, QpState::kRts);
+    uint64_t all = 0;
+    for (uint32_t p = 0; p <= kMaxPorts; p++) all += r.st.plane_tx_bytes[p];
+    r.victim_share = all ? double(r.st.plane_tx_bytes[kVictim]) / double(all) : 0;
+    return r;
+  };
+  const Run clean = run(kNone);
+  for (Mode m : {kAhead, kInstead}) {
+    const Run forged = run(m);
+    std::printf(
+        "forged holes on plane %u %s: %lu forgeries; took %.2f ms against %.2f; plane "
+        "share %.3f against %.3f; quiets %lu against %lu, silences %lu against %lu, "
+        "rtx_sack %lu against %lu, spurious %lu against %lu, suspects %lu\n",
+        kVictim, m == kAhead ? "ahead of each SACK" : "instead of each SACK",
+        (unsigned long)forged.forged, forged.took / 1e6, clean.took / 1e6, forged.victim_share,
+        clean.victim_share, (unsigned long)forged.st.plane_quiets,
+        (unsigned long)clean.st.plane_quiets, (unsigned long)forged.st.plane_silences,
+        (unsigned long)clean.st.plane_silences, (unsigned long)forged.st.rtx_sack,
+        (unsigned long)clean.st.rtx_sack, (unsigned long)forged.st.spurious_rtx,
+        (unsigned long)clean.st.spurious_rtx, (unsigned long)forged.st.plane_suspects);
+    // The forgeries reached the plane rules; nothing was lost or failed.
+    EXPECT_GT(forged.forged, 100u);
+    EXPECT_GT(forged.st.plane_quiets, 100u);
+    EXPECT_EQ(forged.st.unverified_sacks, 0u);
+    EXPECT_EQ(forged.st.timeouts, 0u);
+    EXPECT_EQ(forged.st.plane_suspects, 0u);
+    if (m == kAhead) {
+      // The genuine SACK right behind each copy ends the plane's quiet at
+      // once: it costs a counter.
+      EXPECT_LE(forged.st.rtx_sack, clean.st.rtx_sack + 8);
+      EXPECT_NEAR(forged.victim_share, clean.victim_share, 0.02);
+      EXPECT_LE(double(forged.took), 1.05 * double(clean.took));
+    } else {
+      // The plane seems to lag one SACK behind the others: paced, some of
+      // its packets resent sooner (security.md, "A silent plane"); a few
+      // percent of the packets and of the time, no more.
+      EXPECT_LE(forged.st.rtx_sack, clean.st.rtx_sack + kLen / 1024 / 10);
+      EXPECT_GE(forged.victim_share, 0.8 * clean.victim_share);
+      EXPECT_LE(double(forged.took), 1.2 * double(clean.took));
+    }
+  }
+}
+
 // A forged AETH NAK for a PSN in flight costs one retransmission.
 TEST(Security, ForgedNakForAPsnInFlightIsResentNotFatal) {
   PairOptions o;
