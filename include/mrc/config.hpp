@@ -166,7 +166,12 @@ struct EngineConfig {
   // longer behind the others (performance.md, "256 QPs: a quantum per turn").
   uint32_t tx_quantum = 16384;
   Time min_reorder = 10'000;  // floor of the RACK reordering window
-  Time min_rto = 50'000;      // floor for the tail-loss probe timer
+  // What spurious retransmissions add to the reordering windows (the RACK
+  // timer's wait, the rule across planes) counts at most the smoothed RTT
+  // now (false: all of it, the largest RTT it was learned at; design.md,
+  // "What reordering taught is capped at the RTT").
+  bool reo_extra_cap = true;
+  Time min_rto = 50'000;  // floor for the tail-loss probe timer
   // The answer to an ASSUMED_BAD EV's probe counts as a delivery of what was
   // sent when the probe was, for loss detection across planes (as a
   // tail-loss probe's answer does): packets sent a whole RTT before it and

@@ -425,6 +425,9 @@ struct QpStats {
   uint64_t wimm_completions = 0, send_completions = 0;
   uint64_t cwnd_bytes = 0, inflight_bytes = 0, srtt_ns = 0;
   uint64_t min_rtt_ns = 0;  // the smallest RTT sample seen (the base RTT)
+  // The reordering window now, and what spurious retransmissions taught
+  // the windows (EngineConfig::reo_extra_cap caps what counts at srtt_ns).
+  uint64_t reo_wnd_ns = 0, reo_extra_ns = 0;
   uint64_t plane_tx_bytes[kMaxPorts + 1] = {};
   uint64_t plane_rx_bytes[kMaxPorts + 1] = {};
   // NSCC's quick adapt: the times it cut the window to what its last window

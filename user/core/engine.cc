@@ -365,6 +365,8 @@ Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
   s.inflight_bytes = q->inflight;
   s.srtt_ns = q->srtt;
   s.min_rtt_ns = q->min_rtt;
+  s.reo_wnd_ns = q->reo_wnd;
+  s.reo_extra_ns = q->reo_extra;
   s.cc_qa_cuts = q->cc.qa_cuts();
   s.cc_qa_loss_cuts = q->cc.qa_loss_cuts();
   s.cc_qa_gated = q->cc.qa_gated();

@@ -244,6 +244,7 @@ class Engine {
   void rack(Qp& qp, uint32_t from, uint32_t upto, Time now);
   void rack_timer(Qp& qp, Time now);
   Time rack_wait(const Qp& qp) const;
+  Time learned_reo(const Qp& qp) const;
   Time tlp_due(const Qp& q) const;
   void remote_ports(Qp& qp, uint32_t down, Time now);
   void advance_cack(Qp& qp, uint32_t cack, Time now, uint64_t& newly);

@@ -49,6 +49,7 @@ const EngineKey kEngineKeys[] = {
     {"ev_outlier_min", kMaxU32,
      [](EngineConfig& e, uint64_t n) { e.paths.ev_outlier_min = uint32_t(n); }},
     {"min_reorder_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.min_reorder = n * 1000; }},
+    {"reo_extra_cap", 1, [](EngineConfig& e, uint64_t n) { e.reo_extra_cap = n != 0; }},
     {"min_rto_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.min_rto = n * 1000; }},
     {"sack_bytes", kMaxU32, [](EngineConfig& e, uint64_t n) { e.sack_bytes = uint32_t(n); }},
     {"sack_delay_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.sack_delay = n * 1000; }},

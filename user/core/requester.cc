@@ -235,6 +235,17 @@ void Engine::plane_suspect(Qp& q, uint8_t port, Time now) {
   }
 }
 
+// What spurious retransmissions taught the reordering windows (reo_extra),
+// at most the smoothed RTT now (EngineConfig::reo_extra_cap): it doubled up
+// to the smoothed RTT of its moment and never shrinks, and learned while
+// the RTT spiked (a start-up queue, a host stall) it held every later loss
+// judgement back by the spike (design.md, "What reordering taught is capped
+// at the RTT").
+Time Engine::learned_reo(const Qp& q) const {
+  if (!cfg_.reo_extra_cap) return q.reo_extra;
+  return std::min(q.reo_extra, std::max(q.srtt, cfg_.min_reorder));
+}
+
 // How long after its transmission a packet must have been acknowledged: the
 // RTT of the slowest plane (each plane's own queues) and four times its
 // variation, plus half of it or the reordering window if larger (the
@@ -252,7 +263,7 @@ Time Engine::rack_wait(const Qp& q) const {
     slowest = std::max(slowest, q.port_srtt[p]);
   }
   if (!slowest) return kNever;
-  return w + std::max(slowest / 2, q.reo_wnd) + q.reo_extra;
+  return w + std::max(slowest / 2, q.reo_wnd) + learned_reo(q);
 }
 
 // Whether the silent loss of `psn` is evidence against its path rather
@@ -344,7 +355,7 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
   if (codec::psn_lt(from, q.una)) from = q.una;
   if (codec::psn_lt(q.next_psn, upto)) upto = q.next_psn;
   // Spurious retransmissions widen both windows (reo_extra).
-  const Time cross = std::max(q.reo_wnd, q.srtt + 4 * q.rttvar + q.reo_extra);
+  const Time cross = std::max(q.reo_wnd, q.srtt + 4 * q.rttvar + learned_reo(q));
   const Time wait = rack_wait(q);
   Time fastest = kNever;  // the smallest plane RTT (quiet_plane_pace)
   if (cfg_.paths.quiet_plane_pace)

@@ -188,7 +188,10 @@ FILE* g_ev_log = nullptr;
       "                       silent_suspect_wait_us (a silent plane's suspicion waits\n"
       "                       this long; default 12000, 0: none), probe_delivery (0: a\n"
       "                       probe's answer is no delivery),\n"
-      "                       min_reorder_us, min_rto_us, sack_bytes, sack_delay_us,\n"
+      "                       min_reorder_us, reo_extra_cap (0: what spurious\n"
+      "                       retransmissions taught the reordering windows counts in\n"
+      "                       full, not at most the smoothed RTT),\n"
+      "                       min_rto_us, sack_bytes, sack_delay_us,\n"
       "                       tx_quantum,\n"
       "                       evs_per_port, active_per_port, cc_target_delay_us,\n"
       "                       cc_min_target_us (floor of a learned target),\n"
@@ -1040,6 +1043,8 @@ void write_counters_json(Side& s, const Opts& o) {
                   MRC_KV(*st, cwnd_bytes),
                   MRC_KV(*st, inflight_bytes),
                   MRC_KV(*st, srtt_ns),
+                  MRC_KV(*st, reo_wnd_ns),
+                  MRC_KV(*st, reo_extra_ns),
                   MRC_KV(*st, cc_qa_cuts),
                   MRC_KV(*st, cc_qa_loss_cuts),
                   MRC_KV(*st, cc_qa_gated),
@@ -1908,15 +1913,16 @@ int ClientRun::run_bw() {
 // --sample-ms (client, --json): every sample_ms, the bytes sent since the
 // last sample (data and retransmissions, all planes and per plane), the sum
 // of the QPs' congestion windows and bytes in flight, and QP 0's smoothed
-// and smallest RTT: how a transfer starts (bench/compare, startup section).
+// and smallest RTT, and what spurious retransmissions taught its reordering
+// windows: how a transfer starts (bench/compare, startup section).
 void ClientRun::sample_loop() {
   uint64_t last = 0;
   std::vector<uint64_t> lastp;
   const auto ms = std::chrono::milliseconds(o.sample_ms);
   while (sampling.load()) {
     std::this_thread::sleep_until(t0 + ms * (1 + (Clock::now() - t0) / ms));
-    uint64_t total = 0, cwnd = 0, inflight = 0, srtt = 0, min_rtt = 0, rtx = 0, qa_cuts = 0,
-             qa_gated = 0, ecn_decs = 0;
+    uint64_t total = 0, cwnd = 0, inflight = 0, srtt = 0, min_rtt = 0, reo_extra = 0, rtx = 0,
+             qa_cuts = 0, qa_gated = 0, ecn_decs = 0;
     std::vector<uint64_t> planes(o.devs.size(), 0);
     for (size_t i = 0; i < s.qps.size(); i++) {
       auto st = s.qps[i]->stats();
@@ -1928,7 +1934,7 @@ void ClientRun::sample_loop() {
       qa_cuts += st->cc_qa_cuts;
       qa_gated += st->cc_qa_gated;
       ecn_decs += st->cc_ecn_decreases;
-      if (i == 0) srtt = st->srtt_ns, min_rtt = st->min_rtt_ns;
+      if (i == 0) srtt = st->srtt_ns, min_rtt = st->min_rtt_ns, reo_extra = st->reo_extra_ns;
     }
     std::vector<uint64_t> dp(planes.size());
     for (size_t p = 0; p < planes.size(); p++) {
@@ -1947,6 +1953,7 @@ void ClientRun::sample_loop() {
         {"inflight", inflight},
         {"srtt_ns", srtt},
         {"min_rtt_ns", min_rtt},
+        {"reo_extra_ns", reo_extra},
         {"rtx", rtx},
         {"qa_cuts", qa_cuts},
         {"qa_gated", qa_gated},

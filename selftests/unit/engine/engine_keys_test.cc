@@ -62,6 +62,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_EQ(e.paths.silent_suspect_wait, 0u);
   ASSERT_TRUE(apply_engine_settings("silent_suspect_wait_us=5000", &e, "x").ok());
   EXPECT_EQ(e.paths.silent_suspect_wait, 5'000'000u);
+  ASSERT_TRUE(e.reo_extra_cap);  // on by default
+  ASSERT_TRUE(apply_engine_settings("reo_extra_cap=0", &e, "x").ok());
+  EXPECT_FALSE(e.reo_extra_cap);
+  ASSERT_TRUE(apply_engine_settings("reo_extra_cap=1", &e, "x").ok());
+  EXPECT_TRUE(e.reo_extra_cap);
   // The last setting of a key wins; an empty list changes nothing.
   ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
   EXPECT_FALSE(e.default_cc.nscc.disable_qa);
@@ -109,7 +114,9 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "quiet_plane_pace=2",
                           "quiet_plane_pace=0,quiet_plane_pace=yes",
                           "silent_suspect_wait_us=-1",
-                          "silent_suspect_wait_us=0,silent_suspect_wait_us=1ms"}) {
+                          "silent_suspect_wait_us=0,silent_suspect_wait_us=1ms",
+                          "reo_extra_cap=2",
+                          "reo_extra_cap=0,reo_extra_cap=off"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
     auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
@@ -127,6 +134,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_TRUE(e.paths.silent_plane_pace) << bad;
     EXPECT_TRUE(e.paths.quiet_plane_pace) << bad;
     EXPECT_EQ(e.paths.silent_suspect_wait, 12'000'000u) << bad;
+    EXPECT_TRUE(e.reo_extra_cap) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");
