@@ -604,6 +604,7 @@ void Engine::enter_rts(Qp& q) {
   q.win_mask = n - 1;
   q.mpr_eff = w;
   q.inflight = 0;
+  std::fill(std::begin(q.port_inflight), std::end(q.port_inflight), 0);
   q.lost = 0;
   q.retries = 0;
   CcProfile cc = cfg_.default_cc;
@@ -741,6 +742,7 @@ void Engine::flush(Qp& q, WcStatus first) {
     q.rq_count--;
   }
   q.inflight = 0;
+  std::fill(std::begin(q.port_inflight), std::end(q.port_inflight), 0);
   q.lost = 0;
   q.wimm_out = 0;
   q.una = q.next_psn;

@@ -260,7 +260,7 @@ class Engine {
   // t is missing with nothing sent after it on its plane delivered, and one
   // sent reo_wnd (and the plane's lag) after it on another plane was: the
   // plane is quiet (PathParams::quiet_plane_pace).
-  void note_quiet(Qp& qp, const TxPkt& t);
+  void note_quiet(Qp& qp, const TxPkt& t, Time now);
   // `ports` less the silent and quiet planes (`ports` itself when that
   // leaves none): where a tail-loss probe goes. A silent plane's EVs stay
   // GOOD until plane suspicion (PathParams::silent_suspect_wait), and a probe

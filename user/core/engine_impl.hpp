@@ -144,11 +144,12 @@ struct Engine::Qp {
   uint32_t una = 0;       // oldest PSN not cumulatively acked
   std::vector<TxPkt> win;
   uint32_t win_mask = 0;
-  uint32_t win_max = 0;   // the window's size at MPR x 128 outstanding PSNs
-  uint32_t mpr_eff = 0;   // PSNs allowed beyond the cumulative ack
-  uint64_t inflight = 0;  // bytes sent and not sacked/acked/lost
-  uint32_t lost = 0;      // packets queued for retransmission
-  bool in_txq = false;    // listed in Engine::txq_
+  uint32_t win_max = 0;                        // the window's size at MPR x 128 outstanding PSNs
+  uint32_t mpr_eff = 0;                        // PSNs allowed beyond the cumulative ack
+  uint64_t inflight = 0;                       // bytes sent and not sacked/acked/lost
+  uint64_t port_inflight[kMaxPorts + 1] = {};  // ... by the plane of their last transmission
+  uint32_t lost = 0;                           // packets queued for retransmission
+  bool in_txq = false;                         // listed in Engine::txq_
   uint16_t msn = 0, rqmsn = 0;
   uint32_t wimm_out = 0;
   Time last_progress = 0;
@@ -180,8 +181,14 @@ struct Engine::Qp {
   // delivered (cleared lazily, as silent_mask); paced as a silent plane.
   uint32_t quiet_mask = 0;
   Time plane_quiet[kMaxPorts + 1] = {};
+  Time quiet_since[kMaxPorts + 1] = {};  // when the plane's quiet began
   bool plane_is_quiet(uint8_t p) const {
     return p <= kMaxPorts && (quiet_mask >> p & 1) && latest_port[p] < plane_quiet[p];
+  }
+  // A transmission no longer in flight (SACKed, ACKed or judged lost).
+  void port_gone(const TxPkt& t) {
+    if (t.port <= kMaxPorts)
+      port_inflight[t.port] -= std::min(port_inflight[t.port], uint64_t(t.len));
   }
   // The planes of `ports` that are silent or quiet now (paced by data_ports).
   uint32_t dark_planes(uint32_t ports) const {

@@ -82,6 +82,8 @@ const EngineKey kEngineKeys[] = {
     {"silent_suspect_wait_us", kMaxUs,
      [](EngineConfig& e, uint64_t n) { e.paths.silent_suspect_wait = n * 1000; }},
     {"quiet_plane_pace", 1, [](EngineConfig& e, uint64_t n) { e.paths.quiet_plane_pace = n != 0; }},
+    {"dark_plane_credit", 1,
+     [](EngineConfig& e, uint64_t n) { e.paths.dark_plane_credit = n != 0; }},
     {"cc_qa_fabric_on_ecn", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_fabric_on_ecn = n != 0; }},
     {"cc_share_base_rtt", 1, [](EngineConfig& e, uint64_t n) { e.cc_share_base_rtt = n != 0; }},
     {"report_all_ev_events", 1,

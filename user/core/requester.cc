@@ -128,9 +128,10 @@ void Engine::note_silent(Qp& q, const TxPkt& t, Time now) {
   }
 }
 
-void Engine::note_quiet(Qp& q, const TxPkt& t) {
+void Engine::note_quiet(Qp& q, const TxPkt& t, Time now) {
   if (!(q.quiet_mask >> t.port & 1) || q.latest_port[t.port] >= q.plane_quiet[t.port]) {
     q.stats.plane_quiets++;
+    q.quiet_since[t.port] = now;
     q.quiet_mask |= 1u << t.port;
     q.plane_quiet[t.port] = 0;
   }
@@ -142,6 +143,7 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   if (t.flags & (kTxSacked | kTxLost)) return;
   t.flags |= kTxLost;
   q.inflight -= std::min<uint64_t>(q.inflight, t.len);
+  q.port_gone(t);
   q.lost++;
   want_tx(q);
   if (codec::psn_lt(psn, q.rtx_hint) || q.lost == 1) q.rtx_hint = psn;
@@ -389,7 +391,7 @@ void Engine::rack(Qp& q, uint32_t from, uint32_t upto, Time now) {
     if (fastest != kNever && t.port <= kMaxPorts && q.latest_port[t.port] < t.sent &&
         q.port_srtt[t.port] &&
         q.latest_delivered > t.sent + q.reo_wnd + q.port_srtt[t.port] - fastest)
-      note_quiet(q, t);
+      note_quiet(q, t, now);
     // Something sent after it arrived: overdue once its plane's RTT passed.
     // The RACK timer judges it then, together with every other overdue
     // packet, oldest first.
@@ -408,10 +410,12 @@ void Engine::advance_cack(Qp& q, uint32_t cack, Time now, uint64_t& newly) {
   for (uint32_t psn = q.una; psn != upto; psn = codec::psn_add(psn, 1)) {
     TxPkt& t = q.pkt(psn);
     if (!(t.flags & kTxSacked)) {
-      if (t.flags & kTxLost)
+      if (t.flags & kTxLost) {
         q.lost--;
-      else
+      } else {
         q.inflight -= std::min<uint64_t>(q.inflight, t.len);
+        q.port_gone(t);
+      }
       newly += t.len;
       q.delivered(t, now);
     }
@@ -467,6 +471,7 @@ inline void Engine::Qp::sack_bitmap(uint32_t base, uint64_t bitmap, Time now, ui
       t.flags &= uint8_t(~kTxLost);
     } else {
       q.inflight -= std::min<uint64_t>(q.inflight, t.len);
+      q.port_gone(t);
     }
     t.flags |= kTxSacked;
     newly += t.len;
@@ -967,6 +972,7 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   t.port = e.port;
   if (t.tx_count < 255) t.tx_count++;
   q.inflight += t.len;
+  if (t.port <= kMaxPorts) q.port_inflight[t.port] += t.len;
   q.last_send = stamp;
   if ((q.silent_mask | q.quiet_mask) >> t.port & 1) {
     q.plane_paced[t.port] = stamp;
@@ -1048,6 +1054,18 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
   }
   const uint64_t cwnd = q.cc.cwnd();
   const uint32_t dports = data_ports(q, ports, now);
+  // What holds the window: the bytes in flight, less those on a plane that
+  // is silent, or quiet for an RTT (PathParams::dark_plane_credit; a plane
+  // that merely runs behind the others is quiet for less).
+  uint64_t used = q.inflight;
+  if (cfg_.paths.dark_plane_credit && (q.silent_mask | q.quiet_mask)) {
+    const Time rtt = std::max<Time>(q.srtt, cfg_.min_reorder);
+    for (uint32_t m = q.dark_planes(q.silent_mask | q.quiet_mask); m; m &= m - 1) {
+      const uint8_t p = uint8_t(__builtin_ctz(m));
+      if (q.plane_is_silent(p) || now >= q.quiet_since[p] + rtt)
+        used -= std::min(used, q.port_inflight[p]);
+    }
+  }
   // 3. Retransmissions, oldest gap first.
   if (q.lost) {
     uint32_t psn = codec::psn_lt(q.rtx_hint, q.una) ? q.una : q.rtx_hint;
@@ -1058,7 +1076,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
     } else {
       q.rtx_hint = psn;
       TxPkt& t = q.pkt(psn);
-      if (q.inflight && q.inflight + t.len > cwnd) return false;
+      if (used && used + t.len > cwnd) return false;
       // A fresh EV, never the one the packet was last sent (or NACKed) on;
       // after a silent loss, on another plane if one can take it (the loss
       // may be its plane failing: a second loss there costs another RTT).
@@ -1096,7 +1114,7 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
   const uint32_t mtu = q.attr.path_mtu;
   const uint32_t off = w.sent * mtu;
   const uint32_t len = std::min(mtu, w.len - std::min(w.len, off));
-  if (q.inflight && q.inflight + len > cwnd) return false;
+  if (used && used + len > cwnd) return false;
   int idx = q.paths.next(dports, -1);
   if (idx < 0) return false;
   if (!w.started) {

@@ -185,6 +185,8 @@ FILE* g_ev_log = nullptr;
       "                       to plane_relapse_max_us), silent_plane_pace (0: a plane\n"
       "                       that went silent is not paced), quiet_plane_pace (0: nor\n"
       "                       one that merely looks dark before a loss is judged),\n"
+      "                       dark_plane_credit (0: a dark plane's bytes in flight hold\n"
+      "                       the congestion window),\n"
       "                       silent_suspect_wait_us (a silent plane's suspicion waits\n"
       "                       this long; default 12000, 0: none), probe_delivery (0: a\n"
       "                       probe's answer is no delivery),\n"

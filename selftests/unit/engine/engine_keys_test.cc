@@ -62,6 +62,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_EQ(e.paths.silent_suspect_wait, 0u);
   ASSERT_TRUE(apply_engine_settings("silent_suspect_wait_us=5000", &e, "x").ok());
   EXPECT_EQ(e.paths.silent_suspect_wait, 5'000'000u);
+  ASSERT_TRUE(e.paths.dark_plane_credit);  // on by default
+  ASSERT_TRUE(apply_engine_settings("dark_plane_credit=0", &e, "x").ok());
+  EXPECT_FALSE(e.paths.dark_plane_credit);
+  ASSERT_TRUE(apply_engine_settings("dark_plane_credit=1", &e, "x").ok());
+  EXPECT_TRUE(e.paths.dark_plane_credit);
   ASSERT_TRUE(e.reo_extra_cap);  // on by default
   ASSERT_TRUE(apply_engine_settings("reo_extra_cap=0", &e, "x").ok());
   EXPECT_FALSE(e.reo_extra_cap);
@@ -116,6 +121,8 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "silent_suspect_wait_us=-1",
                           "silent_suspect_wait_us=0,silent_suspect_wait_us=1ms",
                           "reo_extra_cap=2",
+                          "dark_plane_credit=7",
+                          "dark_plane_credit=1,dark_plane_credit=",
                           "reo_extra_cap=0,reo_extra_cap=off"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
@@ -135,6 +142,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_TRUE(e.paths.quiet_plane_pace) << bad;
     EXPECT_EQ(e.paths.silent_suspect_wait, 12'000'000u) << bad;
     EXPECT_TRUE(e.reo_extra_cap) << bad;
+    EXPECT_TRUE(e.paths.dark_plane_credit) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");
