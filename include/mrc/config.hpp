@@ -116,11 +116,12 @@ struct PathParams {
   // a software host: a quarter of the spray lost meanwhile) (design.md, "A
   // quiet plane").
   bool quiet_plane_pace = true;
-  // Bytes in flight on a plane that is silent or quiet now do not hold the
-  // congestion window: the QP keeps sending on its other planes, whose
-  // deliveries judge the dark plane's packets, instead of waiting with a
-  // full window for the rule across planes or a tail-loss probe (design.md,
-  // "A dark plane's bytes do not hold the window").
+  // Bytes in flight on a plane that is silent, or has been quiet for a
+  // smoothed RTT (a plane that merely runs behind is quiet for less), do not
+  // hold the congestion window: the QP keeps sending on its other planes,
+  // whose deliveries judge the dark plane's packets, instead of waiting with
+  // a full window for the rule across planes or a tail-loss probe
+  // (design.md, "A dark plane's bytes do not hold the window").
   bool dark_plane_credit = true;
   // Plane suspicion (plane_suspect_losses) of a silent plane waits this long
   // after the silence began: the pace above already keeps its share of the
