@@ -185,8 +185,15 @@ struct Engine::Qp {
   bool plane_is_quiet(uint8_t p) const {
     return p <= kMaxPorts && (quiet_mask >> p & 1) && latest_port[p] < plane_quiet[p];
   }
-  // A transmission no longer in flight (SACKed, ACKed or judged lost).
-  void port_gone(const TxPkt& t) {
+  // A transmission enters the bytes in flight (sent), or leaves them
+  // (SACKed, ACKed or judged lost); its plane's too (t.port: the plane of
+  // its last transmission).
+  void enter_flight(const TxPkt& t) {
+    inflight += t.len;
+    if (t.port <= kMaxPorts) port_inflight[t.port] += t.len;
+  }
+  void leave_flight(const TxPkt& t) {
+    inflight -= std::min<uint64_t>(inflight, t.len);
     if (t.port <= kMaxPorts)
       port_inflight[t.port] -= std::min(port_inflight[t.port], uint64_t(t.len));
   }

@@ -142,8 +142,7 @@ void Engine::mark_lost(Qp& q, uint32_t psn, bool silent, EvEventReason why, Time
   TxPkt& t = q.pkt(psn);
   if (t.flags & (kTxSacked | kTxLost)) return;
   t.flags |= kTxLost;
-  q.inflight -= std::min<uint64_t>(q.inflight, t.len);
-  q.port_gone(t);
+  q.leave_flight(t);
   q.lost++;
   want_tx(q);
   if (codec::psn_lt(psn, q.rtx_hint) || q.lost == 1) q.rtx_hint = psn;
@@ -238,11 +237,11 @@ void Engine::plane_suspect(Qp& q, uint8_t port, Time now) {
 }
 
 // What spurious retransmissions taught the reordering windows (reo_extra),
-// at most the smoothed RTT now (EngineConfig::reo_extra_cap): it doubled up
-// to the smoothed RTT of its moment and never shrinks, and learned while
-// the RTT spiked (a start-up queue, a host stall) it held every later loss
-// judgement back by the spike (design.md, "What reordering taught is capped
-// at the RTT").
+// at most the smoothed RTT now (EngineConfig::reo_extra_cap): it doubles up
+// to the smoothed RTT of its moment and changes only at the next spurious
+// retransmission, so learned while the RTT spiked (a start-up queue, a host
+// stall) it held every later loss judgement back by the spike (design.md,
+// "What reordering taught is capped at the RTT").
 Time Engine::learned_reo(const Qp& q) const {
   if (!cfg_.reo_extra_cap) return q.reo_extra;
   return std::min(q.reo_extra, std::max(q.srtt, cfg_.min_reorder));
@@ -413,8 +412,7 @@ void Engine::advance_cack(Qp& q, uint32_t cack, Time now, uint64_t& newly) {
       if (t.flags & kTxLost) {
         q.lost--;
       } else {
-        q.inflight -= std::min<uint64_t>(q.inflight, t.len);
-        q.port_gone(t);
+        q.leave_flight(t);
       }
       newly += t.len;
       q.delivered(t, now);
@@ -470,8 +468,7 @@ inline void Engine::Qp::sack_bitmap(uint32_t base, uint64_t bitmap, Time now, ui
       q.lost--;
       t.flags &= uint8_t(~kTxLost);
     } else {
-      q.inflight -= std::min<uint64_t>(q.inflight, t.len);
-      q.port_gone(t);
+      q.leave_flight(t);
     }
     t.flags |= kTxSacked;
     newly += t.len;
@@ -971,8 +968,7 @@ bool Engine::send_data_pkt(Qp& q, TxSink& sink, uint32_t psn, bool rtx, int ev_i
   t.ev = uint16_t(ev_idx);
   t.port = e.port;
   if (t.tx_count < 255) t.tx_count++;
-  q.inflight += t.len;
-  if (t.port <= kMaxPorts) q.port_inflight[t.port] += t.len;
+  q.enter_flight(t);
   q.last_send = stamp;
   if ((q.silent_mask | q.quiet_mask) >> t.port & 1) {
     q.plane_paced[t.port] = stamp;
@@ -1057,10 +1053,11 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
   // What holds the window: the bytes in flight, less those on a plane that
   // is silent, or quiet for an RTT (PathParams::dark_plane_credit; a plane
   // that merely runs behind the others is quiet for less).
+  // data_ports left only the dark planes' bits in the masks.
   uint64_t used = q.inflight;
   if (cfg_.paths.dark_plane_credit && (q.silent_mask | q.quiet_mask)) {
     const Time rtt = std::max<Time>(q.srtt, cfg_.min_reorder);
-    for (uint32_t m = q.dark_planes(q.silent_mask | q.quiet_mask); m; m &= m - 1) {
+    for (uint32_t m = q.silent_mask | q.quiet_mask; m; m &= m - 1) {
       const uint8_t p = uint8_t(__builtin_ctz(m));
       if (q.plane_is_silent(p) || now >= q.quiet_since[p] + rtt)
         used -= std::min(used, q.port_inflight[p]);
