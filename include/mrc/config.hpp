@@ -123,6 +123,18 @@ struct PathParams {
   // a full window for the rule across planes or a tail-loss probe
   // (design.md, "A dark plane's bytes do not hold the window").
   bool dark_plane_credit = true;
+  // As responder, SACKs and NACKs rotate over the planes on which one of
+  // this QP's last sack_plane_gap + 1 data packets arrived (every eighth
+  // over all planes that are up, so that a fault that kills only the
+  // reverse direction of those planes cannot silence the QP). A plane dead
+  // in both directions (a flap, a blackhole) then costs few
+  // acknowledgements: with the rotation over every plane a quarter of the
+  // SACKs were lost there, and the sender's ack clock and RTT slowed on the
+  // planes that work (design.md, "Acknowledgements avoid a plane that
+  // delivers nothing"). Counted in packets, not time: a QP that sprays
+  // sends a healthy plane about every fourth packet whatever its rate.
+  // 0: rotate over every plane that is up.
+  uint32_t sack_plane_gap = 16;
   // Plane suspicion (plane_suspect_losses) of a silent plane waits this long
   // after the silence began: the pace above already keeps its share of the
   // data to a packet per RTT, and a plane dark for less than this (a link

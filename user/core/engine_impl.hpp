@@ -242,6 +242,11 @@ struct Engine::Qp {
   // SRv6 profiles: each path's uSID container (the data and probe destination).
   std::vector<std::array<uint8_t, 16>> srv6_sid;
   uint8_t rev_rr = 0;
+  // PathParams::sack_plane_gap: control packets sent; data packets
+  // received, and that count at each plane's latest.
+  uint8_t rev_count = 0;
+  uint32_t rx_seq = 0;
+  uint32_t rx_port_seq[kMaxPorts + 1] = {};
   std::vector<uint64_t> rq;
   uint32_t rq_head = 0, rq_count = 0;
   std::vector<PendImm> imm;

@@ -84,6 +84,8 @@ const EngineKey kEngineKeys[] = {
     {"quiet_plane_pace", 1, [](EngineConfig& e, uint64_t n) { e.paths.quiet_plane_pace = n != 0; }},
     {"dark_plane_credit", 1,
      [](EngineConfig& e, uint64_t n) { e.paths.dark_plane_credit = n != 0; }},
+    {"sack_plane_gap", kMaxU32,
+     [](EngineConfig& e, uint64_t n) { e.paths.sack_plane_gap = uint32_t(n); }},
     {"cc_qa_fabric_on_ecn", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_fabric_on_ecn = n != 0; }},
     {"cc_share_base_rtt", 1, [](EngineConfig& e, uint64_t n) { e.cc_share_base_rtt = n != 0; }},
     {"report_all_ev_events", 1,

@@ -18,8 +18,19 @@ bool opcode_first(uint8_t op) {
 uint8_t Engine::reverse_port(Qp& q, uint8_t hint) {
   // Control packets rotate over the planes that work in both directions, so a
   // plane that loses them costs a fraction of the SACKs, never all.
-  const uint32_t ok = port_mask_for(q);
+  uint32_t ok = port_mask_for(q);
   if (!ok) return hint;
+  // ... over those that delivered data lately (PathParams::sack_plane_gap),
+  // except every eighth: a plane dead both ways is out of the rotation, and
+  // one dead only towards us still gets a SACK now and then.
+  if (const uint32_t gap = cfg_.paths.sack_plane_gap; gap && ++q.rev_count % 8) {
+    uint32_t live = 0;
+    for (uint32_t m = ok; m; m &= m - 1) {
+      const unsigned p = unsigned(__builtin_ctz(m));
+      if (q.rx_seq - q.rx_port_seq[p] <= gap) live |= 1u << p;
+    }
+    if (live) ok = live;
+  }
   for (uint32_t k = 0; k < kMaxPorts; k++) {
     q.rev_rr = uint8_t(q.rev_rr % kMaxPorts + 1);
     if (ok >> q.rev_rr & 1) return q.rev_rr;
@@ -115,7 +126,10 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   trig.ts = p.bth.ts ? p.tseth.tx_ts : 0;
   trig.port = port;
   trig.valid = true;
-  if (port <= kMaxPorts) q.rev_ev[port] = trig.entropy;
+  if (port <= kMaxPorts) {
+    q.rev_ev[port] = trig.entropy;
+    q.rx_port_seq[port] = ++q.rx_seq;
+  }
   const bool ecn = p.ip.ecn == MRC_ECN_CE;
   q.stats.rx_data_pkts++;
 

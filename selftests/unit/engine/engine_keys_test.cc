@@ -67,6 +67,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_FALSE(e.paths.dark_plane_credit);
   ASSERT_TRUE(apply_engine_settings("dark_plane_credit=1", &e, "x").ok());
   EXPECT_TRUE(e.paths.dark_plane_credit);
+  ASSERT_EQ(e.paths.sack_plane_gap, 16u);  // 16 packets by default
+  ASSERT_TRUE(apply_engine_settings("sack_plane_gap=0", &e, "x").ok());
+  EXPECT_EQ(e.paths.sack_plane_gap, 0u);
+  ASSERT_TRUE(apply_engine_settings("sack_plane_gap=64", &e, "x").ok());
+  EXPECT_EQ(e.paths.sack_plane_gap, 64u);
   ASSERT_TRUE(e.reo_extra_cap);  // on by default
   ASSERT_TRUE(apply_engine_settings("reo_extra_cap=0", &e, "x").ok());
   EXPECT_FALSE(e.reo_extra_cap);
@@ -123,6 +128,8 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "reo_extra_cap=2",
                           "dark_plane_credit=7",
                           "dark_plane_credit=1,dark_plane_credit=",
+                          "sack_plane_gap=-1",
+                          "sack_plane_gap=4,sack_plane_gap=4294967296",
                           "reo_extra_cap=0,reo_extra_cap=off"}) {
     EngineConfig e;
     e.sack_bytes = 12345;
@@ -143,6 +150,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_EQ(e.paths.silent_suspect_wait, 12'000'000u) << bad;
     EXPECT_TRUE(e.reo_extra_cap) << bad;
     EXPECT_TRUE(e.paths.dark_plane_credit) << bad;
+    EXPECT_EQ(e.paths.sack_plane_gap, 16u) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");

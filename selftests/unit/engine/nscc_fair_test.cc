@@ -142,15 +142,30 @@ TEST(NsccFair, EachQpsOwnBaseRttHoldsOneQpSmall) {
 }
 
 // mrc-serviced's setting: every QP within a few percent of the others,
-// every byte where it belongs.
+// every byte where it belongs. Judged over ten seeds: the wake-ups make
+// each run's figure chaotic (any change of timing, even one SACK sent on
+// another plane, moves a seed's Jain index by a few hundredths either way;
+// 2026-12-05: with PathParams::sack_plane_gap at 32 instead of 16, seed 4
+// went from 0.988 to 0.961 and the others stayed), so a floor on one or two
+// seeds judged the lottery, and changes that left the mean alone failed on
+// seed 2 (design.md, "Acknowledgements avoid a plane that delivers
+// nothing"). When written: mean 0.984, lowest 0.950 (seed 2); without
+// sack_plane_gap mean 0.988, lowest 0.971. The sanitized build runs seeds
+// 1 and 2 for what ASan checks.
 TEST(NsccFair, EightQpsOfOneEngineShareEqually) {
-  for (uint64_t seed : {1, 2}) {
+  const uint64_t seeds = kSanitized ? 2 : 10;
+  double sum = 0;
+  for (uint64_t seed = 1; seed <= seeds; seed++) {
     const Share s = share({.seed = seed});
     EXPECT_TRUE(s.ok) << "seed " << seed;
     if (!kSanitized) {
-      EXPECT_GE(s.jain, 0.97) << "seed " << seed << ": " << describe(s);
+      EXPECT_GE(s.jain, 0.94) << "seed " << seed << ": " << describe(s);
     }
+    sum += s.jain;
     printf("seed %llu: %s\n", (unsigned long long)seed, describe(s).c_str());
+  }
+  if (!kSanitized) {
+    EXPECT_GE(sum / double(seeds), 0.975);
   }
 }
 
