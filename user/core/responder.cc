@@ -126,10 +126,7 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   trig.ts = p.bth.ts ? p.tseth.tx_ts : 0;
   trig.port = port;
   trig.valid = true;
-  if (port <= kMaxPorts) {
-    q.rev_ev[port] = trig.entropy;
-    q.rx_port_seq[port] = ++q.rx_seq;
-  }
+  if (port <= kMaxPorts) q.rev_ev[port] = trig.entropy;
   const bool ecn = p.ip.ecn == MRC_ECN_CE;
   q.stats.rx_data_pkts++;
 
@@ -146,6 +143,9 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     queue_nack(q, psn, MRC_NACK_PSN_OOR_WINDOW, trig.entropy, trig.ts, port);
     return;
   }
+  // A new PSN inside the window: its plane delivered (PathParams::sack_plane_gap;
+  // a replayed or out-of-window packet does not steer the acknowledgements).
+  if (port <= kMaxPorts) q.rx_port_seq[port] = ++q.rx_seq;
   if (q.state == QpState::kErr) return;
   const bool imm = codec::opcode_has_imm(p.bth.opcode);
   if (imm) {
