@@ -51,6 +51,16 @@ struct FlapSpec {
   Time stall_at = 0, stall = 0;
 };
 
+// Host 0 writes `bytes` to host 1 and waits for it: whether it completed
+// with the bytes intact, the time since t0, and host 0's QP counters.
+template <class Run>
+void write_and_wait(Fixture& f, size_t bytes, Time t0, Run& r) {
+  EXPECT_TRUE(f.write(1, 0, bytes).ok());
+  r.ok = f.wait_sends(1, 60'000'000'000) && f.swc[0].status == kWcSuccess && f.same(0, bytes);
+  r.took = f.p.now - t0;
+  r.st = *f.p.e(0).qp_stats(f.q0);
+}
+
 // `bytes` over 4 planes of 0.25 Gbit/s (about 8.4 ms per MiB).
 FlapRun run(size_t bytes, const FlapSpec& s, PathParams paths = PathParams{}) {
   PairOptions o;
@@ -390,10 +400,7 @@ BlackholeRun data_blackhole(uint32_t max_cwnd, bool probe_delivery) {
   };
   BlackholeRun r;
   const Time t0 = f.p.now;
-  EXPECT_TRUE(f.write(1, 0, kBytes).ok());
-  r.ok = f.wait_sends(1, 60'000'000'000) && f.swc[0].status == kWcSuccess && f.same(0, kBytes);
-  r.took = f.p.now - t0;
-  r.st = *f.p.e(0).qp_stats(f.q0);
+  write_and_wait(f, kBytes, t0, r);
   return r;
 }
 
@@ -519,10 +526,7 @@ AckRun ack_run(size_t bytes, uint32_t sack_gap, uint32_t fwd_dead, uint32_t rev_
     h.drop = ((from_host == 0 ? fwd_dead : rev_dead) >> port & 1) != 0;
     return h;
   };
-  EXPECT_TRUE(f.write(1, 0, bytes).ok());
-  r.ok = f.wait_sends(1, 60'000'000'000) && f.swc[0].status == kWcSuccess && f.same(0, bytes);
-  r.took = f.p.now - t0;
-  r.st = *f.p.e(0).qp_stats(f.q0);
+  write_and_wait(f, bytes, t0, r);
   return r;
 }
 
