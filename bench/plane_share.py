@@ -16,8 +16,11 @@ Without --window the window is the scenario's first fault's effect plus
 Prints the goodput sent (Gbit/s) and each plane's share over the window; with
 --period MS, also the share of plane --plane (0-based, as in `planes`) in
 each millisecond of the period, counted from the fault's effect (a flap
-starts with its down phase). Used by results-log.md, "2026-12-04 23:45 to
-12-05 00:40" and "2026-12-05 01:23-01:28".
+starts with its down phase); with --rates as well, per millisecond of the
+period each plane's sending rate (Gbit/s) and the sender's mean smoothed
+RTT (us), for 1 ms samples (--sample-ms 1). Used by results-log.md,
+"2026-12-04 23:45 to 12-05 00:40", "2026-12-05 01:23-01:28" and
+"2026-12-05 08:00-08:50".
 """
 import argparse
 import json
@@ -70,7 +73,30 @@ def by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms, plane):
     return [a / b if b else None for a, b in acc]
 
 
-def analyse(out_dir, scn, window=None, period=0, plane=1):
+def rates_by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms):
+    """Per millisecond of the period: each plane's sending rate (Gbit/s, the
+    bytes of the samples that end in it over their spans) and the mean
+    smoothed RTT of those samples (us; None without one)."""
+    acc = [{"bytes": None, "ns": 0, "srtt": [], } for _ in range(period_ms)]
+    prev = None
+    for r in rows:
+        t = (r["mono_ns"] - t0_ns) / 1e9
+        if prev is not None and start_s <= t < end_s:
+            a = acc[int((t - effect_s) * 1000) % period_ms]
+            a["bytes"] = [x + y for x, y in zip(a["bytes"], r["planes"])] if a["bytes"] else list(r["planes"])
+            a["ns"] += r["mono_ns"] - prev
+            if r.get("srtt_ns"):
+                a["srtt"].append(r["srtt_ns"])
+        prev = r["mono_ns"]
+    out = []
+    for a in acc:
+        gbps = [b * 8 / a["ns"] for b in a["bytes"]] if a["bytes"] and a["ns"] else None
+        srtt = sum(a["srtt"]) / len(a["srtt"]) / 1000 if a["srtt"] else None
+        out.append((gbps, srtt))
+    return out
+
+
+def analyse(out_dir, scn, window=None, period=0, plane=1, rates=False):
     run = os.path.join(out_dir, scn)
     rows = samples(os.path.join(run, "workload1-A.log"))
     lines = []
@@ -90,6 +116,11 @@ def analyse(out_dir, scn, window=None, period=0, plane=1):
             ph = by_phase(rows, t0, effect, start, end, period, plane)
             lines.append(f"plane {plane} share by ms of the {period} ms period: " +
                          " ".join(f"{i}:{'-' if s is None else f'{s:.2f}'}" for i, s in enumerate(ph)))
+            if rates:
+                for i, (g, srtt) in enumerate(rates_by_phase(rows, t0, effect, start, end, period)):
+                    lines.append(f"ms {i}: Gbit/s per plane " +
+                                 ("-" if g is None else " ".join(f"{x:.2f}" for x in g)) +
+                                 (f", srtt {srtt:.0f} us" if srtt is not None else ""))
     return lines
 
 
@@ -115,6 +146,10 @@ def self_test():
         assert all(p.endswith("0.00") for p in ph[:10]), lines
         assert all(p.endswith("0.25") for p in ph[10:]), lines
         assert "0.143" in lines[0] and "0.286" in lines[0], lines
+        lines = analyse(d, "x", period=20, plane=1, rates=True)
+        # 1000 bytes per 1 ms sample: 0.008 Gbit/s; plane 1 none while down
+        assert lines[2] == "ms 0: Gbit/s per plane 0.01 0.00 0.01 0.01", lines[2]
+        assert lines[12] == "ms 10: Gbit/s per plane 0.01 0.01 0.01 0.01", lines[12]
         lines = analyse(d, "x", window=(0.0, 1.0))
         assert "[0.25, 0.25, 0.25, 0.25]" in lines[0] and "0.03 Gbit/s" in lines[0], lines
     print("plane_share self-test: ok")
@@ -127,6 +162,8 @@ def main():
     ap.add_argument("--window", help="A,B: client time t_ms from A to B seconds instead of the fault")
     ap.add_argument("--period", type=int, default=0, help="ms: the share of --plane by ms of the period")
     ap.add_argument("--plane", type=int, default=1, help="0-based index into `planes` (default 1: p1)")
+    ap.add_argument("--rates", action="store_true",
+                    help="with --period: each plane's rate and the smoothed RTT by ms of the period")
     ap.add_argument("--self-test", action="store_true", help="check the analysis on synthetic samples")
     a = ap.parse_args()
     if a.self_test:
@@ -143,7 +180,9 @@ def main():
         if not lo < hi:
             ap.error(f"--window: {lo} is not before {hi}")
         window = (lo, hi)
-    for line in analyse(a.out, a.scenario, window, a.period, a.plane):
+    if a.rates and not a.period:
+        ap.error("--rates needs --period")
+    for line in analyse(a.out, a.scenario, window, a.period, a.plane, a.rates):
         print(line)
     return 0
 

@@ -459,6 +459,9 @@ struct QpStats {
   // quiet (a packet on it missing, nothing sent after it on the plane
   // delivered, a later one on another plane delivered).
   uint64_t plane_quiets = 0;
+  // Gauge: the planes silent or quiet now (bit p: plane p), which the QP
+  // paces to a packet per RTT.
+  uint64_t dark_planes = 0;
 };
 
 struct EngineStats {

@@ -367,6 +367,7 @@ Result<QpStats> Engine::qp_stats(uint32_t qpn) const {
   s.min_rtt_ns = q->min_rtt;
   s.reo_wnd_ns = q->reo_wnd;
   s.reo_extra_ns = q->reo_extra;
+  s.dark_planes = q->dark_planes(q->silent_mask | q->quiet_mask);
   s.cc_qa_cuts = q->cc.qa_cuts();
   s.cc_qa_loss_cuts = q->cc.qa_loss_cuts();
   s.cc_qa_gated = q->cc.qa_gated();

@@ -129,7 +129,8 @@ FILE* g_ev_log = nullptr;
       "      --sample-ms MS   server: JSON line of received bytes every MS ms; client:\n"
       "                       JSON line (\"dir\":\"tx\") of bytes sent, the congestion\n"
       "                       window, bytes in flight, smoothed and smallest RTT,\n"
-      "                       quick adapt's cuts and gated windows so far\n"
+      "                       quick adapt's cuts and gated windows, planes gone\n"
+      "                       silent and quiet so far, and QP 0's dark planes now\n"
       "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
       "      --retry L,E      linear and exponential retries (7,7)\n"
       "      --generic        attach XDP in generic mode\n"
@@ -1926,7 +1927,7 @@ void ClientRun::sample_loop() {
   while (sampling.load()) {
     std::this_thread::sleep_until(t0 + ms * (1 + (Clock::now() - t0) / ms));
     uint64_t total = 0, cwnd = 0, inflight = 0, srtt = 0, min_rtt = 0, reo_extra = 0, rtx = 0,
-             qa_cuts = 0, qa_gated = 0, ecn_decs = 0;
+             qa_cuts = 0, qa_gated = 0, ecn_decs = 0, dark = 0, silences = 0, quiets = 0;
     std::vector<uint64_t> planes(o.devs.size(), 0);
     for (size_t i = 0; i < s.qps.size(); i++) {
       auto st = s.qps[i]->stats();
@@ -1938,7 +1939,10 @@ void ClientRun::sample_loop() {
       qa_cuts += st->cc_qa_cuts;
       qa_gated += st->cc_qa_gated;
       ecn_decs += st->cc_ecn_decreases;
+      silences += st->plane_silences;
+      quiets += st->plane_quiets;
       if (i == 0) srtt = st->srtt_ns, min_rtt = st->min_rtt_ns, reo_extra = st->reo_extra_ns;
+      if (i == 0) dark = st->dark_planes;
     }
     std::vector<uint64_t> dp(planes.size());
     for (size_t p = 0; p < planes.size(); p++) {
@@ -1962,6 +1966,9 @@ void ClientRun::sample_loop() {
         {"qa_cuts", qa_cuts},
         {"qa_gated", qa_gated},
         {"ecn_decs", ecn_decs},
+        {"silences", silences},
+        {"quiets", quiets},
+        {"dark", dark},
         {"planes", dp}});
     std::fflush(stdout);
     last = total;
