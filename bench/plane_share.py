@@ -74,23 +74,36 @@ def by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms, plane):
 
 
 def rates_by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms):
-    """Per millisecond of the period: each plane's sending rate (Gbit/s, the
-    bytes of the samples that end in it over their spans) and the mean
-    smoothed RTT of those samples (us; None without one)."""
-    acc = [{"bytes": None, "ns": 0, "srtt": [], } for _ in range(period_ms)]
+    """Per millisecond of the period: each plane's sending rate (Gbit/s) and
+    the mean smoothed RTT of the samples that end in it (us; None without
+    one). A sample's bytes are spread evenly over the time since the sample
+    before it: the client's sampler runs beside a busy engine thread, and
+    its samples span 1-7 ms where it was meant to take one per ms."""
+    nplanes = len(rows[0]["planes"]) if rows else 0
+    acc = [{"bytes": [0.0] * nplanes, "ns": 0.0, "srtt": []} for _ in range(period_ms)]
+    eff_ns = t0_ns + effect_s * 1e9
     prev = None
     for r in rows:
         t = (r["mono_ns"] - t0_ns) / 1e9
-        if prev is not None and start_s <= t < end_s:
-            a = acc[int((t - effect_s) * 1000) % period_ms]
-            a["bytes"] = [x + y for x, y in zip(a["bytes"], r["planes"])] if a["bytes"] else list(r["planes"])
-            a["ns"] += r["mono_ns"] - prev
+        if prev is not None and start_s <= t < end_s and r["mono_ns"] > prev:
+            span = r["mono_ns"] - prev
+            a = prev
+            while a < r["mono_ns"]:  # each whole or partial ms the sample spans
+                ms = int((a - eff_ns) // 1_000_000)
+                b = min(r["mono_ns"], eff_ns + (ms + 1) * 1_000_000)
+                if b <= a:  # float rounding at a boundary
+                    b = a + 1
+                cell = acc[ms % period_ms]
+                for i, x in enumerate(r["planes"]):
+                    cell["bytes"][i] += x * (b - a) / span
+                cell["ns"] += b - a
+                a = b
             if r.get("srtt_ns"):
-                a["srtt"].append(r["srtt_ns"])
+                acc[int((t - effect_s) * 1000) % period_ms]["srtt"].append(r["srtt_ns"])
         prev = r["mono_ns"]
     out = []
     for a in acc:
-        gbps = [b * 8 / a["ns"] for b in a["bytes"]] if a["bytes"] and a["ns"] else None
+        gbps = [b * 8 / a["ns"] for b in a["bytes"]] if a["ns"] else None
         srtt = sum(a["srtt"]) / len(a["srtt"]) / 1000 if a["srtt"] else None
         out.append((gbps, srtt))
     return out
@@ -150,6 +163,10 @@ def self_test():
         # 1000 bytes per 1 ms sample: 0.008 Gbit/s; plane 1 none while down
         assert lines[2] == "ms 0: Gbit/s per plane 0.01 0.00 0.01 0.01", lines[2]
         assert lines[12] == "ms 10: Gbit/s per plane 0.01 0.01 0.01 0.01", lines[12]
+        # a 4 ms sample is spread over the 4 ms it spans
+        rows = [{"mono_ns": t0 + ms * 1_000_000, "planes": [4000 * (ms == 4)]} for ms in (0, 4)]
+        g = rates_by_phase(rows, t0, 0.0, 0.0, 1.0, 20)
+        assert [round(x[0][0], 6) if x[0] else None for x in g[:5]] == [0.008] * 4 + [None], g[:5]
         lines = analyse(d, "x", window=(0.0, 1.0))
         assert "[0.25, 0.25, 0.25, 0.25]" in lines[0] and "0.03 Gbit/s" in lines[0], lines
     print("plane_share self-test: ok")
