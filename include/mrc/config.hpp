@@ -123,8 +123,9 @@ struct PathParams {
   // a full window for the rule across planes or a tail-loss probe
   // (design.md, "A dark plane's bytes do not hold the window").
   bool dark_plane_credit = true;
-  // As responder, SACKs and NACKs rotate over the planes on which one of
-  // this QP's last sack_plane_gap + 1 data packets arrived (every eighth
+  // As responder, SACKs, NACKs and probe answers rotate over the planes on
+  // which one of this QP's last sack_plane_gap + 1 new data packets (PSNs
+  // inside the window not received before) arrived (every eighth
   // over all planes that are up, so that a fault that kills only the
   // reverse direction of those planes cannot silence the QP). A plane dead
   // in both directions (a flap, a blackhole) then costs few
