@@ -73,14 +73,15 @@ def by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms, plane):
     return [a / b if b else None for a, b in acc]
 
 
-def rates_by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms):
-    """Per millisecond of the period: each plane's sending rate (Gbit/s) and
-    the mean smoothed RTT of the samples that end in it (us; None without
-    one). A sample's bytes are spread evenly over the time since the sample
+def rates_by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms, plane=1):
+    """Per millisecond of the period: each plane's sending rate (Gbit/s), the
+    mean smoothed RTT of the samples that end in it (us; None without one)
+    and the fraction of those samples in which plane `plane` (0-based, as in
+    `planes`; the engine's port plane + 1 in `dark`) was dark. A sample's bytes are spread evenly over the time since the sample
     before it: the client's sampler runs beside a busy engine thread, and
     its samples span 1-7 ms where it was meant to take one per ms."""
     nplanes = len(rows[0]["planes"]) if rows else 0
-    acc = [{"bytes": [0.0] * nplanes, "ns": 0.0, "srtt": []} for _ in range(period_ms)]
+    acc = [{"bytes": [0.0] * nplanes, "ns": 0.0, "srtt": [], "dark": []} for _ in range(period_ms)]
     eff_ns = t0_ns + effect_s * 1e9
     prev = None
     for r in rows:
@@ -98,14 +99,18 @@ def rates_by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms):
                     cell["bytes"][i] += x * (b - a) / span
                 cell["ns"] += b - a
                 a = b
+            end_cell = acc[int((t - effect_s) * 1000) % period_ms]
             if r.get("srtt_ns"):
-                acc[int((t - effect_s) * 1000) % period_ms]["srtt"].append(r["srtt_ns"])
+                end_cell["srtt"].append(r["srtt_ns"])
+            if "dark" in r:
+                end_cell["dark"].append(r["dark"] >> (plane + 1) & 1)
         prev = r["mono_ns"]
     out = []
     for a in acc:
         gbps = [b * 8 / a["ns"] for b in a["bytes"]] if a["ns"] else None
         srtt = sum(a["srtt"]) / len(a["srtt"]) / 1000 if a["srtt"] else None
-        out.append((gbps, srtt))
+        dark = sum(a["dark"]) / len(a["dark"]) if a["dark"] else None
+        out.append((gbps, srtt, dark))
     return out
 
 
@@ -130,10 +135,11 @@ def analyse(out_dir, scn, window=None, period=0, plane=1, rates=False):
             lines.append(f"plane {plane} share by ms of the {period} ms period: " +
                          " ".join(f"{i}:{'-' if s is None else f'{s:.2f}'}" for i, s in enumerate(ph)))
             if rates:
-                for i, (g, srtt) in enumerate(rates_by_phase(rows, t0, effect, start, end, period)):
+                for i, (g, srtt, dark) in enumerate(rates_by_phase(rows, t0, effect, start, end, period, plane)):
                     lines.append(f"ms {i}: Gbit/s per plane " +
                                  ("-" if g is None else " ".join(f"{x:.2f}" for x in g)) +
-                                 (f", srtt {srtt:.0f} us" if srtt is not None else ""))
+                                 (f", srtt {srtt:.0f} us" if srtt is not None else "") +
+                                 (f", plane {plane} dark in {dark:.2f} of the samples" if dark is not None else ""))
     return lines
 
 
@@ -167,8 +173,18 @@ def self_test():
         rows = [{"mono_ns": t0 + ms * 1_000_000, "planes": [4000 * (ms == 4)]} for ms in (0, 4)]
         g = rates_by_phase(rows, t0, 0.0, 0.0, 1.0, 20)
         assert [round(x[0][0], 6) if x[0] else None for x in g[:5]] == [0.008] * 4 + [None], g[:5]
+        # the dark fraction: plane 1 (port 2, bit 2) dark in one of two samples ending in ms 1
+        rows = [{"mono_ns": t0 + ns, "planes": [0, 0], "dark": d}
+                for ns, d in ((0, 0), (1_200_000, 4), (1_600_000, 2))]
+        g = rates_by_phase(rows, t0, 0.0, 0.0, 1.0, 20, plane=1)
+        assert g[1][2] == 0.5 and g[0][2] is None, g[:2]
         lines = analyse(d, "x", window=(0.0, 1.0))
         assert "[0.25, 0.25, 0.25, 0.25]" in lines[0] and "0.03 Gbit/s" in lines[0], lines
+    # --rates without --period is refused with a clear error
+    import subprocess
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "dir", "scn", "--rates"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "--rates needs --period" in p.stderr, (p.returncode, p.stderr)
     print("plane_share self-test: ok")
 
 
