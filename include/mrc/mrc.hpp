@@ -146,6 +146,14 @@ struct DeviceOptions {
   // microseconds); N = keep polling (yielding the CPU between passes) for N
   // microseconds, so a burst that arrives within them needs no wakeup.
   uint32_t idle_spin_us = 0;
+  // Wake-up coalescing (0: off; at most 1000). While the engine thread
+  // moves at least 32 KiB per millisecond (a transfer, not a ping-pong),
+  // it does not sleep on its sockets after its work: it waits this many
+  // microseconds on posts and its timer alone, then polls again. A socket
+  // then wakes it once per wait, not once per packet batch, and each pass
+  // moves more packets (Documentation/api.md, "Wake-up coalescing").
+  // 0 here: $MRC_ENGINE_COALESCE_US, when set.
+  uint32_t engine_coalesce_us = 0;
   int engine_cpu = -1;  // pin the engine thread to this CPU (-1: no pinning)
   // The engine thread's scheduling (EngineSched); Context::engine_sched()
   // says what it got. In service mode the service's --sched decides.
@@ -409,6 +417,9 @@ class Context {
     // EngineSched::kFifo: bursts longer than engine_rt_burst_us that the
     // engine thread finished under SCHED_OTHER
     uint64_t rt_demotions;
+    // engine_coalesce_us: waits the engine thread made instead of sleeping
+    // on its sockets
+    uint64_t coalesced_waits;
   };
   ProgressStats progress_stats() const;
 

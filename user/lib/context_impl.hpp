@@ -168,6 +168,7 @@ struct Context::Impl {
   std::promise<void> sched_ready;
   bool rt_on = false;                     // kFifo: SCHED_FIFO right now (engine thread)
   std::atomic<uint64_t> rt_demotions{0};  // kFifo: long bursts moved to SCHED_OTHER
+  core::Time coalesce_ns = 0;             // engine_coalesce_us, resolved at open
   std::atomic<bool> stop{false};
   std::atomic<int> sleepers{0};  // threads asleep on the sockets (post wakes them)
   // kApplication: an application thread drives progress until this time
@@ -246,6 +247,10 @@ struct Context::Impl {
   // Sleeps until a socket has input, a post or a stop wakes it, the
   // engine's next timer, or max_wait (ns), whichever comes first.
   void sleep_on_io(core::Time max_wait, bool app);
+  // engine_coalesce_us: waits until a post or a stop wakes it, the
+  // engine's next timer, or max_wait (ns), whichever comes first; not on
+  // the sockets.
+  void coalesce_wait(core::Time max_wait);
   void arm_idle(core::Time now, core::Time until, bool force = false);
   void drain_posts();
   void error_completion(uint32_t cq, uint32_t qpn, uint64_t wr_id, WcOpcode op);

@@ -160,6 +160,42 @@ void Context::Impl::sleep_on_io(core::Time max_wait, bool app) {
     next_links.store(0, std::memory_order_relaxed);
 }
 
+void Context::Impl::coalesce_wait(core::Time max_wait) {
+  thread_local std::vector<pollfd> pfds;
+  std::unique_lock<std::mutex> lk(mu);
+  const core::Time deadline = eng->next_deadline(), now = mono_ns();
+  if (deadline <= now) return;
+  // As sleep_on_io, without the sockets: a post made from here on writes
+  // wake_fd (the host service's clients ring their doorbells).
+  sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (!ready.empty()) {
+    sleepers.fetch_sub(1);
+    return;
+  }
+  pfds.assign(1, {wake_fd.get(), POLLIN, 0});
+  lib::LoopHook* const h = hook;
+  if (h && !h->sleep_prepare(pfds)) {
+    h->woke();
+    sleepers.fetch_sub(1);
+    return;
+  }
+  pstats.coalesced_waits++;
+  lk.unlock();
+  const core::Time wait = std::min<core::Time>(deadline - now, max_wait);
+  timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
+  const int r = ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+  sleepers.fetch_sub(1, std::memory_order_release);
+  if (h) {
+    lk.lock();
+    if (hook == h) h->woke();
+    lk.unlock();
+  }
+  if (r > 0 && (pfds[0].revents & POLLIN)) {
+    uint64_t v;
+    (void)!read(wake_fd.get(), &v, sizeof v);
+  }
+}
+
 // Moves the engine thread's stand-aside timer to `until` unless it is
 // already within half of progress_idle_us of it (so a thread that keeps
 // polling re-arms it every half progress_idle_us); one of racing threads
@@ -367,6 +403,14 @@ void Context::Impl::run() {
   // empty passes instead of 64 (busy_poll keeps kNice spinning).
   const bool raised = fifo || sched_got == EngineSched::kNice;
   const uint32_t idle_passes = opts.busy_poll && !fifo ? 4096u : raised ? 2u : 64u;
+  // engine_coalesce_us: the bytes the engine moved (received and sent) at
+  // the start of the current measuring period, its start, and whether the
+  // last full period (1-2 ms) moved 32 KiB per millisecond; whether a pass
+  // found work since the last sleep or wait.
+  constexpr uint64_t kCoalesceBytesPerMs = 32 * 1024;
+  uint64_t period_bytes = 0;
+  core::Time period_start = 0;
+  bool dense = false, worked = false;
   while (!stop.load(std::memory_order_acquire)) {
     // kApplication: stand aside while an application thread drives the
     // engine; wake when it stops doing so (or on stop).
@@ -387,9 +431,23 @@ void Context::Impl::run() {
       std::lock_guard<std::mutex> lk(mu);
       pstats.thread_passes++;
       work = step_locked();
+      if (coalesce_ns && !work) {
+        const auto& st = eng->stats();
+        const uint64_t moved = st.rx_bytes + st.tx_bytes;
+        const core::Time t = mono_ns();
+        if (t - period_start >= 1'000'000) {
+          // A period that spans an idle sleep (over 2 ms) is not a transfer:
+          // a ping-pong after a transfer is measured afresh.
+          dense = t - period_start <= 2'000'000 &&
+                  (moved - period_bytes) * 1'000'000 >= kCoalesceBytesPerMs * (t - period_start);
+          period_bytes = moved;
+          period_start = t;
+        }
+      }
     }
     if (work) {
       idle_spins = 0;
+      worked = true;
       if (rt_on && mono_ns() - awake_since > rt_burst_ns) set_rt(false);
       continue;
     }
@@ -410,6 +468,16 @@ void Context::Impl::run() {
     } else if (++idle_spins < idle_passes) {
       continue;
     }
+    // engine_coalesce_us: in a transfer (dense), wait out the next packets
+    // instead of waking for each batch of them. A wait that brought no work
+    // ends it: the thread sleeps on its sockets after the next empty passes.
+    if (coalesce_ns && dense && worked) {
+      worked = false;
+      idle_spins = 0;
+      coalesce_wait(coalesce_ns);
+      continue;
+    }
+    worked = false;
     {
       std::lock_guard<std::mutex> lk(mu);
       pstats.thread_sleeps++;

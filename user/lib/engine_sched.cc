@@ -51,6 +51,20 @@ Status Context::Impl::resolve_sched() {
     }
   }
   if (s == EngineSched::kDefault) s = EngineSched::kNice;
+  uint64_t co = o.engine_coalesce_us;
+  std::string co_from = "engine_coalesce_us " + std::to_string(co);
+  if (!co) {
+    if (const char* e = std::getenv("MRC_ENGINE_COALESCE_US"); e && *e) {
+      char* end = nullptr;
+      errno = 0;
+      co = std::strtoull(e, &end, 10);
+      co_from = "MRC_ENGINE_COALESCE_US=" + std::string(e);
+      if (errno || *end || *e == '-') co = ~uint64_t(0);
+    }
+  }
+  if (co > 1000)
+    return make_error(EINVAL, "open: " + co_from + " is not a number of microseconds in 0..1000");
+  coalesce_ns = core::Time(co) * 1000;
   if (o.engine_nice < -20 || o.engine_nice > 19)
     return make_error(EINVAL,
                       "open: engine_nice " + std::to_string(o.engine_nice) + " is outside -20..19");

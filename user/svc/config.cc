@@ -118,6 +118,7 @@ Status load_config(const std::string& path, ServerOptions* o) {
     }
     MRC_TRY(r.integer("nice", &o->dev.engine_nice, -20, 19));
     MRC_TRY(r.integer("idle_spin_us", &o->dev.idle_spin_us, 0, 1000000));
+    MRC_TRY(r.integer("coalesce_us", &o->dev.engine_coalesce_us, 0, 1000));
     MRC_TRY(r.done());
   }
   if (const toml::table* t = section("limits")) {
@@ -192,6 +193,8 @@ std::string usage() {
          "                     pinned, never sleeps); default: $MRC_ENGINE_SCHED, else nice\n"
          "  --nice N           the engine thread's nice value in nice, fifo, dedicated (-10)\n"
          "  --idle-spin-us N   engine thread: keep polling N us before sleeping\n"
+         "  --coalesce-us N    engine thread: in a transfer, wait N us between passes\n"
+         "                     instead of waking per packet batch (0..1000; 0: off)\n"
          "  --tomb-linger-ms N a departed process's QPs stay N ms as tombstones that refuse\n"
          "                     their peers' requests, so the peers fail at once (default 5000,\n"
          "                     0: destroyed at once)\n"
@@ -367,6 +370,8 @@ Result<ServicedArgs> parse_args(const std::vector<std::string>& args,
       MRC_TRY(parse_nice(v, &o.dev.engine_nice));
     } else if (a == "--idle-spin-us") {
       SVC_NUM(o.dev.idle_spin_us, 1000000, uint32_t);
+    } else if (a == "--coalesce-us") {
+      SVC_NUM(o.dev.engine_coalesce_us, 1000, uint32_t);
     } else if (a == "--tomb-linger-ms") {
       SVC_NUM(o.tomb_linger_ms, 600000, uint32_t);
     } else if (a == "--max-tombstones") {
@@ -432,6 +437,7 @@ const Setting kSettings[] = {
     SVC_RESTART("engine.sched", dev.engine_sched),
     SVC_RESTART("engine.nice", dev.engine_nice),
     SVC_RESTART("engine.idle_spin_us", dev.idle_spin_us),
+    SVC_RESTART("engine.coalesce_us", dev.engine_coalesce_us),
     SVC_LIMIT("limits.clients", max_clients, clients),
     SVC_LIMIT("limits.clients_per_uid", max_clients_per_uid, clients_per_uid),
     SVC_LIMIT("limits.area_mib", area_bytes, area),

@@ -75,6 +75,7 @@ struct Opts {
   bool generic = false, busy_poll = false;
   uint32_t frame_chunks = 1;  // --frame-chunks: UMEM frames per packet (multi-buffer above 1)
   uint32_t idle_spin_us = 0;  // --idle-spin: DeviceOptions::idle_spin_us
+  uint32_t coalesce_us = 0;   // --coalesce: DeviceOptions::engine_coalesce_us
   int cpu = -1;
   EngineSched sched = EngineSched::kDefault;  // --sched: DeviceOptions::engine_sched
   uint32_t queues = 0;
@@ -162,6 +163,9 @@ FILE* g_ev_log = nullptr;
       "                       planes' MTU must carry it (fabric.sh mtu=)\n"
       "      --idle-spin US   the engine thread polls US microseconds (yielding) before it\n"
       "                       sleeps (0: 64 passes)\n"
+      "      --coalesce US    wake-up coalescing: in a transfer the engine thread waits US\n"
+      "                       microseconds between passes instead of waking per packet\n"
+      "                       batch (0..1000; 0: off, or $MRC_ENGINE_COALESCE_US)\n"
       "      --clients N      server: serve N clients at once (each with --qps QPs; 1);\n"
       "                       they start together once all N are connected\n"
       "      --slots N        message slots per QP in the target buffer (2 x inflight);\n"
@@ -284,6 +288,7 @@ enum LongOption {
   kBusy,
   kFrameChunks,
   kIdleSpin,
+  kCoalesce,
   kCpu,
   kSched,
   kQueues,
@@ -329,6 +334,7 @@ const option kLongOptions[] = {{"dev", required_argument, nullptr, 'd'},
                                {"busy-poll", no_argument, nullptr, kBusy},
                                {"frame-chunks", required_argument, nullptr, kFrameChunks},
                                {"idle-spin", required_argument, nullptr, kIdleSpin},
+                               {"coalesce", required_argument, nullptr, kCoalesce},
                                {"cpu", required_argument, nullptr, kCpu},
                                {"sched", required_argument, nullptr, kSched},
                                {"queues", required_argument, nullptr, kQueues},
@@ -415,6 +421,9 @@ void apply_long_option(Opts& o, int c, const char* arg) {
       break;
     case kIdleSpin:
       o.idle_spin_us = num<uint32_t>("--idle-spin", arg);
+      break;
+    case kCoalesce:
+      o.coalesce_us = num<uint32_t>("--coalesce", arg, 0, 1000);
       break;
     case kCpu:
       o.cpu = num<int>("--cpu", arg, -1, 4095);
@@ -824,6 +833,7 @@ Side open_side(const Opts& o, uint32_t nqps) {
   d.busy_poll = o.busy_poll;
   d.frame_chunks = o.frame_chunks;
   d.idle_spin_us = o.idle_spin_us;
+  d.engine_coalesce_us = o.coalesce_us;
   d.engine_cpu = o.cpu;
   d.engine_sched = o.sched;
   d.progress = o.progress;
@@ -893,9 +903,9 @@ void dump_counters(Side& s) {
   std::fprintf(stderr,
                "  progress (%s): application passes %" PRIu64 ", engine-thread passes %" PRIu64
                ", deferred transmits %" PRIu64 ", engine-thread sleeps %" PRIu64
-               ", stand-aside checks %" PRIu64 "\n",
+               ", stand-aside checks %" PRIu64 ", coalesced waits %" PRIu64 "\n",
                to_string(s.ctx->progress_mode()), ps.app_passes, ps.thread_passes, ps.tx_deferred,
-               ps.thread_sleeps, ps.stand_aside_checks);
+               ps.thread_sleeps, ps.stand_aside_checks, ps.coalesced_waits);
   for (size_t i = 0; i < std::size(es.rx_parse_errors); i++)
     if (es.rx_parse_errors[i])
       std::fprintf(stderr, "  engine: dropped %" PRIu64 " frames: %s\n", es.rx_parse_errors[i],

@@ -53,6 +53,7 @@ class DatapathFixture : public ::testing::Test {
       d.progress = progress_;
       d.frame_chunks = frame_chunks_;
       d.idle_spin_us = idle_spin_us_;
+      d.engine_coalesce_us = engine_coalesce_us_;
       d.engine_sched = engine_sched_;
       auto c = Context::open(d);
       ASSERT_TRUE(c.ok()) << c.error().message();
@@ -182,6 +183,47 @@ class DatapathFixture : public ::testing::Test {
       }
   }
 
+  // `rounds` round trips: each side in turn writes 8 bytes (with immediate,
+  // the round's number) into the other's buffer, and the other's receive
+  // completion carries it; both hosts' CQs are polled (with
+  // Progress::kApplication those polls run the engines).
+  void ping_pong(Pair& p, int rounds) {
+    std::vector<uint8_t> buf[2] = {std::vector<uint8_t>(4096), std::vector<uint8_t>(4096)};
+    MemoryRegion mr[2] = {reg(0, buf[0], true), reg(1, buf[1], true)};
+    for (int s = 0; s < 2; s++)
+      for (int i = 0; i < 8; i++)
+        ASSERT_TRUE(p.q[s]->post_recv(RecvWr{uint64_t(i), nullptr, 0}).ok());
+    Wc wc[16];
+    for (int r = 0; r < rounds; r++) {
+      for (int s = 0; s < 2; s++) {
+        const int d = 1 - s;
+        uint64_t v = uint64_t(r) * 2 + uint64_t(s);
+        std::memcpy(buf[s].data(), &v, 8);
+        ASSERT_TRUE(write(*p.q[s], mr[s], 0, 8, mr[d], 8, v, true, uint32_t(v)).ok());
+        bool got = false;
+        const auto end = Clock::now() + scaled(std::chrono::seconds(10));
+        while (!got && Clock::now() < end) {
+          for (int k = 0; k < 2 && !got; k++) {
+            auto n = h_[k].cq->poll(wc);
+            ASSERT_TRUE(n.ok());
+            for (size_t i = 0; i < *n; i++) {
+              ASSERT_EQ(wc[i].status, core::kWcSuccess);
+              if (k == d && wc[i].opcode == WcOpcode::kRecvRdmaWithImm) {
+                EXPECT_EQ(wc[i].imm_data, uint32_t(v));
+                ASSERT_TRUE(p.q[d]->post_recv(RecvWr{wc[i].wr_id, nullptr, 0}).ok());
+                got = true;
+              }
+            }
+          }
+        }
+        ASSERT_TRUE(got) << "round " << r << " side " << s << ": no arrival";
+        uint64_t seen;
+        std::memcpy(&seen, buf[d].data() + 8, 8);
+        ASSERT_EQ(seen, v) << "round " << r;
+      }
+    }
+  }
+
   // Once plane `port` is back up: rounds of 8 WRITEs of `msg` bytes (the
   // first 8 x msg of src/dst) until host 0's QP sent a quarter of a round on
   // the plane (60 s, scaled); each completes, every byte arrives.
@@ -213,6 +255,7 @@ class DatapathFixture : public ::testing::Test {
   uint32_t topo_mtu_ = 9000;                      // of every veth
   uint32_t frame_chunks_ = DeviceOptions().frame_chunks;
   uint32_t idle_spin_us_ = DeviceOptions().idle_spin_us;
+  uint32_t engine_coalesce_us_ = DeviceOptions().engine_coalesce_us;
   EngineSched engine_sched_ = DeviceOptions().engine_sched;
   uint32_t path_mtu_ = kMtu;  // connect()'s ConnectOptions::mtu
   xsktest::Topology topo_;

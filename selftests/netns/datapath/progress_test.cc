@@ -116,6 +116,39 @@ TEST_F(SpinningThread, TransfersAndPollsBeforeSleeping) {
   EXPECT_GT(per_sleep, 100) << "passes per sleep with a 5 ms spin";
 }
 
+// DeviceOptions::engine_coalesce_us: in a transfer the engine thread waits
+// between passes instead of sleeping on its sockets (every byte placed as
+// without it); a ping-pong of 8 B messages after an idle gap moves far less
+// than 32 KiB per millisecond and never waits; idle, the thread sleeps on
+// its sockets.
+class CoalescingThread : public dptest::DatapathFixture {
+ protected:
+  CoalescingThread() { engine_coalesce_us_ = 30; }
+  uint64_t waits() {
+    return h_[0].ctx->progress_stats().coalesced_waits +
+           h_[1].ctx->progress_stats().coalesced_waits;
+  }
+};
+
+TEST_F(CoalescingThread, TransfersWaitBetweenPassesAndPingPongsDoNot) {
+  Pair p = connect();
+  writes_placed_byte_for_byte(p, {1, 1 << 20, 16 << 20, 64 << 20});
+  ASSERT_FALSE(HasFatalFailure());
+  const uint64_t bulk = waits();
+  EXPECT_GT(bulk, 0u) << "no coalesced wait in 160 MiB of writes";
+  // An idle gap longer than a measuring period (2 ms): the ping-pong's rate
+  // is measured afresh.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const uint64_t s0 = h_[0].ctx->progress_stats().thread_sleeps;
+  const uint64_t w0 = waits();
+  ping_pong(p, 200);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_EQ(waits(), w0) << "a ping-pong of 8 B messages waited between passes";
+  EXPECT_GT(h_[0].ctx->progress_stats().thread_sleeps, s0) << "the engine thread never slept";
+  std::printf("coalesced waits: %llu in the writes, %llu in the ping-pong\n",
+              (unsigned long long)bulk, (unsigned long long)(waits() - w0));
+}
+
 // Messages of every size class in flight at once, WRITE-with-immediate on
 // the last: data placed, completions in order, and the application threads
 // (not the engine threads) ran the engine while they polled.
@@ -158,42 +191,8 @@ TEST_F(AppProgress, TransfersWhileTheApplicationPollsAndRunsTheEngine) {
 // so both go out in one transmit (counted as tx_deferred).
 TEST_F(AppProgress, PingPongRepliesCarryTheDeferredAcks) {
   Pair p = connect();
-  std::vector<uint8_t> buf[2] = {std::vector<uint8_t>(4096), std::vector<uint8_t>(4096)};
-  MemoryRegion mr[2] = {reg(0, buf[0], true), reg(1, buf[1], true)};
-  constexpr int kRounds = 200;
-  for (int s = 0; s < 2; s++)
-    for (int i = 0; i < 8; i++)
-      ASSERT_TRUE(p.q[s]->post_recv(RecvWr{uint64_t(i), nullptr, 0}).ok());
-  Wc wc[16];
-  for (int r = 0; r < kRounds; r++) {
-    for (int s = 0; s < 2; s++) {
-      // Side s writes 8 bytes carrying the round number into the other's buffer.
-      const int d = 1 - s;
-      uint64_t v = uint64_t(r) * 2 + uint64_t(s);
-      std::memcpy(buf[s].data(), &v, 8);
-      ASSERT_TRUE(write(*p.q[s], mr[s], 0, 8, mr[d], 8, v, true, uint32_t(v)).ok());
-      bool got = false;
-      const auto end = Clock::now() + scaled(std::chrono::seconds(10));
-      while (!got && Clock::now() < end) {
-        for (int k = 0; k < 2 && !got; k++) {
-          auto n = h_[k].cq->poll(wc);
-          ASSERT_TRUE(n.ok());
-          for (size_t i = 0; i < *n; i++) {
-            ASSERT_EQ(wc[i].status, core::kWcSuccess);
-            if (k == d && wc[i].opcode == WcOpcode::kRecvRdmaWithImm) {
-              EXPECT_EQ(wc[i].imm_data, uint32_t(v));
-              ASSERT_TRUE(p.q[d]->post_recv(RecvWr{wc[i].wr_id, nullptr, 0}).ok());
-              got = true;
-            }
-          }
-        }
-      }
-      ASSERT_TRUE(got) << "round " << r << " side " << s << ": no arrival";
-      uint64_t seen;
-      std::memcpy(&seen, buf[d].data() + 8, 8);
-      ASSERT_EQ(seen, v) << "round " << r;
-    }
-  }
+  ping_pong(p, 200);
+  ASSERT_FALSE(HasFatalFailure());
   EXPECT_GT(h_[0].ctx->progress_stats().tx_deferred + h_[1].ctx->progress_stats().tx_deferred, 0u);
 }
 

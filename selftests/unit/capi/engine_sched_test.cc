@@ -104,4 +104,41 @@ TEST(EngineSched, DedicatedFromTheEnvironmentNamesIt) {
       << c.error().context;
 }
 
+// Wake-up coalescing (DeviceOptions::engine_coalesce_us,
+// $MRC_ENGINE_COALESCE_US): more than 1000 us, or an environment value that
+// is not a number, is EINVAL naming where it came from; a good value gets
+// past the check (and fails on the missing interface).
+TEST(EngineCoalesce, OpenRefusesBadValuesNamingTheirSource) {
+  unsetenv("MRC_ENGINE_SCHED");
+  auto o = opts();
+  o.engine_coalesce_us = 1001;
+  auto c = mrc::Context::open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, EINVAL);
+  EXPECT_NE(c.error().context.find("engine_coalesce_us 1001"), std::string::npos)
+      << c.error().context;
+  for (const char* bad : {"1001", "30us", "-5", "x", "99999999999999999999999"}) {
+    EnvVar e("MRC_ENGINE_COALESCE_US", bad);
+    c = mrc::Context::open(opts());
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.error().code, EINVAL) << bad;
+    EXPECT_NE(c.error().context.find("MRC_ENGINE_COALESCE_US=" + std::string(bad)),
+              std::string::npos)
+        << c.error().context;
+  }
+  for (const char* good : {"0", "30", "1000"}) {
+    EnvVar e("MRC_ENGINE_COALESCE_US", good);
+    c = mrc::Context::open(opts());
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.error().context.find("COALESCE"), std::string::npos) << c.error().context;
+  }
+  // The option wins: the environment is not read.
+  EnvVar e("MRC_ENGINE_COALESCE_US", "x");
+  o = opts();
+  o.engine_coalesce_us = 20;
+  c = mrc::Context::open(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().context.find("COALESCE"), std::string::npos) << c.error().context;
+}
+
 }  // namespace

@@ -51,6 +51,7 @@ TEST_F(SvcConfigTest, GoodFileSetsEveryKey) {
                                 "sched = \"fifo\"\n"
                                 "nice = -5\n"
                                 "idle_spin_us = 20\n"
+                                "coalesce_us = 30\n"
                                 "[limits]\n"
                                 "clients = 8\n"
                                 "clients_per_uid = 2\n"
@@ -77,6 +78,7 @@ TEST_F(SvcConfigTest, GoodFileSetsEveryKey) {
   EXPECT_EQ(o.dev.engine_sched, EngineSched::kFifo);
   EXPECT_EQ(o.dev.engine_nice, -5);
   EXPECT_EQ(o.dev.idle_spin_us, 20u);
+  EXPECT_EQ(o.dev.engine_coalesce_us, 30u);
   EXPECT_EQ(o.max_clients, 8u);
   EXPECT_EQ(o.max_clients_per_uid, 2u);
   EXPECT_EQ(o.area_bytes, 16ull << 20);
@@ -116,6 +118,7 @@ TEST_F(SvcConfigTest, BadFilesNameFileLineAndReason) {
       {"[limits]\nqps = -1\n", ":2: limits.qps = -1 is outside 0..1048576"},
       {"[limits]\n\narea_mib = 0\n", ":3: limits.area_mib = 0 is outside 1..4096"},
       {"[engine]\nnice = 20\n", ":2: engine.nice = 20 is outside -20..19"},
+      {"[engine]\ncoalesce_us = 1001\n", ":2: engine.coalesce_us = 1001 is outside 0..1000"},
       {"[limits]\nwr = 0\n", ":2: limits.wr = 0 is outside 1..65536"},
       {"[device]\nudp_port = 0\n", ":2: device.udp_port = 0 is outside 1..65535"},
       // a value that is not one of the words
@@ -206,6 +209,10 @@ TEST_F(SvcConfigTest, BadOptions) {
   EXPECT_FALSE(parse_args({"--max-qps", "-1", "eth1"}, "").ok());
   EXPECT_FALSE(parse_args({"--bogus", "eth1"}, "").ok());
   EXPECT_FALSE(parse_args({"--tx", "fast", "eth1"}, "").ok());
+  EXPECT_FALSE(parse_args({"--coalesce-us", "1001", "eth1"}, "").ok());
+  auto co = parse_args({"--coalesce-us", "25", "eth1"}, "");
+  ASSERT_TRUE(co.ok()) << co.error().message();
+  EXPECT_EQ(co->opts.dev.engine_coalesce_us, 25u);
   EXPECT_FALSE(parse_args({"--max-qps"}, "").ok());
   auto r = parse_args({"--max-qps", "2"}, "");
   ASSERT_FALSE(r.ok());
@@ -256,6 +263,7 @@ TEST_F(SvcConfigTest, ReloadTableCoversEveryKeyOfTheSample) {
                                                       {"engine.sched", R"("fifo")"},
                                                       {"engine.nice", "-3"},
                                                       {"engine.idle_spin_us", "9"},
+                                                      {"engine.coalesce_us", "40"},
                                                       {"limits.clients", "2"},
                                                       {"limits.clients_per_uid", "3"},
                                                       {"limits.area_mib", "8"},
@@ -332,7 +340,7 @@ TEST_F(SvcConfigTest, ReloadTableCoversEveryKeyOfTheSample) {
       EXPECT_EQ(seen(live), std::vector<std::string>{k}) << k << ": a reload took it";
     }
   }
-  EXPECT_EQ(restart_only, 16u);
+  EXPECT_EQ(restart_only, 17u);
   EXPECT_EQ(in_table, in_sample);
   // The same file at another path: only the limits' sources differ (each
   // names its file), and a reload takes them with the limits.
