@@ -39,10 +39,10 @@ one() { # MODE LINGER: one kill -9 with A's service at --tomb-linger-ms LINGER
 	pc=$!
 	T_PIDS+=("$pc")
 	for ((i = 0; i < 1000; i++)); do
-		grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/p-client.log" 2>/dev/null && break
+		grep -q "$SVC_MOVING" "$T_TMP/p-client.log" 2>/dev/null && break
 		sleep 0.01
 	done
-	if ! grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/p-client.log"; then
+	if ! grep -q "$SVC_MOVING" "$T_TMP/p-client.log"; then
 		echo "$mode: no transfer, round left out: $(grep -v '^{"t_s"' "$T_TMP/p-client.log" | tail -1)"
 		kill -9 "$vs" "$pc" 2>/dev/null
 		wait "$pc"

@@ -57,7 +57,7 @@ verified() {
 transferring() {
 	local i
 	for ((i = 0; i < 1000; i++)); do
-		grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/$1-client.log" 2>/dev/null && return 0
+		grep -q "$SVC_MOVING" "$T_TMP/$1-client.log" 2>/dev/null && return 0
 		sleep 0.01
 	done
 	return 1

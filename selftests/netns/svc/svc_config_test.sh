@@ -109,7 +109,7 @@ cpid=$!
 T_PIDS+=("$cpid")
 # Bounded wait (10 s) for data moving.
 for ((i = 0; i < 1000; i++)); do
-	grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/m-client.log" 2>/dev/null && break
+	grep -q "$SVC_MOVING" "$T_TMP/m-client.log" 2>/dev/null && break
 	sleep 0.01
 done
 # The client's pid is mrc_perf's: timeout forks it. Its child of timeout.

@@ -51,13 +51,13 @@ ip netns exec "$(t_ns A)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/A.sock
 DPID=$!
 T_PIDS+=("$DPID")
 for ((i = 0; i < 1000; i++)); do
-	grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/orphan-client.log" 2>/dev/null &&
+	grep -q "$SVC_MOVING" "$T_TMP/orphan-client.log" 2>/dev/null &&
 		grep -q '^ready' "$T_TMP/death.log" && break
 	kill -0 "$DPID" 2>/dev/null || break
 	sleep 0.01
 done
 t_check "svc_death is ready" grep -q '^ready' "$T_TMP/death.log"
-t_check "mrc_perf transfers" grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/orphan-client.log"
+t_check "mrc_perf transfers" grep -q "$SVC_MOVING" "$T_TMP/orphan-client.log"
 kill -9 "${SVC_PID[A]}"
 t0=$(date +%s%N)
 wait "${SVC_PID[A]}" 2>/dev/null
@@ -119,8 +119,8 @@ for ((i = 0; i < 500; i++)); do # it listens before its peer connects
 	sleep 0.01
 done
 cli peer "$((PORT + 3))" -D 30
-svc_wait_log "${CPID[peer]}" "$T_TMP/peer-client.log" '"gbps":"\?[0-9]*\.[0-9]*[1-9]'
-t_check "the victim's peer transfers" grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/peer-client.log"
+svc_wait_log "${CPID[peer]}" "$T_TMP/peer-client.log" "$SVC_MOVING"
+t_check "the victim's peer transfers" grep -q "$SVC_MOVING" "$T_TMP/peer-client.log"
 kill -9 "${SPID[victim]}"
 t0=$(date +%s%N)
 wait "${SPID[victim]}" 2>/dev/null

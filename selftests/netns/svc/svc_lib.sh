@@ -8,6 +8,10 @@ SVCD=$MRC_BUILD_DIR/user/svc/mrc-serviced
 ifs() { jq -r --arg h "$1" '[.hosts[$h].ports[].ifname] | join(",")' "$ST"; }
 declare -A SVC_PID
 SVC_OPTS=()  # extra mrc-serviced options of the next svc_start
+# A line of mrc_perf's JSON with a goodput above zero ("gbps":1.0 and
+# "gbps":0.004 match, "gbps":0.0 does not); grep basic regex.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+SVC_MOVING='"gbps":"\?0*\([1-9]\|\.[0-9]*[1-9]\)'
 
 # How many times HOST's service log says it serves (0 without a log).
 svc_serving() {

@@ -61,7 +61,7 @@ ip netns exec "$(t_ns A)" env MRC_MODE=service MRC_SERVICE_SOCKET="$T_TMP/A.sock
 fpid=$!
 T_PIDS+=("$fpid")
 for ((i = 0; i < 1000; i++)); do
-	grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/uid-first.log" 2>/dev/null && break
+	grep -q "$SVC_MOVING" "$T_TMP/uid-first.log" 2>/dev/null && break
 	sleep 0.01
 done
 svc_in A env MRC_MODE=service timeout -s INT 20 "$B_PERF" client "$PEER" -d "$(ifs A)" -p "$((port + 1))" \

@@ -42,7 +42,7 @@ pair() {
 transferring() {
 	local i
 	for ((i = 0; i < 2000; i++)); do
-		grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/p$1-client.log" 2>/dev/null && return 0
+		grep -q "$SVC_MOVING" "$T_TMP/p$1-client.log" 2>/dev/null && return 0
 		sleep 0.01
 	done
 	return 1

@@ -79,7 +79,7 @@ done
 for ((i = 0; i < 2000; i++)); do
 	moving=0
 	for w in 1 2 3; do
-		grep -q '"gbps":"\?[0-9]*\.[0-9]*[1-9]' "$T_TMP/w$w.0-client.log" 2>/dev/null && moving=$((moving + 1))
+		grep -q "$SVC_MOVING" "$T_TMP/w$w.0-client.log" 2>/dev/null && moving=$((moving + 1))
 	done
 	[ "$moving" = 3 ] && break
 	sleep 0.01
