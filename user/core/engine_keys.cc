@@ -98,6 +98,16 @@ const EngineKey kEngineKeys[] = {
 
 std::span<const EngineKey> engine_keys() { return kEngineKeys; }
 
+std::optional<uint64_t> parse_whole(std::string_view v) {
+  if (v.empty() || v.size() > 20) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9' || n > (UINT64_MAX - uint64_t(c - '0')) / 10) return std::nullopt;
+    n = n * 10 + uint64_t(c - '0');
+  }
+  return n;
+}
+
 const EngineKey* find_engine_key(std::string_view name) {
   for (const auto& ek : kEngineKeys)
     if (name == ek.name) return &ek;
@@ -119,20 +129,12 @@ Status apply_engine_settings(std::string_view list, EngineConfig* e, std::string
       return Error(EINVAL, std::string(what) + ": '" + std::string(item) +
                                "' is not KEY=VALUE with a known KEY (mrc_perf --help lists them)");
     const std::string_view v = item.substr(eq + 1);
-    uint64_t n = 0;
-    bool good = !v.empty() && v.size() <= 20;
-    for (char c : v) {
-      if (c < '0' || c > '9' || n > (UINT64_MAX - uint64_t(c - '0')) / 10) {
-        good = false;
-        break;
-      }
-      n = n * 10 + uint64_t(c - '0');
-    }
-    if (!good || n > ek->max)
+    const std::optional<uint64_t> n = parse_whole(v);
+    if (!n || *n > ek->max)
       return Error(EINVAL, std::string(what) + ": bad value for " + ek->name + ": '" +
                                std::string(v) + "' (a whole number from 0 to " +
                                std::to_string(ek->max) + ")");
-    ek->set(out, n);
+    ek->set(out, *n);
   }
   *e = std::move(out);
   return ok_status();

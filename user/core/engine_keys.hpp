@@ -4,6 +4,7 @@
 // an hour), counts at most 2^32-1, switches 0 or 1.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -21,6 +22,10 @@ struct EngineKey {
 std::span<const EngineKey> engine_keys();
 // The key of that name, or nullptr.
 const EngineKey* find_engine_key(std::string_view name);
+
+// A whole decimal number: digits only (no sign, blank or suffix), at most
+// 2^64-1; nullopt otherwise (an empty string too).
+std::optional<uint64_t> parse_whole(std::string_view v);
 
 // Applies settings "KEY=VALUE" separated by commas or blanks (e.g. the
 // MRC_ENGINE environment variable: "cc_qa=0,sack_bytes=32768") to *e, each

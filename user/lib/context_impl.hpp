@@ -245,12 +245,9 @@ struct Context::Impl {
   // One pass: posts, receive, completions, transmit.
   bool iteration(bool may_defer_tx = false);
   // Sleeps until a socket has input, a post or a stop wakes it, the
-  // engine's next timer, or max_wait (ns), whichever comes first.
-  void sleep_on_io(core::Time max_wait, bool app);
-  // engine_coalesce_us: waits until a post or a stop wakes it, the
-  // engine's next timer, or max_wait (ns), whichever comes first; not on
-  // the sockets.
-  void coalesce_wait(core::Time max_wait);
+  // engine's next timer, or max_wait (ns), whichever comes first. sockets:
+  // false (engine_coalesce_us's wait): not on the sockets.
+  void sleep_on_io(core::Time max_wait, bool app, bool sockets = true);
   void arm_idle(core::Time now, core::Time until, bool force = false);
   void drain_posts();
   void error_completion(uint32_t cq, uint32_t qpn, uint64_t wr_id, WcOpcode op);

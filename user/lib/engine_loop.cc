@@ -112,9 +112,10 @@ bool Context::Impl::deliver_all(bool* recv) {
   return any;
 }
 
-// Sleeps until a socket has input, a post or a stop wakes it, the engine's
-// next timer, or max_wait (ns), whichever comes first.
-void Context::Impl::sleep_on_io(core::Time max_wait, bool app) {
+// Sleeps until a socket has input (sockets: false, not on them), a post or a
+// stop wakes it, the engine's next timer, or max_wait (ns), whichever comes
+// first.
+void Context::Impl::sleep_on_io(core::Time max_wait, bool app, bool sockets) {
   thread_local std::vector<pollfd> pfds;
   core::Time deadline;
   std::unique_lock<std::mutex> lk(mu);
@@ -126,7 +127,7 @@ void Context::Impl::sleep_on_io(core::Time max_wait, bool app) {
     sleepers.fetch_sub(1);
     return;
   }
-  auto fds = dev.poll_fds();
+  const std::span<pollfd> fds = sockets ? dev.poll_fds() : std::span<pollfd>{};
   pfds.assign(fds.begin(), fds.end());
   pfds.push_back({wake_fd.get(), POLLIN, 0});
   lib::LoopHook* const h = hook;
@@ -158,42 +159,6 @@ void Context::Impl::sleep_on_io(core::Time max_wait, bool app) {
   // The link monitor's fd (if any) is the last of the device's fds.
   if (r > 0 && fds.size() > dev.sockets().size() && pfds[fds.size() - 1].revents)
     next_links.store(0, std::memory_order_relaxed);
-}
-
-void Context::Impl::coalesce_wait(core::Time max_wait) {
-  thread_local std::vector<pollfd> pfds;
-  std::unique_lock<std::mutex> lk(mu);
-  const core::Time deadline = eng->next_deadline(), now = mono_ns();
-  if (deadline <= now) return;
-  // As sleep_on_io, without the sockets: a post made from here on writes
-  // wake_fd (the host service's clients ring their doorbells).
-  sleepers.fetch_add(1, std::memory_order_seq_cst);
-  if (!ready.empty()) {
-    sleepers.fetch_sub(1);
-    return;
-  }
-  pfds.assign(1, {wake_fd.get(), POLLIN, 0});
-  lib::LoopHook* const h = hook;
-  if (h && !h->sleep_prepare(pfds)) {
-    h->woke();
-    sleepers.fetch_sub(1);
-    return;
-  }
-  pstats.coalesced_waits++;
-  lk.unlock();
-  const core::Time wait = std::min<core::Time>(deadline - now, max_wait);
-  timespec ts{time_t(wait / 1'000'000'000ull), long(wait % 1'000'000'000ull)};
-  const int r = ppoll(pfds.data(), pfds.size(), &ts, nullptr);
-  sleepers.fetch_sub(1, std::memory_order_release);
-  if (h) {
-    lk.lock();
-    if (hook == h) h->woke();
-    lk.unlock();
-  }
-  if (r > 0 && (pfds[0].revents & POLLIN)) {
-    uint64_t v;
-    (void)!read(wake_fd.get(), &v, sizeof v);
-  }
 }
 
 // Moves the engine thread's stand-aside timer to `until` unless it is
@@ -474,7 +439,11 @@ void Context::Impl::run() {
     if (coalesce_ns && dense && worked) {
       worked = false;
       idle_spins = 0;
-      coalesce_wait(coalesce_ns);
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        pstats.coalesced_waits++;
+      }
+      sleep_on_io(coalesce_ns, false, false);
       continue;
     }
     worked = false;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/engine_keys.hpp"
 #include "lib/context_impl.hpp"
 
 namespace mrc {
@@ -55,11 +56,8 @@ Status Context::Impl::resolve_sched() {
   std::string co_from = "engine_coalesce_us " + std::to_string(co);
   if (!co) {
     if (const char* e = std::getenv("MRC_ENGINE_COALESCE_US"); e && *e) {
-      char* end = nullptr;
-      errno = 0;
-      co = std::strtoull(e, &end, 10);
+      co = core::parse_whole(e).value_or(~uint64_t(0));
       co_from = "MRC_ENGINE_COALESCE_US=" + std::string(e);
-      if (errno || *end || *e == '-') co = ~uint64_t(0);
     }
   }
   if (co > 1000)

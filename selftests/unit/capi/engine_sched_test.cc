@@ -117,7 +117,7 @@ TEST(EngineCoalesce, OpenRefusesBadValuesNamingTheirSource) {
   EXPECT_EQ(c.error().code, EINVAL);
   EXPECT_NE(c.error().context.find("engine_coalesce_us 1001"), std::string::npos)
       << c.error().context;
-  for (const char* bad : {"1001", "30us", "-5", "x", "99999999999999999999999"}) {
+  for (const char* bad : {"1001", "30us", "-5", "+5", " 5", "x", "99999999999999999999999"}) {
     EnvVar e("MRC_ENGINE_COALESCE_US", bad);
     c = mrc::Context::open(opts());
     ASSERT_FALSE(c.ok()) << bad;

@@ -17,7 +17,8 @@ check() { # name, condition result
 	fi
 }
 for opt in --max-qps --max-cqs --max-mrs --max-mr-mib --max-clients --max-clients-per-uid --max-wr --max-cqe \
-	--area-mib --queues --udp-port --cpu --idle-spin-us --socket-mode --tomb-linger-ms --max-tombstones; do
+	--area-mib --queues --udp-port --cpu --idle-spin-us --coalesce-us --socket-mode --tomb-linger-ms \
+	--max-tombstones; do
 	for v in -1 -18446744073709551615 abc 12abc '' ' 5' +5 1e3 99999999999999999999 18446744073709551616 \
 		4294967296; do
 		out=$(timeout 10 "$S" --socket "$sock" "$opt" "$v" nosuchif0 2>&1)
