@@ -127,16 +127,18 @@ struct PairOptions {
 };
 
 // A wire hook for Pair::hook: the hosts' threads sleep and wake. Half the
-// frames find the receiving thread awake; the rest wait 50-250 us for it,
-// in order per host (a frame that waits holds back the ones behind it, as
-// a sleeping thread does), stamped on arrival as XDP stamps them. `latency`
-// is the harness's one-way latency.
-inline auto host_wakeups(uint64_t seed, core::Time latency = 5'000) {
-  return [r = core::Rng(seed), last = std::array<core::Time, 2>{}, latency](
+// frames find the receiving thread awake; the rest wait `wait_min` to
+// `wait_min + wait_spread` (50-250 us by default) for it, in order per host
+// (a frame that waits holds back the ones behind it, as a sleeping thread
+// does), stamped on arrival as XDP stamps them. `latency` is the harness's
+// one-way latency.
+inline auto host_wakeups(uint64_t seed, core::Time latency = 5'000, core::Time wait_min = 50'000,
+                         uint32_t wait_spread = 200'000) {
+  return [r = core::Rng(seed), last = std::array<core::Time, 2>{}, latency, wait_min, wait_spread](
              int from, uint8_t, std::vector<uint8_t>&, core::Time now) mutable {
     const int to = 1 - from;
     const core::Time arrive = now + latency;
-    const core::Time wake = r.below(2) == 0 ? 0 : 50'000 + r.below(200'000);
+    const core::Time wake = r.below(2) == 0 ? 0 : wait_min + r.below(wait_spread);
     const core::Time at = std::max(arrive + wake, last[size_t(to)]);
     last[size_t(to)] = at;
     Hook h;

@@ -49,6 +49,11 @@ struct FlapSpec {
   // A stall of host 1 from stall_at for `stall`: what it sends meanwhile
   // leaves when the stall ends.
   Time stall_at = 0, stall = 0;
+  Time latency = 5'000;  // one way (PairOptions::latency)
+  // Scheduling waits at the receiving host (host_wakeups): half the frames
+  // wait wait_min + [0, wait_spread). 0: none.
+  Time wait_min = 0;
+  uint32_t wait_spread = 0;
 };
 
 // Host 0 writes `bytes` to host 1 and waits for it: whether it completed
@@ -67,6 +72,7 @@ FlapRun run(size_t bytes, const FlapSpec& s, PathParams paths = PathParams{}) {
   o.cfg.paths = paths;
   o.gbps = s.gbps;
   o.mtu = s.mtu;
+  o.latency = s.latency;
   if (s.max_cwnd) o.cfg.default_cc.nscc.max_cwnd = s.max_cwnd;
   o.cfg.reo_extra_cap = s.reo_extra_cap;
   Fixture f(bytes, o);
@@ -75,8 +81,10 @@ FlapRun run(size_t bytes, const FlapSpec& s, PathParams paths = PathParams{}) {
   Time last_bin = kNever;
   Rng rng;
   rng.reseed(7);
+  auto waits = host_wakeups(11, s.latency, s.wait_min, s.wait_spread);
   f.p.hook = [&](int from, uint8_t port, std::vector<uint8_t>& fr, Time now) {
     Hook h;
+    if (s.wait_spread) h = waits(from, port, fr, now);
     const Time t = now - t0;
     const bool flapping = s.period && t >= s.flap_from && t < s.heal;
     if (flapping && port == kFlapPort && (t - s.flap_from) % s.period < s.down) h.drop = true;
@@ -191,6 +199,47 @@ TEST(PlaneRelapse, FlappingPlaneIsUsedABoundedFractionOfTheTime) {
     EXPECT_GT(held.st.plane_silences, 10u);
     EXPECT_LT(held.took, with.took);
     EXPECT_LT(held.took, without.took);
+  }
+}
+
+// The flaps above at a software host's round trip: 4 planes of 1 Gbit/s,
+// 100 us each way (the veth fabric's hosts take about 200 us per round
+// trip), without and with scheduling waits of 12.5-62.5 us for half the
+// frames (the host model of nscc_host_test, smaller; the clean run still
+// moves 3.8 Gbit/s). The QP keeps at least 0.95 of the capacity that
+// remains (the clean goodput less the flapping plane's half of its
+// quarter: issue 21's target). So a round trip of that length does not by
+// itself cost a flap's goodput when the planes, not the window, hold the
+// QP. (When quick adapt holds the window, as with a 10 us round trip and
+// longer waits, the QP's rate scales with its planes and a flap costs
+// about the plane's share: resilience.md, "Partial faults".)
+TEST(PlaneRelapse, AFlapAtASoftwareHostsRoundTripKeepsWhatRemains) {
+  constexpr size_t kBytes = 64 << 20;  // about 0.14 s clean
+  for (const Time wait : {Time(0), Time(12'500)}) {
+    FlapSpec c;
+    c.gbps = 1;
+    c.latency = 100'000;
+    c.wait_min = wait;
+    c.wait_spread = wait ? 50'000 : 0;
+    const FlapRun clean = run(kBytes, c);
+    ASSERT_TRUE(clean.ok);
+    std::printf("clean, waits %s: %.2f Gbit/s\n", wait ? "yes" : "no",
+                double(kBytes) * 8 / double(clean.took));
+    for (const Time down : {Time(2'500'000), Time(10'000'000)}) {
+      FlapSpec s = c;
+      s.period = 2 * down;
+      s.down = down;
+      const FlapRun r = run(kBytes, s);
+      ASSERT_TRUE(r.ok);
+      const double kept = double(clean.took) / double(r.took) / 0.875;
+      char what[96];
+      std::snprintf(what, sizeof what, "flap %.1f/%.0f ms, 200 us RTT, waits %s: %.3f of remaining",
+                    s.down / 1e6, s.period / 1e6, wait ? "yes" : "no", kept);
+      print(what, r, clean);
+      // 0.983-1.001 when written (the 2.5/5 ms flap the lowest).
+      EXPECT_GE(kept, 0.95);
+      EXPECT_EQ(r.st.timeouts, 0u);
+    }
   }
 }
 
