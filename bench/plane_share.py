@@ -7,6 +7,7 @@ Run a scenario with the client sampling, then read its samples:
       selftests/fabric/resilience/resilience.py --build build --out DIR run 19-flicker5ms
   bench/plane_share.py DIR 19-flicker5ms --window 2.6,5.4
   bench/plane_share.py DIR 20-flicker20ms --period 20 --plane 1
+  bench/plane_share.py DIR 21-flicker5ms-alt --spans
 
 The client's sample lines (`"dir":"tx"`) carry `t_ms` (since the client's
 start), `mono_ns`, and `planes`: the bytes sent on each plane in the sample.
@@ -18,9 +19,14 @@ Prints the goodput sent (Gbit/s) and each plane's share over the window; with
 each millisecond of the period, counted from the fault's effect (a flap
 starts with its down phase); with --rates as well, per millisecond of the
 period each plane's sending rate (Gbit/s) and the sender's mean smoothed
-RTT (us), for 1 ms samples (--sample-ms 1). Used by results-log.md,
-"2026-12-04 23:45 to 12-05 00:40", "2026-12-05 01:23-01:28" and
-"2026-12-05 08:00-08:50".
+RTT (us), for 1 ms samples (--sample-ms 1). With --spans (a scenario that
+switches its fault on and off in turn, as 21 and 22 do: its events
+alternate fault, clear, fault ...), the client's samples wholly inside the
+faulted spans against those inside the clean ones: each plane's sending
+rate, the median window, bytes in flight and smoothed RTT, and quick adapt's
+cuts and the retransmissions per millisecond. Used by results-log.md,
+"2026-12-04 23:45 to 12-05 00:40", "2026-12-05 01:23-01:28",
+"2026-12-05 08:00-08:50" and "2026-12-05 13:46-14:20".
 """
 import argparse
 import json
@@ -114,7 +120,45 @@ def rates_by_phase(rows, t0_ns, effect_s, start_s, end_s, period_ms, plane=1):
     return out
 
 
-def analyse(out_dir, scn, window=None, period=0, plane=1, rates=False):
+def by_span(rows, t0_ns, events_s, end_s):
+    """The client's samples in the faulted spans [e0, e1), [e2, e3) ... and
+    in the clean ones [e1, e2), [e3, e4) ... (the last to end_s), each
+    sample covering the time since the one before: per kind, each plane's
+    sending rate (Gbit/s), the median window, bytes in flight and smoothed
+    RTT (us), and quick adapt's cuts and the retransmissions per ms."""
+    bounds = list(events_s) + [end_s]
+    spans = {"faulted": [], "clean": []}
+    for i in range(len(bounds) - 1):
+        spans["faulted" if i % 2 == 0 else "clean"].append((bounds[i], bounds[i + 1]))
+    out = {}
+    for kind, sp in spans.items():
+        acc = {"ns": 0, "bytes": None, "cwnd": [], "inflight": [], "srtt": [], "qa": 0, "rtx": 0}
+        prev = None
+        for r in rows:
+            if prev is not None:
+                a, b = (prev["mono_ns"] - t0_ns) / 1e9, (r["mono_ns"] - t0_ns) / 1e9
+                if b > a and any(lo <= a and b <= hi for lo, hi in sp):
+                    acc["ns"] += r["mono_ns"] - prev["mono_ns"]
+                    acc["bytes"] = [x + y for x, y in zip(acc["bytes"] or [0] * len(r["planes"]), r["planes"])]
+                    for k, src in (("cwnd", "cwnd"), ("inflight", "inflight"), ("srtt", "srtt_ns")):
+                        if src in r:
+                            acc[k].append(r[src])
+                    acc["qa"] += r.get("qa_cuts", 0) - prev.get("qa_cuts", 0)
+                    acc["rtx"] += r.get("rtx", 0) - prev.get("rtx", 0)
+            prev = r
+        if not acc["ns"]:
+            out[kind] = None
+            continue
+        med = lambda xs: sorted(xs)[len(xs) // 2] if xs else None
+        ms = acc["ns"] / 1e6
+        out[kind] = {"samples_ms": round(ms), "gbps": [round(x * 8 / acc["ns"], 3) for x in acc["bytes"]],
+                     "cwnd": med(acc["cwnd"]), "inflight": med(acc["inflight"]),
+                     "srtt_us": round(med(acc["srtt"]) / 1000) if acc["srtt"] else None,
+                     "qa_per_ms": round(acc["qa"] / ms, 2), "rtx_per_ms": round(acc["rtx"] / ms, 2)}
+    return out
+
+
+def analyse(out_dir, scn, window=None, period=0, plane=1, rates=False, spans=False):
     run = os.path.join(out_dir, scn)
     rows = samples(os.path.join(run, "workload1-A.log"))
     lines = []
@@ -125,6 +169,16 @@ def analyse(out_dir, scn, window=None, period=0, plane=1, rates=False):
     with open(os.path.join(run, "scenario.json")) as f:
         sc = json.load(f)
     t0 = sc["t0_mono_ns"]
+    if spans:
+        ev = [f["t_effect_s"] for f in sc.get("faults") or []]
+        if len(ev) < 2:
+            raise SystemExit("plane_share: --spans needs a scenario that switches its fault on and off")
+        for kind, e in by_span(rows, t0, ev, ev[-1] + (ev[1] - ev[0])).items():
+            lines.append(f"{kind} spans: " + ("no samples" if not e else
+                         f"{e['samples_ms']} ms of samples, Gbit/s per plane {e['gbps']}, window {e['cwnd']}, "
+                         f"in flight {e['inflight']}, srtt {e['srtt_us']} us, quick adapt cuts {e['qa_per_ms']}/ms, "
+                         f"retransmissions {e['rtx_per_ms']}/ms"))
+        return lines
     if not window or period:
         effect, heal = fault_times(sc)
         start, end = effect + 0.1, heal - 0.05
@@ -180,6 +234,11 @@ def self_test():
         assert g[1][2] == 0.5 and g[0][2] is None, g[:2]
         lines = analyse(d, "x", window=(0.0, 1.0))
         assert "[0.25, 0.25, 0.25, 0.25]" in lines[0] and "0.03 Gbit/s" in lines[0], lines
+        # --spans: faulted [1.0, 2.05), clean [2.05, 3.1): plane 1 sends half
+        # of its 0.008 Gbit/s in the faulted span, all of it in the clean one
+        lines = analyse(d, "x", spans=True)
+        assert lines[0].startswith("faulted spans: 1050 ms") and "[0.008, 0.004, 0.008, 0.008]" in lines[0], lines
+        assert lines[1].startswith("clean spans: 949 ms") and "[0.008, 0.008, 0.008, 0.008]" in lines[1], lines
     # --rates without --period is refused with a clear error
     import subprocess
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "dir", "scn", "--rates"],
@@ -197,6 +256,8 @@ def main():
     ap.add_argument("--plane", type=int, default=1, help="0-based index into `planes` (default 1: p1)")
     ap.add_argument("--rates", action="store_true",
                     help="with --period: each plane's rate and the smoothed RTT by ms of the period")
+    ap.add_argument("--spans", action="store_true",
+                    help="a fault switched on and off in turn (21, 22): the faulted spans against the clean ones")
     ap.add_argument("--self-test", action="store_true", help="check the analysis on synthetic samples")
     a = ap.parse_args()
     if a.self_test:
@@ -215,7 +276,7 @@ def main():
         window = (lo, hi)
     if a.rates and not a.period:
         ap.error("--rates needs --period")
-    for line in analyse(a.out, a.scenario, window, a.period, a.plane, a.rates):
+    for line in analyse(a.out, a.scenario, window, a.period, a.plane, a.rates, a.spans):
         print(line)
     return 0
 
