@@ -398,10 +398,10 @@ def eval_alternating(run, r, s):
     ons = sorted(t_effect(f) for f in run.faults if f["action"].startswith(s["fault"]))
     offs = sorted(t_effect(f) for f in run.faults if f["action"].startswith(s["clear"]))
     n, span = s["spans"], s["span_s"]
-    r.check(f"the fault switched on and off {n} times, in turn", len(ons) == n and len(offs) == n
-            and all(ons[i] < offs[i] and (i + 1 == n or offs[i] < ons[i + 1]) for i in range(min(len(ons), len(offs)))),
-            f"{len(ons)} on, {len(offs)} off")
-    if len(ons) != n or len(offs) != n:
+    in_turn = len(ons) == n and len(offs) == n and \
+        all(ons[i] < offs[i] and (i + 1 == n or offs[i] < ons[i + 1]) for i in range(n))
+    r.check(f"the fault switched on and off {n} times, in turn", in_turn, f"{len(ons)} on, {len(offs)} off")
+    if not in_turn:
         return
     on_spans = list(zip(ons, offs))
     off_spans = [(ons[0] - span, ons[0])] + [(offs[i], ons[i + 1]) for i in range(n - 1)] + \
@@ -411,7 +411,8 @@ def eval_alternating(run, r, s):
     control_all = in_spans(app, off_spans)
     wire_all = in_spans(wire, off_spans)
     control = statistics.mean(control_all) if control_all else None
-    per_wire = min(1.0, control / statistics.mean(wire_all)) if control and wire_all and statistics.mean(wire_all) else None
+    wire_mean = statistics.mean(wire_all) if wire_all else None
+    per_wire = min(1.0, control / wire_mean) if control and wire_mean else None
     cap = s["usable_planes"] * s.get("plane_gbps", 1.0) / VM_RATE_DIV * per_wire if per_wire else None
     rels, durs, ctls = [], [], []
     for i, on in enumerate(on_spans):
