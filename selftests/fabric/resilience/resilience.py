@@ -430,6 +430,21 @@ def eval_alternating(run, r, s):
     zero_on = sum(1 for x in on_vals if x <= 0)
     zero_off = sum(1 for x in control_all if x <= 0)
     stall = longest_stall_ms(run.app_t, run.app_v, 0.5, run.end - 0.3)
+    # Each plane's wire rate in the faulted and the clean spans, and what the
+    # other planes carry in the faulted ones against the clean ones: whether
+    # they take up what the faulted plane cannot carry.
+    pl_on, pl_off = [], []
+    for p in sorted(run.planes):
+        x = span_samples(run.wire_t, run.planes[p])
+        on_x, off_x = in_spans(x, on_spans), in_spans(x, off_spans)
+        pl_on.append(statistics.mean(on_x) if on_x else None)
+        pl_off.append(statistics.mean(off_x) if off_x else None)
+    others = [i for i in range(len(pl_on)) if i != s.get("faulted_plane", 1)
+              and pl_on[i] is not None and pl_off[i]]
+    others_rel = statistics.mean(pl_on[i] / pl_off[i] for i in others) if others else None
+    r.fig.update({"planes_gbps_faulted_spans": [rnd(x) for x in pl_on],
+                  "planes_gbps_clean_spans": [rnd(x) for x in pl_off],
+                  "other_planes_faulted_over_clean": rnd(others_rel)})
     r.fig.update({"spans": len(rels), "during_gbps": rnd(median(durs)), "control_gbps": rnd(median(ctls)),
                   "goodput_per_wire": rnd(per_wire), "usable_planes": s["usable_planes"], "cap_gbps": rnd(cap),
                   "during_over_remaining": rnd(rel),
@@ -846,7 +861,7 @@ def report(r, run):
               f"longest stall {f['longest_stall_ms']} ms")
     extra = [k for k in f if k.startswith(("plane_share", "plane_gbit", "plane_back", "hot_", "ce_", "victim",
                                            "incast", "trim", "control_", "fault_zero", "remaining_gbps", "during_over",
-                                           "cap_gbps", "spans"))]
+                                           "cap_gbps", "spans", "planes_gbps", "other_planes"))]
     if extra:
         print("  " + ", ".join(f"{k} {f[k]}" for k in extra))
     print(f"  retransmissions {f['rtx']}, ACK timeouts {f['timeouts']}, EVs retired {f['evs_retired']} "
