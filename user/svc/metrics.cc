@@ -77,6 +77,22 @@ std::string render_metrics(Server& s, double start_time) {
            "frames the service's engine sent and received");
   e.sample("mrc_service_engine_frames_total", L{{"dir", "tx"}}, es.tx_frames);
   e.sample("mrc_service_engine_frames_total", L{{"dir", "rx"}}, es.rx_frames);
+  // How the engine thread spent its time (Context::ProgressStats): passes,
+  // sleeps on its sockets and timer, and the waits of wake-up coalescing
+  // ([engine] coalesce_us), which show whether coalescing acts.
+  const Context::ProgressStats ps = ctx.progress_stats();
+  e.family("mrc_service_engine_passes_total", "counter",
+           "engine passes, by who ran them (the engine thread, or another thread of the service)");
+  e.sample("mrc_service_engine_passes_total", L{{"by", "engine_thread"}}, ps.thread_passes);
+  e.sample("mrc_service_engine_passes_total", L{{"by", "other"}}, ps.app_passes);
+  e.family("mrc_service_engine_waits_total", "counter",
+           "times the engine thread waited: asleep on its sockets and timer (sleep), or a "
+           "wake-up coalescing wait (coalesced, [engine] coalesce_us)");
+  e.sample("mrc_service_engine_waits_total", L{{"kind", "sleep"}}, ps.thread_sleeps);
+  e.sample("mrc_service_engine_waits_total", L{{"kind", "coalesced"}}, ps.coalesced_waits);
+  e.family("mrc_service_engine_rt_demotions_total", "counter",
+           "fifo: bursts the engine thread finished under SCHED_OTHER (engine_rt_burst_us)");
+  e.sample("mrc_service_engine_rt_demotions_total", L{}, ps.rt_demotions);
   // Tombstones (service.md section 5, "The peers"): a departed process's QPs
   // kept to refuse their peers' requests.
   e.family("mrc_service_tombstones_total", "counter",

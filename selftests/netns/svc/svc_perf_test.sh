@@ -6,7 +6,8 @@
 # (mrc_perf's summary: verify ok). The services serve one client per run and
 # side and count no broken client and no bad request. Then the same cases
 # through services with wake-up coalescing (--coalesce-us 30: the engine
-# thread's waits go through the service's client doorbells).
+# thread's waits go through the service's client doorbells), whose metrics
+# must show the waits.
 . "$(dirname "$0")/svc_lib.sh"
 t_require timeout
 B_PERF=$MRC_BUILD_DIR/user/tools/mrc_perf
@@ -68,9 +69,16 @@ stop_both() {
 run_cases ""
 stop_both
 N=0
-SVC_OPTS=(--coalesce-us 30)
+SVC_OPTS=(--coalesce-us 30 --metrics 127.0.0.1:0)
 svc_start A || exit 1
 svc_start B || exit 1
 run_cases "coalesce-"
+for h in A B; do
+	svc_scrape "$h" "$T_TMP/metrics.$h.txt"
+	waits=$(grep '^mrc_service_engine_waits_total{kind="coalesced"}' "$T_TMP/metrics.$h.txt" | awk '{print $2}')
+	passes=$(grep '^mrc_service_engine_passes_total{by="engine_thread"}' "$T_TMP/metrics.$h.txt" | awk '{print $2}')
+	t_check "service $h: the engine thread made coalescing waits (${waits:-none}) in its passes (${passes:-none})" \
+		test "${waits:-0}" -gt 0 -a "${passes:-0}" -gt "${waits:-0}"
+done
 stop_both
 t_done
