@@ -26,7 +26,7 @@ faulted spans against those inside the clean ones: each plane's sending
 rate, the median window, bytes in flight and smoothed RTT, and quick adapt's
 cuts and the retransmissions per millisecond. Used by results-log.md,
 "2026-12-04 23:45 to 12-05 00:40", "2026-12-05 01:23-01:28",
-"2026-12-05 08:00-08:50" and "2026-12-05 13:46-14:20".
+"2026-12-05 08:00-08:50" and "2026-12-05 13:46-15:11".
 """
 import argparse
 import json
