@@ -14,7 +14,8 @@ start), `mono_ns`, and `planes`: the bytes sent on each plane in the sample.
 Without --window the window is the scenario's first fault's effect plus
 0.1 s to its second action's effect less 0.05 s (scenario.json).
 
-Prints the goodput sent (Gbit/s) and each plane's share over the window; with
+Prints the goodput sent (Gbit/s), each plane's share and the median of the
+sender's window (`cwnd`, when the samples carry it) over the window; with
 --period MS, also the share of plane --plane (0-based, as in `planes`) in
 each millisecond of the period, counted from the fault's effect (a flap
 starts with its down phase); with --rates as well, per millisecond of the
@@ -51,6 +52,18 @@ def fault_times(scenario):
     if len(faults) < 2:
         raise SystemExit("plane_share: the scenario has no fault and heal; pass --window")
     return faults[0]["t_effect_s"], faults[1]["t_effect_s"]
+
+
+def median_of(xs):
+    """The upper median (a value the samples hold), None without samples."""
+    return sorted(xs)[len(xs) // 2] if xs else None
+
+
+def window_note(rows, select):
+    """", median window N B" over the rows `select` keeps that carry the
+    sender's window (`cwnd`), or nothing."""
+    w = median_of([r["cwnd"] for r in rows if select(r) and "cwnd" in r])
+    return "" if w is None else f", median window {w} B"
 
 
 def shares(rows, select):
@@ -149,11 +162,10 @@ def by_span(rows, t0_ns, events_s, end_s):
         if not acc["ns"]:
             out[kind] = None
             continue
-        med = lambda xs: sorted(xs)[len(xs) // 2] if xs else None
         ms = acc["ns"] / 1e6
         out[kind] = {"samples_ms": round(ms), "gbps": [round(x * 8 / acc["ns"], 3) for x in acc["bytes"]],
-                     "cwnd": med(acc["cwnd"]), "inflight": med(acc["inflight"]),
-                     "srtt_us": round(med(acc["srtt"]) / 1000) if acc["srtt"] else None,
+                     "cwnd": median_of(acc["cwnd"]), "inflight": median_of(acc["inflight"]),
+                     "srtt_us": round(median_of(acc["srtt"]) / 1000) if acc["srtt"] else None,
                      "qa_per_ms": round(acc["qa"] / ms, 2), "rtx_per_ms": round(acc["rtx"] / ms, 2)}
     return out
 
@@ -164,8 +176,10 @@ def analyse(out_dir, scn, window=None, period=0, plane=1, rates=False, spans=Fal
     lines = []
     if window:
         lo, hi = window
-        gbps, sh = shares(rows, lambda r: lo * 1000 <= r["t_ms"] < hi * 1000)
-        lines.append(f"client t {lo}-{hi} s: {gbps:.2f} Gbit/s sent, shares {[round(x, 3) for x in sh]}")
+        sel = lambda r: lo * 1000 <= r["t_ms"] < hi * 1000  # noqa: E731
+        gbps, sh = shares(rows, sel)
+        lines.append(f"client t {lo}-{hi} s: {gbps:.2f} Gbit/s sent, shares {[round(x, 3) for x in sh]}"
+                     + window_note(rows, sel))
     with open(os.path.join(run, "scenario.json")) as f:
         sc = json.load(f)
     t0 = sc["t0_mono_ns"]
@@ -182,8 +196,10 @@ def analyse(out_dir, scn, window=None, period=0, plane=1, rates=False, spans=Fal
     if not window or period:
         effect, heal = fault_times(sc)
         start, end = effect + 0.1, heal - 0.05
-        gbps, sh = shares(rows, lambda r: start <= (r["mono_ns"] - t0) / 1e9 < end)
-        lines.append(f"fault {start:.2f}-{end:.2f} s: {gbps:.2f} Gbit/s sent, shares {[round(x, 3) for x in sh]}")
+        sel = lambda r: start <= (r["mono_ns"] - t0) / 1e9 < end  # noqa: E731
+        gbps, sh = shares(rows, sel)
+        lines.append(f"fault {start:.2f}-{end:.2f} s: {gbps:.2f} Gbit/s sent, shares {[round(x, 3) for x in sh]}"
+                     + window_note(rows, sel))
         if period:
             ph = by_phase(rows, t0, effect, start, end, period, plane)
             lines.append(f"plane {plane} share by ms of the {period} ms period: " +
@@ -234,11 +250,29 @@ def self_test():
         assert g[1][2] == 0.5 and g[0][2] is None, g[:2]
         lines = analyse(d, "x", window=(0.0, 1.0))
         assert "[0.25, 0.25, 0.25, 0.25]" in lines[0] and "0.03 Gbit/s" in lines[0], lines
+        assert "median window" not in lines[0], lines  # the samples carry none
         # --spans: faulted [1.0, 2.05), clean [2.05, 3.1): plane 1 sends half
         # of its 0.008 Gbit/s in the faulted span, all of it in the clean one
         lines = analyse(d, "x", spans=True)
         assert lines[0].startswith("faulted spans: 1050 ms") and "[0.008, 0.004, 0.008, 0.008]" in lines[0], lines
         assert lines[1].startswith("clean spans: 949 ms") and "[0.008, 0.008, 0.008, 0.008]" in lines[1], lines
+        # the window's median over a window of samples that carry it
+        run2 = os.path.join(d, "w")
+        os.makedirs(run2)
+        with open(os.path.join(run2, "scenario.json"), "w") as f:
+            json.dump({"t0_mono_ns": t0, "faults": [{"t_effect_s": 1.0}]}, f)
+        with open(os.path.join(run2, "workload1-A.log"), "w") as f:
+            for ms, cw in ((0, 4096), (1, 8192), (2, 65536)):
+                f.write(json.dumps({"dir": "tx", "t_ms": ms, "mono_ns": t0 + ms * 1_000_000,
+                                    "planes": [1000, 1000], "cwnd": cw}) + "\n")
+        lines = analyse(d, "w", window=(0.0, 1.0))
+        assert lines[0].endswith(", median window 8192 B"), lines
+        # --spans needs a fault switched on and off: one event is refused
+        try:
+            analyse(d, "w", spans=True)
+            raise AssertionError("--spans took a scenario with one event")
+        except SystemExit as e:
+            assert "--spans needs a scenario that switches its fault on and off" in str(e), e
     # --rates without --period is refused with a clear error
     import subprocess
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "dir", "scn", "--rates"],

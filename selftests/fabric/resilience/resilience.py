@@ -426,8 +426,7 @@ def eval_alternating(run, r, s):
         ctls.append(ctl)
         rels.append(dur / rem if rem else 0.0)
     rel = median(rels)
-    on_vals = [v for a, b, v in app if any(lo <= a and b <= hi for lo, hi in on_spans)]
-    zero_on = sum(1 for x in on_vals if x <= 0)
+    zero_on = sum(1 for x in in_spans(app, on_spans) if x <= 0)
     zero_off = sum(1 for x in control_all if x <= 0)
     stall = longest_stall_ms(run.app_t, run.app_v, 0.5, run.end - 0.3)
     # Each plane's wire rate in the faulted and the clean spans, and what the
