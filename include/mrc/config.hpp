@@ -179,6 +179,13 @@ struct EngineConfig {
   bool tseth = true;            // timestamp every data packet (TSETH)
   uint32_t sack_bytes = 16384;  // coalesce SACKs up to this many new bytes
   Time sack_delay = 20'000;     // ...or this long after the first unacked packet
+  // ECN-CE marked data: false (default): the receive burst's SACK answers
+  // the marks (ECN flag, SKIP_ONCE for the EV of the burst's last marked
+  // packet), whatever sack_bytes; true: a SACK for every marked packet
+  // (UEC's reference), which on a software host costs the sender's CPU a
+  // SACK per mark: a CPU-bound QP on 4 x 1 Gbit/s planes with ECN marking
+  // moved 0.92 of their capacity against 0.94 (performance.md, "Start-up").
+  bool sack_each_ce = false;
   // Payload bytes a QP may send in one round-robin turn before the next QP
   // with something to send gets its turn (0: one packet per turn). With
   // hundreds of busy QPs, one packet per turn switches to another QP's

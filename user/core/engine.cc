@@ -1148,8 +1148,14 @@ void Engine::rx(std::span<const RxFrame> frames, Time now) {
     Qp* q = qp_by_num(qpn);
     if (!q || !q->sack_due) continue;
     q->sack_due = false;
-    if (q->state == QpState::kRtr || q->state == QpState::kRts)
-      queue_sack(*q, q->last, MRC_MP_NONE, false, false);
+    if (q->state == QpState::kRtr || q->state == QpState::kRts) {
+      // A burst with marks: its last marked packet is the trigger, so the
+      // verdict lands on that packet's EV (queue_sack adds the ECN flag).
+      if (q->ce_owed)
+        queue_sack(*q, q->ce_last, MRC_MP_SKIP_ONCE, false, false);
+      else
+        queue_sack(*q, q->last, MRC_MP_NONE, false, false);
+    }
   }
   sack_due_.clear();
 }

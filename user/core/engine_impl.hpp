@@ -238,6 +238,10 @@ struct Engine::Qp {
   bool sack_due = false;  // owes a SACK at the end of the rx() burst  // the last far-ahead SACK
                           // reported the oldest PSNs
   Trigger last;
+  // A marked packet of this receive burst not yet answered (sack_each_ce
+  // off): the burst's SACK carries the mark, with ce_last's EV as trigger.
+  Trigger ce_last;
+  bool ce_owed = false;
   uint32_t rev_ev[kMaxPorts + 1] = {};
   // SRv6 profiles: each path's uSID container (the data and probe destination).
   std::vector<std::array<uint8_t, 16>> srv6_sid;

@@ -52,6 +52,7 @@ const EngineKey kEngineKeys[] = {
     {"reo_extra_cap", 1, [](EngineConfig& e, uint64_t n) { e.reo_extra_cap = n != 0; }},
     {"min_rto_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.min_rto = n * 1000; }},
     {"sack_bytes", kMaxU32, [](EngineConfig& e, uint64_t n) { e.sack_bytes = uint32_t(n); }},
+    {"sack_each_ce", 1, [](EngineConfig& e, uint64_t n) { e.sack_each_ce = n != 0; }},
     {"sack_delay_us", kMaxUs, [](EngineConfig& e, uint64_t n) { e.sack_delay = n * 1000; }},
     {"tx_quantum", kMaxU32, [](EngineConfig& e, uint64_t n) { e.tx_quantum = uint32_t(n); }},
     {"evs_per_port", kMaxU32,

@@ -48,7 +48,8 @@ void Engine::queue_sack(Qp& q, const Trigger& t, uint8_t verdict, bool probe_res
   c.ts_echo = t.ts;
   c.code = verdict;
   c.probe_resp = probe_resp;
-  c.ecn = ecn;
+  c.ecn = ecn || q.ce_owed;  // any SACK carries a mark it covers
+  q.ce_owed = false;
   c.rx_ts = t.rx_ts;
   ctrl_->push(c);
   q.sack_deadline = kNever;
@@ -208,12 +209,20 @@ void Engine::on_data(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   }
   deliver_imm(q);
   if (q.state == QpState::kErr) return;
-  const bool now_sack = ecn || p.bth.ack_req || q.first_rx;
+  // A marked packet is answered within its receive burst: by its own SACK
+  // (sack_each_ce), or by the burst's SACK at the end of rx(), which the
+  // sender hears just as soon (control packets leave after the burst) and
+  // which costs one SACK however many packets of the burst were marked.
+  if (ecn && !cfg_.sack_each_ce) {
+    q.ce_owed = true;
+    q.ce_last = trig;
+  }
+  const bool now_sack = (ecn && cfg_.sack_each_ce) || p.bth.ack_req || q.first_rx;
   q.first_rx = false;
   q.last = trig;
   if (now_sack) {
     queue_sack(q, trig, ecn ? MRC_MP_SKIP_ONCE : MRC_MP_NONE, false, ecn);
-  } else if (q.unacked_bytes >= cfg_.sack_bytes) {
+  } else if (q.ce_owed || q.unacked_bytes >= cfg_.sack_bytes) {
     if (!q.sack_due) {
       q.sack_due = true;
       sack_due_.push_back(q.qpn);  // at the end of the burst (rx())

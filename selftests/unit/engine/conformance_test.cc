@@ -1359,6 +1359,72 @@ TEST(Conformance, C47_EcnCeGetsImmediateSackWithSkipOnce) {
   EXPECT_EQ(verdicts, 2);
 }
 
+// Marks in a receive burst (EngineConfig::sack_each_ce off): the burst's
+// SACK answers them, with the ECN flag and SKIP_ONCE for the EV of its last
+// marked packet, whatever sack_bytes; with sack_each_ce every marked packet
+// has its own SACK (UEC's reference). Every fourth data packet is marked,
+// bursts of up to 64 frames: the requester hears the marks either way (it
+// skips the marked EVs), and the data arrives intact.
+struct CeRun {
+  int sacks = 0, ce_sacks = 0, wrong_ev = 0;
+  uint64_t rx_calls = 0, ecn_decreases = 0, skipped = 0;
+  bool ok = false;
+};
+
+CeRun ce_burst_run(bool each) {
+  PairOptions o;
+  o.cfg.sack_each_ce = each;
+  o.latency = 20'000;
+  constexpr size_t kLen = 4 << 20;
+  Fixture f(kLen, o);
+  f.p.rx_burst = 64;
+  CeRun r;
+  std::map<uint32_t, uint32_t> ev_of;  // marked PSN -> its EV
+  f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && k.bth.psn % 4 == 0) {
+      set_ecn_ce(fr);
+      ev_of[k.bth.psn] = wire_ev(k);
+    }
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK) {
+      r.sacks++;
+      if (k.seth.cc_flags & MRC_CC_F_ECN_CE) r.ce_sacks++;
+      if (k.seth.verdict == MRC_MP_SKIP_ONCE) {
+        const uint32_t trig = codec::psn_add(k.seth.cack_psn, k.seth.ack_psn_offset);
+        auto it = ev_of.find(trig);
+        r.wrong_ev += it == ev_of.end() || it->second != k.seth.entropy ||
+                      !(k.seth.cc_flags & MRC_CC_F_ECN_CE);
+      }
+    }
+    return Hook{};
+  };
+  EXPECT_TRUE(f.write(1, 0, kLen).ok());
+  r.ok = f.wait_sends(1) && f.swc[0].status == kWcSuccess && f.same(0, kLen);
+  r.rx_calls = f.p.rx_calls[1];
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  r.ecn_decreases = st.cc_ecn_decreases;
+  r.skipped = st.ev_skips;
+  return r;
+}
+
+TEST(Conformance, C47_MarksOfAReceiveBurstShareItsSack) {
+  const CeRun burst = ce_burst_run(false), each = ce_burst_run(true);
+  for (const CeRun* r : {&burst, &each}) {
+    ASSERT_TRUE(r->ok);
+    std::printf("%d SACKs (%d with ECN) in %llu receive bursts, %llu ECN decreases, %llu skips\n",
+                r->sacks, r->ce_sacks, (unsigned long long)r->rx_calls,
+                (unsigned long long)r->ecn_decreases, (unsigned long long)r->skipped);
+    EXPECT_EQ(r->wrong_ev, 0);
+    EXPECT_GT(r->skipped, 0u);  // the requester heard marks
+  }
+  // One SACK per burst at most (and the first packet's), each with marks
+  // carrying the flag; per mark: one for each of the 1024 marked packets.
+  EXPECT_LE(uint64_t(burst.sacks), burst.rx_calls + 1);
+  EXPECT_GE(each.ce_sacks, 1024);
+  EXPECT_LT(2 * burst.sacks, each.sacks);
+  EXPECT_GT(burst.ce_sacks, 0);
+}
+
 TEST(Conformance, C48_TrimmedHeaderNackedUnlessDisabled) {
   for (bool disabled : {false, true}) {
     PairOptions o;
