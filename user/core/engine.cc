@@ -582,6 +582,7 @@ void Engine::enter_rtr(Qp& q) {
   q.imm_span = 0;
   q.acks_stopped = false;
   q.first_rx = true;
+  q.ce_owed = false;
   build_paths(q);
   if (std::find(active_.begin(), active_.end(), q.qpn) == active_.end()) active_.push_back(q.qpn);
 }

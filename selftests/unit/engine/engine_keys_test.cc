@@ -77,6 +77,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_FALSE(e.reo_extra_cap);
   ASSERT_TRUE(apply_engine_settings("reo_extra_cap=1", &e, "x").ok());
   EXPECT_TRUE(e.reo_extra_cap);
+  ASSERT_FALSE(e.sack_each_ce);  // off by default: the burst's SACK answers its marks
+  ASSERT_TRUE(apply_engine_settings("sack_each_ce=1", &e, "x").ok());
+  EXPECT_TRUE(e.sack_each_ce);
+  ASSERT_TRUE(apply_engine_settings("sack_each_ce=0", &e, "x").ok());
+  EXPECT_FALSE(e.sack_each_ce);
   // The last setting of a key wins; an empty list changes nothing.
   ASSERT_TRUE(apply_engine_settings("cc_qa=0,cc_qa=1", &e, "x").ok());
   EXPECT_FALSE(e.default_cc.nscc.disable_qa);
@@ -130,7 +135,10 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "dark_plane_credit=1,dark_plane_credit=",
                           "sack_plane_gap=-1",
                           "sack_plane_gap=4,sack_plane_gap=4294967296",
-                          "reo_extra_cap=0,reo_extra_cap=off"}) {
+                          "reo_extra_cap=0,reo_extra_cap=off",
+                          "sack_each_ce=2",
+                          "sack_each_ce=on",
+                          "sack_each_ce=1,sack_each_ce="}) {
     EngineConfig e;
     e.sack_bytes = 12345;
     auto s = apply_engine_settings(bad, &e, "open: MRC_ENGINE");
@@ -151,6 +159,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_TRUE(e.reo_extra_cap) << bad;
     EXPECT_TRUE(e.paths.dark_plane_credit) << bad;
     EXPECT_EQ(e.paths.sack_plane_gap, 16u) << bad;
+    EXPECT_FALSE(e.sack_each_ce) << bad;
   }
   EngineConfig e;
   auto s = apply_engine_settings("cc_qa=7", &e, "MRC_ENGINE");
