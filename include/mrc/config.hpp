@@ -313,6 +313,15 @@ struct EngineConfig {
   // within 50 ms in 96 of 140 runs against 77 of 140, the slowest in 110-122
   // ms against 340-670 (three runs; performance.md, "Start-up").
   bool cc_qa_rate_gate = true;
+  // Quick adapt "cuts" a window to what its last window achieved even when
+  // that is the window's own size (true: the behaviour before 2026-12-06).
+  // By default such an ack is no cut and goes on to NSCC's increases: the
+  // "cut" left a window of one packet where it was and skipped the
+  // increase, and on a host whose threads sleep between the packets of so
+  // small a window every ack "cut" it again, for good (design.md, "Quick
+  // adapt never cuts a window to itself"). A cut that raises the window
+  // (a stall's acks carried more than it) is unchanged.
+  bool cc_qa_cut_full = false;
 };
 
 }  // namespace v1

@@ -436,7 +436,8 @@ struct QpStats {
   // host": on a CPU-bound host the hosts' own delay fires it).
   uint64_t cc_qa_cuts = 0, cc_qa_loss_cuts = 0;
   // Windows whose trigger was met but that had achieved too much for a cut
-  // (at least max_cwnd >> qa_gate): the gate held quick adapt closed.
+  // (at least max_cwnd >> qa_gate: the gate held quick adapt closed), or
+  // exactly the window's own size (no cut: EngineConfig::cc_qa_cut_full).
   uint64_t cc_qa_gated = 0;
   // NSCC's multiplicative decreases on ECN marks (an ECN-marked ack with the
   // delay above the target; at most one per base RTT).

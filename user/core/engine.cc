@@ -611,10 +611,11 @@ void Engine::enter_rts(Qp& q) {
   q.retries = 0;
   CcProfile cc = cfg_.default_cc;
   if (q.attr.cc_profile_id) cc = cc_profiles_[q.attr.cc_profile_id];
-  q.cc.configure(cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target,
-                 Nscc::Start{cfg_.cc_init_window, cfg_.cc_delay_md, cfg_.cc_queue_target,
-                             cfg_.cc_qa_floor, cfg_.cc_qa_standing, cfg_.cc_qa_fabric,
-                             cfg_.cc_max_target, cfg_.cc_qa_fabric_on_ecn, cfg_.cc_qa_rate_gate});
+  q.cc.configure(
+      cc, q.attr.path_mtu, uint64_t(w) * q.attr.path_mtu, cfg_.cc_min_target,
+      Nscc::Start{cfg_.cc_init_window, cfg_.cc_delay_md, cfg_.cc_queue_target, cfg_.cc_qa_floor,
+                  cfg_.cc_qa_standing, cfg_.cc_qa_fabric, cfg_.cc_max_target,
+                  cfg_.cc_qa_fabric_on_ecn, cfg_.cc_qa_rate_gate, cfg_.cc_qa_cut_full});
   hold_peer_rtt(q);
   q.reo_wnd = cfg_.min_reorder;
 }

@@ -77,6 +77,7 @@ const EngineKey kEngineKeys[] = {
     {"cc_qa_standing", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_standing = n != 0; }},
     {"cc_qa_fabric", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_fabric = n != 0; }},
     {"cc_qa_rate_gate", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_rate_gate = n != 0; }},
+    {"cc_qa_cut_full", 1, [](EngineConfig& e, uint64_t n) { e.cc_qa_cut_full = n != 0; }},
     {"probe_delivery", 1, [](EngineConfig& e, uint64_t n) { e.probe_delivery = n != 0; }},
     {"silent_plane_pace", 1,
      [](EngineConfig& e, uint64_t n) { e.paths.silent_plane_pace = n != 0; }},

@@ -43,6 +43,7 @@ void Nscc::configure(const CcProfile& prof, uint32_t mtu, uint64_t mpr_window_by
   p_.qa_fabric = start.qa_fabric;
   p_.qa_fabric_on_ecn = start.qa_fabric_on_ecn;
   p_.qa_rate_gate = start.qa_rate_gate;
+  p_.qa_cut_full = start.qa_cut_full;
   slow_start_ = p_.init_window && p_.init_window < p_.max_cwnd;
   cwnd_ = slow_start_ ? std::max<uint64_t>(p_.init_window, mtu) : p_.max_cwnd;
   queue_high_ = false;
@@ -175,9 +176,17 @@ bool Nscc::quick_adapt(bool loss, uint64_t delay, uint64_t inflight, Time now) {
   const bool open =
       per_length ? double(achieved_) * double(len) < double(gate) * double(took) : achieved_ < gate;
   bool fired = false;
-  if (trigger && open) {
+  // A "cut" to what the window achieved that leaves the window as it was is
+  // no cut: it left a window of one packet at one packet and skipped the
+  // ack's increase, and on a host whose threads sleep between the packets of
+  // so small a window every ack then "cut" it again, for good (NsccQuickAdapt.
+  // WindowOfOnePacketIsNotHeldThere). The ack goes on to NSCC's increases
+  // (qa_cut_full: the old "cut"). A cut that raises the window (a stall's
+  // acks carried more than it) still does: that is how it comes back.
+  const uint64_t to = std::max<uint64_t>(achieved_, p_.mtu);
+  if (trigger && open && (to != cwnd_ || p_.qa_cut_full)) {
     slow_start_ = false;
-    cwnd_ = std::max<uint64_t>(achieved_, p_.mtu);
+    cwnd_ = to;
     ignore_bytes_ = inflight;  // ignore the signals of what is already in flight
     fired = true;
     qa_cuts_++;

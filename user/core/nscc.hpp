@@ -24,6 +24,7 @@ struct NsccStart {
   uint64_t max_target = kNsccMaxTarget;  // ceiling of a derived target (0: none)
   bool qa_fabric_on_ecn = true;
   bool qa_rate_gate = true;  // the gate per window length until an ECN mark
+  bool qa_cut_full = false;  // "cut" a window to its own size (EngineConfig::cc_qa_cut_full)
 };
 
 class Nscc {
@@ -43,6 +44,7 @@ class Nscc {
     bool qa_fabric = false;                // EngineConfig::cc_qa_fabric
     bool qa_fabric_on_ecn = false;         // EngineConfig::cc_qa_fabric_on_ecn
     bool qa_rate_gate = false;             // EngineConfig::cc_qa_rate_gate
+    bool qa_cut_full = false;              // EngineConfig::cc_qa_cut_full
     uint8_t qa_gate = 3;
     uint64_t adjust_bytes = 0;   // 0: 8 x MTU
     uint64_t adjust_period = 0;  // 0: base_rtt + target

@@ -215,6 +215,8 @@ FILE* g_ev_log = nullptr;
       "                       cc_qa_fabric_on_ecn (the same from the first ECN mark;\n"
       "                       default 1), cc_qa_rate_gate (quick adapt's gate per\n"
       "                       window length until then; default 1),\n"
+      "                       cc_qa_cut_full (quick adapt also \"cuts\" a window to\n"
+      "                       its own size; default 0),\n"
       "                       cc_base_rtt_us, report_all_ev_events,\n"
       "                       probe_rate (EV probes per second, all QPs; 0: no limit),\n"
       "                       probe_burst\n"

@@ -42,6 +42,11 @@ TEST(EngineSettings, ListsSetEveryKeyTheyName) {
   EXPECT_FALSE(e.cc_qa_rate_gate);
   ASSERT_TRUE(apply_engine_settings("cc_qa_rate_gate=1", &e, "x").ok());
   EXPECT_TRUE(e.cc_qa_rate_gate);
+  ASSERT_FALSE(e.cc_qa_cut_full);  // off by default
+  ASSERT_TRUE(apply_engine_settings("cc_qa_cut_full=1", &e, "x").ok());
+  EXPECT_TRUE(e.cc_qa_cut_full);
+  ASSERT_TRUE(apply_engine_settings("cc_qa_cut_full=0", &e, "x").ok());
+  EXPECT_FALSE(e.cc_qa_cut_full);
   ASSERT_TRUE(e.probe_delivery);  // on by default
   ASSERT_TRUE(apply_engine_settings("probe_delivery=0", &e, "x").ok());
   EXPECT_FALSE(e.probe_delivery);
@@ -122,6 +127,9 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
                           "cc_qa_rate_gate=2",
                           "cc_qa_rate_gate=on",
                           "cc_qa_rate_gate=0,bogus",
+                          "cc_qa_cut_full=2",
+                          "cc_qa_cut_full=yes",
+                          "cc_qa_cut_full=1,cc_qa_cut_full=",
                           "probe_delivery=2",
                           "probe_delivery=0,probe_delivery=x",
                           "silent_plane_pace=2",
@@ -152,6 +160,7 @@ TEST(EngineSettings, ABadItemRefusesTheListAndChangesNothing) {
     EXPECT_EQ(e.cc_max_target, kNsccMaxTarget) << bad;
     EXPECT_TRUE(e.cc_qa_fabric_on_ecn) << bad;
     EXPECT_TRUE(e.cc_qa_rate_gate) << bad;
+    EXPECT_FALSE(e.cc_qa_cut_full) << bad;
     EXPECT_TRUE(e.probe_delivery) << bad;
     EXPECT_TRUE(e.paths.silent_plane_pace) << bad;
     EXPECT_TRUE(e.paths.quiet_plane_pace) << bad;

@@ -174,7 +174,10 @@ TEST(NsccFair, EightQpsOfOneEngineShareEqually) {
 // apart by the receive timestamps and the SACKs' service time) fire it no
 // more, so the QPs share equally without the shared base RTT, and where
 // the wake-ups cut them before (seed 2; seed 1 met none that fired it) they
-// move at least 1.5x as much (9.8 against 3.7 Gbit/s here).
+// moved at least 1.5x as much (9.8 against 3.7 Gbit/s) until quick adapt
+// stopped "cutting" a window to its own size (2026-12-06: NsccQuickAdapt.
+// WindowOfOnePacketIsNotHeldThere); now the whole RTT moves 7.4 there, and
+// the fabric's delay at least as much.
 TEST(NsccFair, FabricDelayLeavesWakeupsOut) {
   for (uint64_t seed : {1, 2}) {
     const Share fab = share({.seed = seed, .share_base = false, .qa_fabric = true});
@@ -183,7 +186,7 @@ TEST(NsccFair, FabricDelayLeavesWakeupsOut) {
     if (!kSanitized) {
       EXPECT_GE(fab.jain, 0.97) << "seed " << seed << ": " << describe(fab);
       if (seed == 2) {
-        EXPECT_GE(fab.gbps, 1.5 * whole.gbps) << describe(fab) << " against " << describe(whole);
+        EXPECT_GE(fab.gbps, 0.98 * whole.gbps) << describe(fab) << " against " << describe(whole);
       }
     }
     printf("seed %llu: fabric %s; whole RTT %s\n", (unsigned long long)seed, describe(fab).c_str(),
@@ -380,6 +383,39 @@ TEST(NsccQuickAdapt, MarkedQpKeepsTheBytesGate) {
   r.window(63, 1'000'000);
   EXPECT_EQ(r.cc.qa_cuts(), 1u);
   EXPECT_EQ(r.cc.cwnd(), uint64_t(63 * 4096));
+}
+
+// A window of one packet on a host whose engine threads sleep between its
+// packets: the base RTT is 5 us (both threads awake once), every later round
+// trip holds a wake-up (55 us), above quick adapt's trigger (4 x 5 us). Each
+// ack ends a window that achieved the one packet, so quick adapt's "cut" to
+// it left the window where it was and skipped the ack's increase: the
+// window stayed at one packet for good (1 of 100 start-ups at 4 x 500
+// Mbit/s, 2026-12-05: 0.345 of capacity). A cut that cannot shrink the
+// window is no cut; the ack's increase runs and the window opens.
+TEST(NsccQuickAdapt, WindowOfOnePacketIsNotHeldThere) {
+  Nscc cc;
+  cc.configure(CcProfile{}, 4096, 2u << 20, kNsccMinTarget, NsccStart{});
+  Time now = 1'000'000;
+  cc.on_ack(4096, 5'000, false, 64 << 10, now);  // the base RTT
+  now += 60'000;
+  cc.on_ack(4096, 55'000, false, 0, now);  // a window of one late ack: cut to it
+  ASSERT_TRUE(cc.quick_adapted());
+  ASSERT_EQ(cc.cwnd(), 4096u);
+  int open = 0;
+  for (int i = 0; i < 50; i++) {
+    // one packet per round trip, each ack 55 us after its packet (this
+    // feed does not send more when the window opens: the next ack, one
+    // packet in a window opened wider, is a real cut again)
+    now += 60'000;
+    const uint64_t before = cc.cwnd();
+    cc.on_ack(4096, 55'000, false, 0, now);
+    if (before == 4096) {
+      EXPECT_FALSE(cc.quick_adapted()) << "ack " << i;
+    }
+    if (cc.cwnd() >= 16 * 4096) open++;
+  }
+  EXPECT_GE(open, 20);  // every other ack: opened by the fair increase
 }
 
 TEST(NsccQuickAdapt, OneLateAckFiresItByDefault) {
