@@ -718,6 +718,14 @@ SUITE = {
         title="20's flap for 250 ms, clean for 250 ms, 8 times: each flapping span against the clean ones beside it",
         eval=eval_alternating, fault="link p1 flicker", clear="link p1 clear", spans=8, span_s=0.25,
         usable_planes=3.5, min_remaining=0.5, max_stall_ms=500),
+    "23-flicker5ms-alt-500m": dict(
+        title="21 on planes of 500 Mbit/s: the flap's cost with the sender's CPU to spare",
+        eval=eval_alternating, fault="link p1 flicker", clear="link p1 clear", spans=8, span_s=0.25,
+        usable_planes=3.5, plane_gbps=0.5, min_remaining=0.4, max_stall_ms=500),
+    "24-flicker20ms-alt-500m": dict(
+        title="22 on planes of 500 Mbit/s",
+        eval=eval_alternating, fault="link p1 flicker", clear="link p1 clear", spans=8, span_s=0.25,
+        usable_planes=3.5, plane_gbps=0.5, min_remaining=0.5, max_stall_ms=500),
 }
 
 
