@@ -391,8 +391,8 @@ TEST(NsccQuickAdapt, MarkedQpKeepsTheBytesGate) {
 // ack ends a window that achieved the one packet, so quick adapt's "cut" to
 // it left the window where it was and skipped the ack's increase: the
 // window stayed at one packet for good (1 of 100 start-ups at 4 x 500
-// Mbit/s, 2026-12-05: 0.345 of capacity). A cut that cannot shrink the
-// window is no cut; the ack's increase runs and the window opens.
+// Mbit/s, 2026-12-05: 0.345 of capacity). A "cut" that would leave the
+// window as it is is no cut; the ack's increase runs and the window opens.
 TEST(NsccQuickAdapt, WindowOfOnePacketIsNotHeldThere) {
   Nscc cc;
   cc.configure(CcProfile{}, 4096, 2u << 20, kNsccMinTarget, NsccStart{});
