@@ -220,13 +220,29 @@ struct Engine::Qp {
   Time last_send = 0;
   bool tlp_pending = false;  // send a tail-loss probe
   bool tlp_outstanding = false;
-  Time tlp_sent = 0;
-  uint16_t tlp_ts = 0;  // its PETH timestamp, echoed by the answer
-  int tlp_idx = -1;     // its EV (the answer reflects it)
-  uint8_t tlp_port = 0;
+  Time tlp_sent = 0;           // the last one's send time
   uint8_t tlp_unanswered = 0;  // probes in a row that got no answer
-  Time probe_check = 0;        // next time EV probes may be due
-  Time armed = kNever;         // time of this QP's live entry in Engine::timer_heap_ (kNever: none)
+  // The last tail-loss probes sent, the newest at tlp_recent[tlp_head]: an
+  // answer slower than the probe timeout, which arrives after the next probe
+  // went out, still answers its own probe (each answered once).
+  struct TlpSent {
+    Time sent = 0;
+    uint16_t ts = 0;  // its PETH timestamp, echoed by the answer
+    int idx = -1;     // its EV (the answer reflects it)
+    uint8_t port = 0;
+  };
+  static constexpr size_t kTlpRemembered = 3;
+  TlpSent tlp_recent[kTlpRemembered] = {};
+  uint8_t tlp_head = 0;
+  // The probe of tlp_recent that a probe answer echoes (timestamp and EV),
+  // or null.
+  TlpSent* tlp_answered(uint16_t ts_echo, int idx) {
+    for (TlpSent& t : tlp_recent)
+      if (t.sent && t.ts == ts_echo && t.idx == idx) return &t;
+    return nullptr;
+  }
+  Time probe_check = 0;  // next time EV probes may be due
+  Time armed = kNever;   // time of this QP's live entry in Engine::timer_heap_ (kNever: none)
   std::vector<uint32_t> probe_queue;  // ASSUMED_BAD EVs to probe now
 
   // responder

@@ -600,8 +600,16 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   // otherwise acknowledge data that never arrived; now it must also guess
   // 16 bits of this host's clock (security.md).
   const int idx = q.paths.find(s.entropy);
-  const bool tlp_answer =
-      s.probe_resp && q.tlp_outstanding && p.cc.tx_ts_echo == q.tlp_ts && idx == q.tlp_idx;
+  // A tail-loss probe's answer: to the last probe or to one of the two
+  // before it, whose answer came after the probe timeout. Until 2026-12-06
+  // only the last probe's counted: a responder slower than the timeout for
+  // three probes in a row left the QP its ACK timeout (16.8 ms), and 4-12
+  // answers per resilience 23 run were dropped as ghosts.
+  Qp::TlpSent* tlp = s.probe_resp && idx >= 0 ? q.tlp_answered(p.cc.tx_ts_echo, idx) : nullptr;
+  const bool tlp_answer = tlp != nullptr;
+  const Time tlp_sent = tlp ? tlp->sent : 0;
+  const uint8_t tlp_port = tlp ? tlp->port : 0;
+  if (tlp) *tlp = Qp::TlpSent{};  // answered once
   const bool ev_answer = s.probe_resp && idx >= 0 && q.paths.at(uint32_t(idx)).probing &&
                          q.paths.at(uint32_t(idx)).state == EvState::kAssumedBad &&
                          p.cc.tx_ts_echo == ts16(q.paths.at(uint32_t(idx)).probe_sent);
@@ -674,10 +682,10 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     // its plane after everything sent there before it, so what its bitmap
     // misses from that plane is lost, and from the others what was sent a
     // whole RTT before it (the usual rules, with the probe as the delivery).
-    q.tlp_outstanding = false;
-    q.latest_delivered = std::max(q.latest_delivered, q.tlp_sent);
-    if (q.tlp_port <= kMaxPorts)
-      q.latest_port[q.tlp_port] = std::max(q.latest_port[q.tlp_port], q.tlp_sent);
+    if (tlp_sent == q.tlp_sent) q.tlp_outstanding = false;
+    q.latest_delivered = std::max(q.latest_delivered, tlp_sent);
+    if (tlp_port <= kMaxPorts)
+      q.latest_port[tlp_port] = std::max(q.latest_port[tlp_port], tlp_sent);
   }
   if (cfg_.probe_delivery && (tlp_answer || ev_answer)) {
     // So does the answer to an EV's probe, for the rule across planes only
@@ -694,7 +702,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     // sent). Only then: while data still goes out, later deliveries judge,
     // and the timer run at every probe answer within a host's backlog of
     // SACKs made held packets look lost (NsccFair.EightQpsOfOneEngineShareEqually).
-    if (q.last_send <= (tlp_answer ? q.tlp_sent : ev_probe_sent))
+    if (q.last_send <= (tlp_answer ? tlp_sent : ev_probe_sent))
       q.rack_due = std::min(q.rack_due, now);
   }
   rack(q, base, codec::psn_add(base, 64), now);
@@ -1043,9 +1051,8 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
     q.tlp_pending = false;
     q.tlp_outstanding = true;
     q.tlp_sent = now;
-    q.tlp_ts = ts16(now);
-    q.tlp_idx = idx;
-    q.tlp_port = q.paths.at(uint32_t(idx)).port;
+    q.tlp_head = uint8_t((q.tlp_head + 1) % Qp::kTlpRemembered);
+    q.tlp_recent[q.tlp_head] = {now, ts16(now), idx, q.paths.at(uint32_t(idx)).port};
     return true;
   }
   const uint64_t cwnd = q.cc.cwnd();

@@ -131,7 +131,8 @@ FILE* g_ev_log = nullptr;
       "                       JSON line (\"dir\":\"tx\") of bytes sent, the congestion\n"
       "                       window, bytes in flight, smoothed and smallest RTT,\n"
       "                       quick adapt's cuts and gated windows, planes gone\n"
-      "                       silent and quiet so far, and QP 0's dark planes now\n"
+      "                       silent and quiet so far, ACK timeouts and tail-loss\n"
+      "                       probes so far, and QP 0's dark planes now\n"
       "      --timeout N      QP ACK timeout 1.024us x 2^N (14)\n"
       "      --retry L,E      linear and exponential retries (7,7)\n"
       "      --generic        attach XDP in generic mode\n"
@@ -1940,7 +1941,8 @@ void ClientRun::sample_loop() {
   while (sampling.load()) {
     std::this_thread::sleep_until(t0 + ms * (1 + (Clock::now() - t0) / ms));
     uint64_t total = 0, cwnd = 0, inflight = 0, srtt = 0, min_rtt = 0, reo_extra = 0, rtx = 0,
-             qa_cuts = 0, qa_gated = 0, ecn_decs = 0, dark = 0, silences = 0, quiets = 0;
+             qa_cuts = 0, qa_gated = 0, ecn_decs = 0, dark = 0, silences = 0, quiets = 0,
+             timeouts = 0, tlp = 0;
     std::vector<uint64_t> planes(o.devs.size(), 0);
     for (size_t i = 0; i < s.qps.size(); i++) {
       auto st = s.qps[i]->stats();
@@ -1954,6 +1956,8 @@ void ClientRun::sample_loop() {
       ecn_decs += st->cc_ecn_decreases;
       silences += st->plane_silences;
       quiets += st->plane_quiets;
+      timeouts += st->timeouts;
+      tlp += st->tlp_probes;
       if (i == 0) srtt = st->srtt_ns, min_rtt = st->min_rtt_ns, reo_extra = st->reo_extra_ns;
       if (i == 0) dark = st->dark_planes;
     }
@@ -1982,6 +1986,8 @@ void ClientRun::sample_loop() {
         {"silences", silences},
         {"quiets", quiets},
         {"dark", dark},
+        {"timeouts", timeouts},
+        {"tlp", tlp},
         {"planes", dp}});
     std::fflush(stdout);
     last = total;

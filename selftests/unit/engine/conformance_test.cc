@@ -774,6 +774,40 @@ TEST(Conformance, C36_UnansweredTailLossProbeIsFollowedByAnother) {
   EXPECT_TRUE(f.same(0, 64 * 1024));
 }
 
+TEST(Conformance, C36_LateAnswerToATailLossProbeStillAnswersIt) {
+  // The message's last packets are lost, and the responder answers each
+  // tail-loss probe 2 ms late, far beyond the probe timeout (2 srtt + the
+  // reordering window, about 100 us here): every answer arrives after the
+  // next probe went out. The fourth probe, the last before the sender stops
+  // probing, is lost. An answer to one of the last three probes (its
+  // timestamp and EV) still answers its own probe, so the second probe's
+  // answer recovers the tail. Until 2026-12-06 only the last probe's answer
+  // counted: the others were dropped as ghosts and the QP waited for its
+  // ACK timeout (16.8 ms), as a responder host that stalls while a plane
+  // flaps did on veth (resilience 23).
+  PairOptions o;
+  o.timeout = 14;  // 16.8 ms
+  Fixture f(64 * 1024, o);
+  int probes = 0;
+  f.p.hook = [&](int from, uint8_t, std::vector<uint8_t>& fr, Time) {
+    auto k = parse_or_die(fr);
+    Hook h;
+    if (from == 0 && codec::is_data_opcode(k.bth.opcode) && !k.bth.rtx && k.bth.psn >= 61)
+      h.drop = true;
+    if (from == 0 && k.bth.opcode == MRC_OP_PROBE && ++probes == 4) h.drop = true;
+    if (from == 1 && k.bth.opcode == MRC_OP_SACK && k.seth.probe_resp) h.extra_delay = 2'000'000;
+    return h;
+  };
+  ASSERT_TRUE(f.write(1, 0, 64 * 1024).ok());
+  ASSERT_TRUE(f.wait_sends(1));
+  EXPECT_EQ(f.swc[0].status, kWcSuccess);
+  const auto st = *f.p.e(0).qp_stats(f.q0);
+  EXPECT_EQ(st.timeouts, 0u);
+  EXPECT_GE(st.tlp_probes, 4u);
+  EXPECT_LT(f.p.now, Time(5'000'000)) << "recovered by the ACK timeout, not by a probe's answer";
+  EXPECT_TRUE(f.same(0, 64 * 1024));
+}
+
 TEST(Conformance, C36_LossesOfAFailedPlaneAreJudgedByItsRttNotAProbe) {
   // Every packet of a message leaves at once (unshaped planes), then the
   // sender has nothing new to send. Plane 2 fails under it: the SACKs of the
