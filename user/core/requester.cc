@@ -603,7 +603,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   // A tail-loss probe's answer: to the last probe or to one of the two
   // before it, whose answer came after the probe timeout. Until 2026-12-06
   // only the last probe's counted: a responder slower than the timeout for
-  // three probes in a row left the QP its ACK timeout (16.8 ms), and 4-12
+  // three probes in a row left the QP its ACK timeout (16.8 ms), and 4-25
   // answers per resilience 23 run were dropped as ghosts.
   Qp::TlpSent* tlp = s.probe_resp && idx >= 0 ? q.tlp_answered(p.cc.tx_ts_echo, idx) : nullptr;
   const bool tlp_answer = tlp != nullptr;
