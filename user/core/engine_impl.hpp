@@ -218,10 +218,9 @@ struct Engine::Qp {
   Time rack_due = kNever;  // a packet's plane RTT will have passed: judge again (RACK timer)
   uint32_t rtx_hint = 0;   // no lost PSN below this one
   Time last_send = 0;
-  bool tlp_pending = false;  // send a tail-loss probe
-  bool tlp_outstanding = false;
-  Time tlp_sent = 0;           // the last one's send time
-  uint8_t tlp_unanswered = 0;  // probes in a row that got no answer
+  bool tlp_pending = false;      // send a tail-loss probe
+  bool tlp_outstanding = false;  // the newest of tlp_recent, not yet answered
+  uint8_t tlp_unanswered = 0;    // probes in a row that got no answer
   // The last tail-loss probes sent, the newest at tlp_recent[tlp_head]: an
   // answer slower than the probe timeout, which arrives after the next probe
   // went out, still answers its own probe (each answered once).

@@ -61,7 +61,7 @@ Time Engine::tlp_due(const Qp& q) const {
   const Time p = pto(q.srtt, q.reo_wnd, cfg_.min_rto);
   if (!q.tlp_outstanding) return std::max(q.last_ack, q.last_send) + p;
   if (q.tlp_unanswered >= kMaxTlpUnanswered) return kNever;
-  return q.tlp_sent + p;  // the probe itself went unanswered
+  return q.tlp_recent[q.tlp_head].sent + p;  // the probe itself went unanswered
 }
 
 // One token per EV probe; the bucket refills at probe_rate per second up to
@@ -609,6 +609,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
   const bool tlp_answer = tlp != nullptr;
   const Time tlp_sent = tlp ? tlp->sent : 0;
   const uint8_t tlp_port = tlp ? tlp->port : 0;
+  const bool tlp_latest = tlp == &q.tlp_recent[q.tlp_head];
   if (tlp) *tlp = Qp::TlpSent{};  // answered once
   const bool ev_answer = s.probe_resp && idx >= 0 && q.paths.at(uint32_t(idx)).probing &&
                          q.paths.at(uint32_t(idx)).state == EvState::kAssumedBad &&
@@ -682,7 +683,7 @@ void Engine::on_sack(Qp& q, const codec::Packet& p, uint8_t port, Time rx_ts, Ti
     // its plane after everything sent there before it, so what its bitmap
     // misses from that plane is lost, and from the others what was sent a
     // whole RTT before it (the usual rules, with the probe as the delivery).
-    if (tlp_sent == q.tlp_sent) q.tlp_outstanding = false;
+    if (tlp_latest) q.tlp_outstanding = false;
     q.latest_delivered = std::max(q.latest_delivered, tlp_sent);
     if (tlp_port <= kMaxPorts)
       q.latest_port[tlp_port] = std::max(q.latest_port[tlp_port], tlp_sent);
@@ -1050,7 +1051,6 @@ bool Engine::emit_data(Qp& q, TxSink& sink, Time now, uint32_t& port_full) {
     if (!emit_probe(q, sink, now, idx, port_full)) return false;
     q.tlp_pending = false;
     q.tlp_outstanding = true;
-    q.tlp_sent = now;
     q.tlp_head = uint8_t((q.tlp_head + 1) % Qp::kTlpRemembered);
     q.tlp_recent[q.tlp_head] = {now, ts16(now), idx, q.paths.at(uint32_t(idx)).port};
     return true;

@@ -348,7 +348,7 @@ def partial_figures(run, r, s, start, end):
     control = median(control_span(bins, t, v))
     wire = median(control_span(bins, run.wire_t, run.wire_v))
     per_wire = min(1.0, control / wire) if control and wire else None
-    rate = s.get("plane_gbps", 1.0) / VM_RATE_DIV
+    rate = plane_gbps(s) / VM_RATE_DIV
     cap = s["usable_planes"] * rate * per_wire if per_wire else None
     remaining = min(control, cap) if control and cap else control
     dur = r.fig.get("during_gbps")
@@ -413,7 +413,7 @@ def eval_alternating(run, r, s):
     control = statistics.mean(control_all) if control_all else None
     wire_mean = statistics.mean(wire_all) if wire_all else None
     per_wire = min(1.0, control / wire_mean) if control and wire_mean else None
-    cap = s["usable_planes"] * s.get("plane_gbps", 1.0) / VM_RATE_DIV * per_wire if per_wire else None
+    cap = s["usable_planes"] * plane_gbps(s) / VM_RATE_DIV * per_wire if per_wire else None
     rels, durs, ctls = [], [], []
     for i, on in enumerate(on_spans):
         d = in_spans(app, [on])
@@ -718,19 +718,33 @@ SUITE = {
         title="20's flap for 250 ms, clean for 250 ms, 8 times: each flapping span against the clean ones beside it",
         eval=eval_alternating, fault="link p1 flicker", clear="link p1 clear", spans=8, span_s=0.25,
         usable_planes=3.5, min_remaining=0.5, max_stall_ms=500),
+    # 23 and 24: 21 and 22 on planes shaped to 500 Mbit/s (their scenario
+    # files, `shape` replacing the topology's). At 4 x 1 Gbit/s the client's
+    # engine thread is busy for the whole second on a 2-core VM; here it has
+    # some time to spare, so the pair tells what the flap costs the protocol
+    # from what it costs a CPU-bound sender (resilience.md, "Partial faults").
     "23-flicker5ms-alt-500m": dict(
         title="21 on planes of 500 Mbit/s: the flap's cost with the sender's CPU to spare",
+        scn="21-flicker5ms-alt", shape="500mbit",
         eval=eval_alternating, fault="link p1 flicker", clear="link p1 clear", spans=8, span_s=0.25,
-        usable_planes=3.5, plane_gbps=0.5, min_remaining=0.4, max_stall_ms=500),
+        usable_planes=3.5, min_remaining=0.4, max_stall_ms=500),
     "24-flicker20ms-alt-500m": dict(
         title="22 on planes of 500 Mbit/s",
+        scn="22-flicker20ms-alt", shape="500mbit",
         eval=eval_alternating, fault="link p1 flicker", clear="link p1 clear", spans=8, span_s=0.25,
-        usable_planes=3.5, plane_gbps=0.5, min_remaining=0.5, max_stall_ms=500),
+        usable_planes=3.5, min_remaining=0.5, max_stall_ms=500),
 }
 
 
+def plane_gbps(spec):
+    """A plane's rate in Gbit/s: the entry's `shape` (tc's "500mbit", "1gbit"), else 1."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmg])bit", spec.get("shape", "1gbit"))
+    return float(m.group(1)) * {"k": 1e-6, "m": 1e-3, "g": 1.0}[m.group(2)]
+
+
 def scn_path(name):
-    return os.path.join(HERE, name + ".scn")
+    """The scenario file of a suite entry: its own, or the one it reuses (`scn`)."""
+    return os.path.join(HERE, SUITE.get(name, {}).get("scn", name) + ".scn")
 
 
 def tool_dirs(build):
@@ -811,13 +825,18 @@ def run_attempt(name, build, out, strict):
         print(f"  MRC_IN_VM=1: the scenario's rates are divided by {VM_RATE_DIV} (1gbit planes run at "
               f"{1000 / VM_RATE_DIV:g} Mbit/s), the transfers last {VM_DURATION_MUL}x its duration", flush=True)
     perf_args = os.environ.get("MRC_RESILIENCE_PERF_ARGS", "").strip()
-    if perf_args:
-        # A/B runs of one build (e.g. "--engine plane_relapse_window_us=0"):
-        # a copy of the scenario whose mrc_perf workloads get these options.
+    if perf_args or spec.get("shape"):
+        # A copy of the scenario: the entry's plane rate replacing the
+        # topology's (`shape`), and for A/B runs of one build (e.g. "--engine
+        # plane_relapse_window_us=0") its mrc_perf workloads with these options.
         with open(scn) as f:
             lines = f.read().split("\n")
-        lines = [ln + " " + perf_args if re.match(r"workload\s+\w+\s*:\s*mrc_perf\s", ln) else ln
-                 for ln in lines]
+        if spec.get("shape"):
+            lines = [re.sub(r"\bshape=\S+", "shape=" + spec["shape"], ln) if ln.startswith("topology") else ln
+                     for ln in lines]
+        if perf_args:
+            lines = [ln + " " + perf_args if re.match(r"workload\s+\w+\s*:\s*mrc_perf\s", ln) else ln
+                     for ln in lines]
         scn = os.path.join(d, name + ".scn")
         with open(scn, "w") as f:
             f.write("\n".join(lines))

@@ -752,11 +752,12 @@ TEST(Conformance, C36_AckTimeoutLinearThenExponentialThenRetryExceeded) {
 // A 64 KiB write whose packets from PSN 61 on are lost at their first
 // transmission (the tail), over planes with an ACK timeout of 16.8 ms.
 // `probe` sees every tail-loss probe (from 0) and probe answer (from 1) and
-// may drop or delay it. The write must complete intact, by probes (at least
-// `min_probes`) within `within`, not by the ACK timeout.
+// may drop, delay or duplicate it. The write must complete intact, by probes
+// (at least `min_probes`) within `within`, not by the ACK timeout. `stats`:
+// the requester's counters at the end.
 void tail_recovered_by_probes(
     const std::function<void(int from, const codec::Packet&, Hook&)>& probe, uint64_t min_probes,
-    Time within) {
+    Time within, QpStats* stats = nullptr) {
   PairOptions o;
   o.timeout = 14;  // 16.8 ms
   Fixture f(64 * 1024, o);
@@ -778,6 +779,7 @@ void tail_recovered_by_probes(
   EXPECT_GE(st.tlp_probes, min_probes);
   EXPECT_LT(f.p.now, within) << "recovered by the ACK timeout, not by probes";
   EXPECT_TRUE(f.same(0, 64 * 1024));
+  if (stats) *stats = st;
 }
 
 TEST(Conformance, C36_UnansweredTailLossProbeIsFollowedByAnother) {
@@ -810,6 +812,19 @@ TEST(Conformance, C36_LateAnswerToATailLossProbeStillAnswersIt) {
         if (from == 1) h.extra_delay = 2'000'000;
       },
       4, 5'000'000);
+}
+
+// Each probe is answered once: a duplicate of an answer (a replay, or the
+// fabric's copy) is a ghost, not a second delivery on the probe's plane.
+TEST(Conformance, C36_ADuplicatedTailLossProbeAnswerIsAGhost) {
+  int answers = 0;
+  QpStats st;
+  tail_recovered_by_probes(
+      [&](int from, const codec::Packet&, Hook& h) {
+        if (from == 1 && answers++ == 0) h.dup = true;
+      },
+      1, 2'000'000, &st);
+  EXPECT_EQ(st.ghost_probe_resps, 1u);
 }
 
 TEST(Conformance, C36_LossesOfAFailedPlaneAreJudgedByItsRttNotAProbe) {
