@@ -13,7 +13,7 @@
 # ksoftirqd wait (both CPUs' threads together, ms) over the whole run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-build=$here/build rounds=4 out=$(mktemp -d /tmp/fifo-ksoftirqd.XXXXXX)
+build=$here/build rounds=4 out=
 while getopts b:n:o: o; do
   case $o in
     b) build=$OPTARG ;;
@@ -25,6 +25,10 @@ done
 shift $((OPTIND - 1))
 [ $# -gt 0 ] || set -- "nice=" "fifo=--sched fifo"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "fifo_ksoftirqd: -n: a count of rounds" >&2; exit 2; }
+for v in "$@"; do
+  [[ $v =~ ^[A-Za-z0-9_]+= ]] || { echo "fifo_ksoftirqd: '$v': a variant is NAME=MRC_PERF_OPTIONS" >&2; exit 2; }
+done
+[ -n "$out" ] || out=$(mktemp -d /tmp/fifo-ksoftirqd.XXXXXX)
 mkdir -p "$out"
 
 wait_ns() {  # the ksoftirqd threads' run-queue wait, summed

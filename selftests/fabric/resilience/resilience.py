@@ -43,6 +43,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import scenario  # noqa: E402  (the runner: its reading of a tc rate)
 RUNNER = os.path.join(HERE, "..", "scenario.py")
 # Inside the VM layer (MRC_IN_VM=1, maybe TCG) the runner's limit is 5x longer,
 # and the scenarios' rates are divided by VM_RATE_DIV (the runner's
@@ -737,9 +739,10 @@ SUITE = {
 
 
 def plane_gbps(spec):
-    """A plane's rate in Gbit/s: the entry's `shape` (tc's "500mbit", "1gbit"), else 1."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmg])bit", spec.get("shape", "1gbit"))
-    return float(m.group(1)) * {"k": 1e-6, "m": 1e-3, "g": 1.0}[m.group(2)]
+    """A plane's rate in Gbit/s: the entry's `shape`, read as the scenario
+    runner reads a topology's (scenario.rate_bps: ScenarioError naming the
+    rate when it is not one), else 1."""
+    return scenario.rate_bps(spec.get("shape", "1gbit"), "suite entry's shape") / 1e9
 
 
 def scn_path(name):
@@ -832,15 +835,17 @@ def run_attempt(name, build, out, strict):
         with open(scn) as f:
             lines = f.read().split("\n")
         if spec.get("shape"):
-            lines = [re.sub(r"\bshape=\S+", "shape=" + spec["shape"], ln) if ln.startswith("topology") else ln
-                     for ln in lines]
+            # the topology's shape= replaced, or added when it has none
+            shape = "shape=" + spec["shape"]
+            lines = [(re.sub(r"\bshape=\S+", shape, ln) if re.search(r"\bshape=", ln) else ln + " " + shape)
+                     if ln.startswith("topology") else ln for ln in lines]
         if perf_args:
             lines = [ln + " " + perf_args if re.match(r"workload\s+\w+\s*:\s*mrc_perf\s", ln) else ln
                      for ln in lines]
+            print(f"  MRC_RESILIENCE_PERF_ARGS: mrc_perf {perf_args}", flush=True)
         scn = os.path.join(d, name + ".scn")
         with open(scn, "w") as f:
             f.write("\n".join(lines))
-        print(f"  MRC_RESILIENCE_PERF_ARGS: mrc_perf {perf_args}", flush=True)
     p = subprocess.run([sys.executable, RUNNER, "--build", build, "--out", d, scn],
                        capture_output=True, text=True, timeout=600 * VM_SLOW, env=env)
     with open(os.path.join(d, "runner.log"), "w") as f:
@@ -941,9 +946,17 @@ def main():
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     if a.cmd == "list":
+        # Also checks every entry: its scenario file exists, its plane rate reads.
+        bad = 0
         for n, s in SUITE.items():
-            print(f"{n:18} {s['title']}" + ("" if os.path.exists(scn_path(n)) else "  (no scenario file)"))
-        return 0
+            try:
+                rate = f"{plane_gbps(s):g} Gbit/s"
+            except scenario.ScenarioError as e:
+                rate, bad = f"({e})", bad + 1
+            missing = not os.path.exists(scn_path(n))
+            bad += missing
+            print(f"{n:18} {rate:12} {s['title']}" + ("  (no scenario file)" if missing else ""))
+        return 2 if bad else 0
     if not a.build and a.cmd == "run":
         print("resilience: give --build or set MRC_BUILD_DIR", file=sys.stderr)
         return 2
